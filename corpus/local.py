@@ -1,0 +1,78 @@
+"""The whole C4 chain in one process (``corpus clean``): the reference for the Beam pipeline
+and the fastest way to see what the rules do to a few files.
+
+Pages are held in memory between the URL-dedup and line-dedup steps (both need every page), so
+this is for inputs of up to a few GB; ``corpus build`` runs the same steps on Beam at any size.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, Iterator, List
+
+from corpus.config import CorpusConfig
+from corpus.counters import Counters
+from corpus.document import Document
+from corpus.line_dedup import LineOwners, keep_owned_lines
+from corpus.steps import (NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_PARAGRAPH, NS_READ, NS_URL,
+                          NS_BADWORDS, PageSteps)
+from corpus.urls import newer_page
+from corpus.wet import iter_documents
+
+
+def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -> Iterator[Document]:
+    inc = counters.inc_fn(NS_READ)
+    for path in paths:
+        yield from iter_documents(path, inc, config.read)
+
+
+def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]:
+    """One page per normalised URL, the newest; first-seen order (tfds ``select_newest_page``)."""
+    inc = counters.inc_fn(NS_URL)
+    best: Dict[str, Document] = {}
+    for page in pages:
+        current = best.get(page.normalized_url)
+        if current is None:
+            best[page.normalized_url] = page
+            inc("passed")
+        else:
+            best[page.normalized_url] = newer_page(current, page)
+            inc("filtered")
+    return list(best.values())
+
+
+def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
+              steps: PageSteps = None) -> List[Document]:
+    """Read, filter and dedup; returns the surviving documents in input order."""
+    steps = steps or PageSteps(config).setup()
+    inc_len = counters.inc_fn(NS_LENGTH)
+    pages = (p for p in read_pages(paths, config, counters) if steps.length_ok(p, inc_len))
+    if config.dedupe_urls:
+        pages = dedupe_urls(pages, counters)
+    inc_par = counters.inc_fn(NS_PARAGRAPH)
+    inc_clean = counters.inc_fn(NS_CLEAN)
+    kept = []
+    for page in pages:
+        if not steps.paragraphs_ok(page, inc_par):
+            continue
+        cleaned = steps.clean(page, inc_clean)
+        if cleaned is not None:
+            kept.append(cleaned)
+    if config.dedupe_lines:
+        owners = LineOwners()
+        for page in kept:
+            owners.add(page)
+        inc_lines = counters.inc_fn(NS_LINES)
+        deduped = []
+        for page in kept:
+            result = keep_owned_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
+                                      inc_lines)
+            if result is not None:
+                deduped.append(result)
+        kept = deduped
+    inc_lang = counters.inc_fn(NS_LANG)
+    inc_bad = counters.inc_fn(NS_BADWORDS)
+    out = []
+    for page in kept:
+        page = steps.identify_language(page, inc_lang)
+        if page is not None and steps.badwords_ok(page, inc_bad, counters.inc_fn):
+            out.append(page)
+    return out

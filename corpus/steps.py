@@ -1,0 +1,95 @@
+"""The per-page steps of the C4 chain, configured once: the single-process runner and the Beam
+pipeline both call these, so a rule behaves the same everywhere.
+
+Counter namespaces are tfds': ``split-wet-file``, ``too-long-filter``, ``duplicate-url-filter``,
+``paragraph-filter``, ``clean-page``, ``dedupe-lines``, ``language-filter`` (tfds:
+``english-filter``, which used langdetect), ``badwords-filter`` and ``badwords-filter-<lang>``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from corpus import clean as clean_rules
+from corpus.badwords import BadwordsFilter, languages_for, load_badwords
+from corpus.config import CorpusConfig
+from corpus.counters import IncFn, null_inc
+from corpus.document import Document
+from corpus.langid import LanguageFilter
+
+NS_READ = "split-wet-file"
+NS_LENGTH = "too-long-filter"
+NS_URL = "duplicate-url-filter"
+NS_PARAGRAPH = "paragraph-filter"
+NS_CLEAN = "clean-page"
+NS_LINES = "dedupe-lines"
+NS_LANG = "language-filter"
+NS_BADWORDS = "badwords-filter"
+STAGE_ORDER = (NS_READ, NS_LENGTH, NS_URL, NS_PARAGRAPH, NS_CLEAN, NS_LINES, NS_LANG, NS_BADWORDS)
+
+
+class PageSteps:
+    """Config-bound page steps. Heavy state (LID model, bad-word regexes) is built lazily, so a
+    Beam worker builds it once in ``setup`` and pickling the object stays cheap."""
+
+    def __init__(self, config: CorpusConfig) -> None:
+        self.config = config
+        self._lid: Optional[LanguageFilter] = None
+        self._badwords: Optional[BadwordsFilter] = None
+
+    def __getstate__(self):
+        return {"config": self.config, "_lid": None, "_badwords": None}
+
+    def setup(self) -> "PageSteps":
+        """Load the LID model and bad-word lists now (fail early, once per process)."""
+        self.language_filter
+        if self.config.badwords_fraction > 0:
+            self.badwords_filter
+        return self
+
+    @property
+    def language_filter(self) -> LanguageFilter:
+        if self._lid is None:
+            from corpus import langid
+
+            self._lid = LanguageFilter(self.config.languages or None, self.config.lid_threshold,
+                                       self.config.lid_model)
+            langid.load_model(self.config.lid_model)
+        return self._lid
+
+    @property
+    def badwords_filter(self) -> BadwordsFilter:
+        if self._badwords is None:
+            source = self.config.badwords
+            langs = languages_for(source, self.config.languages)
+            self._badwords = BadwordsFilter(load_badwords(source, langs),
+                                            self.config.badwords_fraction)
+        return self._badwords
+
+    def length_ok(self, page: Document, inc: IncFn = null_inc) -> bool:
+        return clean_rules.is_valid_length(page, self.config.max_page_chars, inc)
+
+    def paragraphs_ok(self, page: Document, inc: IncFn = null_inc) -> bool:
+        if not self.config.paragraph_filter:
+            return True
+        return clean_rules.paragraph_filter(page, self.config.min_paragraphs,
+                                            self.config.min_paragraph_len, inc)
+
+    def clean(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
+        if not self.config.clean:
+            return page
+        return clean_rules.clean_page(page, self.config.rules, inc)
+
+    def identify_language(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
+        return self.language_filter(page, inc)
+
+    def badwords_ok(self, page: Document, inc: IncFn = null_inc,
+                    inc_for: Optional[Callable[[str], IncFn]] = None) -> bool:
+        if self.config.badwords_fraction <= 0:
+            return True
+        lang = (page.language or "").split("-")[0]
+        inc_lang = inc_for(f"{NS_BADWORDS}-{lang}") if inc_for else None
+        if inc_lang is not None:
+            # BadwordsFilter names per-language counters "<lang>/<name>"; route them.
+            lang_inc = inc_lang
+            inc_lang = lambda name, amount=1: lang_inc(name.split("/", 1)[1], amount)  # noqa: E731
+        return self.badwords_filter(page, inc, inc_lang)

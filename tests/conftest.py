@@ -1,0 +1,22 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test with the reason (a user's machine has no
+    such folder; CI does)."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path} (set C4FORGE_SHARED_DATA)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    """Downloads (bad-word lists) go to a per-test cache, never the user's."""
+    monkeypatch.setenv("C4FORGE_CACHE", str(tmp_path / "cache"))

@@ -1,0 +1,198 @@
+"""The tfds c4_utils tests, ported, plus exactness of our fast paths against the plain port."""
+import collections
+import random
+
+import pytest
+
+from corpus import sentences
+from corpus.clean import PageRules, clean_page, is_valid_length, lines_hold_sentences, paragraph_filter
+from corpus.document import Document
+from tests import reference_c4
+from tests.conftest import shared_path
+
+EN_TEXT = """This line has enough words and ends in punctuation, Dr. Roberts!
+Economic History | All Institutions | Open Access Articles | Digital Commons Network
+\"Open Access. Powered by Scholars. Published by Universities.\"
+Digital Commons Network™/ Social and Behavioral Sciences...
+Too few words.
+You need to enable javascript in your browser in order to see this page.
+You have JavaScript disabled and that means you can't see this page.
+Adam Roberts has a cookie policy: always eat them.
+Colin has a privacy policy: don't share people's secrets.
+You'd better follow our terms of use!
+"""
+EXPECTED_CLEAN_EN = """This line has enough words and ends in punctuation, Dr. Roberts!
+\"Open Access. Powered by Scholars. Published by Universities.\""""
+
+
+def run_clean(text, rules=PageRules()):
+    counters = collections.Counter()
+
+    def inc(name, amount=1):
+        counters[name] += amount
+
+    result = clean_page(Document(url="u", text=text), rules, inc)
+    return (None if result is None else result.text), dict(counters)
+
+
+def test_clean_page_nav_javascript_policy():
+    text, counters = run_clean(EN_TEXT)
+    assert text == EXPECTED_CLEAN_EN
+    assert counters == {
+        "line-passed": 2, "line-filtered:too_short": 1, "line-filtered:no_endmark": 2,
+        "line-filtered:javascript": 2, "line-filtered:policy": 3, "passed": 1,
+    }
+
+
+def test_clean_page_too_few_sentences():
+    text, counters = run_clean("This first line has one sentence.\n"
+                               "This line looks like it has three sentences...but it's actually just 1.")
+    assert text is None
+    assert counters == {"line-passed": 2, "filtered:too_few_sentences": 1}
+
+
+def test_clean_page_curly_bracket_drops_page_after_counting_earlier_lines():
+    text, counters = run_clean(
+        "This page starts out with some text.\n"
+        "Everything looks good at first, since these are sentences.\n"
+        "But then, all of a sudden, there's a bunch of code like the next block.\n"
+        "fn foo(a) { bar = a + 10; }.")
+    assert text is None
+    assert counters == {"filtered:squigglybracket": 1, "line-passed": 3}
+
+
+def test_clean_page_lorem_ipsum():
+    text, counters = run_clean(
+        "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.\n"
+        "Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip.\n"
+        "Duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu.")
+    assert text is None
+    assert counters == {"filtered:loremipsum": 1}
+
+
+def test_page_drops_only_fire_on_lines_that_passed_earlier_checks():
+    # "lorem ipsum" and "{" in lines that fail the end-mark or word-count checks do not drop the page.
+    text, counters = run_clean(
+        "Lorem ipsum dolor sit amet\n"
+        "function() { return 1; }\n"
+        "This first line has one sentence.\nThis is the second one here.\nAnd a third one for luck.")
+    assert text == "This first line has one sentence.\nThis is the second one here.\nAnd a third one for luck."
+    assert counters["line-filtered:no_endmark"] == 2
+
+
+def test_clean_page_citations_not_restripped():
+    text, counters = run_clean(
+        "This page has some text.\nSome lines don't end with punctuation\n"
+        "And some of these lines end with citations.[3]\n"
+        "Or have requested citations[citation needed]. Or the option to edit.[edit]\n")
+    assert text == ("This page has some text.\nAnd some of these lines end with citations.\n"
+                    "Or have requested citations. Or the option to edit.")
+    assert counters == {"line-passed": 3, "line-filtered:no_endmark": 1, "passed": 1}
+    # No re-strip after removing the citation: a trailing space makes the line fail.
+    text, counters = run_clean("One line here ends with a citation. [12]\n" + page_lines())
+    assert counters["line-filtered:no_endmark"] == 1
+
+
+def page_lines():
+    return "A first good line is here.\nA second good line is here.\nA third good line is here."
+
+
+def test_clean_page_policy_mixed_case():
+    text, counters = run_clean(
+        "This page has with some text. So, that's good!\nBut at the end it has some polciy lines.\n"
+        "This line mentions the Terms of Use.\nThis line should be okay.\n"
+        "The privacy policy is mentioned in this line.\nLet's talk about the Cookie Policy now.\n")
+    assert text == ("This page has with some text. So, that's good!\n"
+                    "But at the end it has some polciy lines.\nThis line should be okay.")
+    assert counters == {"line-passed": 3, "line-filtered:policy": 3, "passed": 1}
+
+
+def test_too_long_word_and_ellipsis():
+    long_word = "x" * 1001
+    text, counters = run_clean(f"This has a {long_word} word in it.\nThis ends in an ellipsis, sadly...\n"
+                               + page_lines())
+    assert counters["line-filtered:too_long_word"] == 1
+    assert counters["line-filtered:no_endmark"] == 1
+    assert text == page_lines()
+    # exactly 1000 characters is allowed
+    text, counters = run_clean(f"This has a {'y' * 1000} word in it.\n" + page_lines())
+    assert counters["line-passed"] == 4
+
+
+def test_rules_can_be_switched_off():
+    text, _ = run_clean("Short line.\n" + page_lines(), PageRules(min_words_per_line=0))
+    assert text.startswith("Short line.")
+    text, _ = run_clean("Please enable javascript to view this page.\n" + page_lines(),
+                        PageRules(drop_javascript_lines=False))
+    assert "javascript" in text
+    text, counters = run_clean("x = {a: 1} is code, not prose.\n" + page_lines(),
+                               PageRules(drop_curly_bracket_pages=False))
+    assert text is not None and "{" in text
+
+
+def test_is_valid_length():
+    seen = collections.Counter()
+    inc = lambda name, amount=1: seen.update({name: amount})  # noqa: E731
+    assert is_valid_length(Document(text="a" * 190000), inc=inc)
+    assert not is_valid_length(Document(text="a" * 190001), inc=inc)
+    assert seen == {"passed": 1, "filtered": 1}
+
+
+def test_paragraph_filter_mc4():
+    text = "This line is long enough to be a paragraph.\nThis one is not.\nThis one is. I promise!\n"
+    extra = "If we add this paragraph, the page should pass."
+    assert not paragraph_filter(Document(text=text), min_paragraphs=2, min_paragraph_len=20)
+    assert not paragraph_filter(Document(text=text), min_paragraphs=3, min_paragraph_len=20)
+    assert paragraph_filter(Document(text=text + extra), min_paragraphs=3, min_paragraph_len=20)
+
+
+def test_punkt_finds_a_sentence_in_every_nonblank_string():
+    rng = random.Random(0)
+    alphabet = "ab .?!\"'\n\t()[]1;:-…"
+    for _ in range(2000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        if s.strip():
+            assert sentences.count_sentences(s) >= 1, repr(s)
+
+
+def test_has_at_least_matches_full_count():
+    texts = ["Mr. Smith went to Washington D.C. on Jan. 5. He said hi. Then left. Bye.",
+             "one", "", "A. B. C. D. E.", "This is it... or is it? Yes! No."]
+    for text in texts:
+        full = len(sentences.get_sentences(text))
+        for n in range(0, 6):
+            assert sentences.has_at_least(text, n) == (full >= n), (text, n)
+
+
+def _crawl_pages():
+    from corpus.wet import iter_documents
+
+    pages = []
+    for path in sorted(shared_path("crawl").glob("*.wet.gz")):
+        pages.extend(iter_documents(str(path)))
+    return pages
+
+
+def test_clean_page_equals_plain_reference_on_real_pages():
+    """Every real page: same kept text and same counters as the plain tfds loop."""
+    pages = _crawl_pages()
+    assert len(pages) > 1500
+    mismatches = 0
+    for page in pages:
+        ours = collections.Counter()
+        theirs = collections.Counter()
+        got = clean_page(page, inc=lambda n, a=1: ours.update({n: a}))
+        want = reference_c4.clean_page(page.text, lambda n, a=1: theirs.update({n: a}))
+        if (got.text if got else None) != want or ours != theirs:
+            mismatches += 1
+    assert mismatches == 0
+
+
+def test_lines_hold_sentences_equals_full_count_on_real_lines():
+    pages = _crawl_pages()
+    rng = random.Random(1)
+    lines = [l.strip() for p in pages[:300] for l in p.text.split("\n") if l.strip()]
+    for _ in range(300):
+        chunk = rng.sample(lines, rng.randint(0, 3))
+        full = sum(len(sentences.get_sentences(l)) for l in chunk)
+        assert lines_hold_sentences(chunk, 3) == (full >= 3)
