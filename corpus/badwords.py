@@ -60,22 +60,27 @@ def _fetch(url: str, timeout: float = 30.0) -> bytes:
 
 
 def _read(source: str, lang: str) -> Optional[bytes]:
-    """Bytes of one language's list, or None when the source has no list for it."""
+    """Bytes of one language's list, or None when the source has no list for it (no file, or
+    HTTP 404: LDNOOBW has no list for most languages)."""
     if source == DEFAULT_SOURCE:
         url = EN_BADWORDS_URL if lang == "en" else BADWORDS_URL.format(lang=lang)
-        try:
-            return _fetch(url)
-        except BadwordsUnavailable as exc:
-            if isinstance(exc.__cause__, urllib.error.HTTPError) and exc.__cause__.code == 404:
-                return None
-            raise
-    if "://" in source:
-        return _fetch(source.format(lang=lang)) if "{lang}" in source else None
-    path = Path(source)
-    if not path.is_dir():
-        raise BadwordsUnavailable(f"--badwords {source}: not a directory of per-language lists")
-    file = path / lang
-    return file.read_bytes() if file.is_file() else None
+    elif "://" in source:
+        if "{lang}" not in source:
+            return _fetch(source) if lang == "en" else None
+        url = source.format(lang=lang)
+    else:
+        path = Path(source)
+        if not path.is_dir():
+            raise BadwordsUnavailable(f"--badwords {source}: not a directory of per-language lists")
+        file = path / lang
+        return file.read_bytes() if file.is_file() else None
+    try:
+        return _fetch(url)
+    except BadwordsUnavailable as exc:
+        cause = exc.__cause__
+        if isinstance(cause, urllib.error.HTTPError) and cause.code == 404:
+            return None
+        raise
 
 
 def load_badwords(source: str, languages: Iterable[str]) -> Dict[str, Set[str]]:

@@ -1,0 +1,201 @@
+"""Line dedup, URL normalisation/newest page/split, bad words: ported tfds tests and ours."""
+import collections
+import functools
+import http.server
+import threading
+
+import pytest
+
+from corpus import badwords as bw
+from corpus.badwords import BadwordsFilter, BadwordsUnavailable, load_badwords
+from corpus.document import Document
+from corpus.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
+from corpus.urls import md5_int, normalize_url, select_newest_page, split_of
+from tests.conftest import shared_path
+
+
+def dedupe(pages, min_sentences=3):
+    owners = LineOwners()
+    for page in pages:
+        owners.add(page)
+    out = []
+    for page in pages:
+        kept = keep_owned_lines(page, owners.owned_by(page), min_sentences)
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def test_remove_duplicate_text_tfds_case():
+    pages = [
+        Document(url="url/1-0", text="This is a duplicated line.\nThis is a unique line.\n"
+                 "This one comes first and so it stays.\n"
+                 "This is duplicate within the page so the others are removed.\n"
+                 "Here is a sentence between the duplicates.\n"
+                 "This is duplicate within the page so the others are removed.\n"
+                 "this is Duplicate WITHIN the page so the others are removed. "),
+        Document(url="url/2-1", text="This is 2nd unique line.\nThis one comes second so it is "
+                 "removed even though the capitalizaiton is different.\nthis is a Duplicated line. "),
+        Document(url="url/3-4", text="This is a 3rd unique line.\nThis is a duplicated line.\n"
+                 "This one comes third and so it is removed. But the page stays "
+                 "because there are still 3 sentences remaining."),
+        Document(url="url/4-4", text="This is a 4th unique line.\nThis is a duplicated line.\n"
+                 "This one comes third and so it is removed, and the page is too "
+                 "since there aren't enough sentences left."),
+    ]
+    got = {p.url: p.text for p in dedupe(pages)}
+    assert got == {
+        "url/1-0": "This is a duplicated line.\nThis is a unique line.\n"
+                   "This one comes first and so it stays.\n"
+                   "This is duplicate within the page so the others are removed.\n"
+                   "Here is a sentence between the duplicates.",
+        "url/3-4": "This is a 3rd unique line.\n"
+                   "This one comes third and so it is removed. But the page stays "
+                   "because there are still 3 sentences remaining.",
+    }
+
+
+def test_line_owner_is_smallest_md5_url_not_first_seen():
+    urls = ["a.com/x", "b.com/y", "c.com/z"]
+    owner = owner_of(urls)
+    assert url_rank(owner) == min(url_rank(u) for u in urls)
+    line = "The shared line that every page has in common here."
+    pages = [Document(url=u, text=f"{line}\nUnique line for {u} one.\nAnother unique {u} two.")
+             for u in reversed(urls)]
+    kept = {p.url: p.text for p in dedupe(pages, min_sentences=0)}
+    assert all((line in text) == (url == owner) for url, text in kept.items())
+
+
+def test_dedup_counters_and_empty_page():
+    counters = collections.Counter()
+    inc = lambda n, a=1: counters.update({n: a})  # noqa: E731
+    owners = LineOwners()
+    a = Document(url="a", text="Same line.")
+    owners.add(a)
+    assert keep_owned_lines(a, set(), 3, inc) is None
+    assert counters == {"line-filtered:global_duplicate": 1, "filtered:empty": 1}
+
+
+def test_normalize_url():
+    assert normalize_url("https://www.example.com/page/") == "example.com/page"
+    assert normalize_url("http://example.com/a?utm_source=x") == "example.com/a"
+    assert normalize_url("http://example.com/a?ref=home") == "example.com/a"
+    assert normalize_url("http://example.com/a?feed=rss") == "example.com/a"
+    assert normalize_url("http://example.com/a?id=3") == "example.com/a?id=3"
+    assert normalize_url("https://example.com///") == "example.com"
+
+
+def test_select_newest_page():
+    pages = [Document(url="u", timestamp="2019-04-24T09:23:58Z", text="old"),
+             Document(url="u", timestamp="2020-01-01T00:00:00Z", text="new"),
+             Document(url="u", timestamp="2019-12-31T23:59:59Z", text="mid")]
+    counters = collections.Counter()
+    best = select_newest_page(pages, lambda n, a=1: counters.update({n: a}))
+    assert best.text == "new"
+    assert counters == {"filtered": 2, "passed": 1}
+    # Associative, so Beam may combine partial groups.
+    assert select_newest_page([select_newest_page(pages[:1]), select_newest_page(pages[1:])]).text == "new"
+
+
+def test_split_is_md5_mod_1000():
+    urls = [f"example.com/page{i}" for i in range(5000)]
+    validation = [u for u in urls if split_of(u) == "validation"]
+    assert all(md5_int(u) % 1000 == 0 for u in validation)
+    assert 0 < len(validation) < 20
+
+
+def badwords_page(text, language, url="example.com"):
+    return Document(text=text, language=language, normalized_url=url)
+
+
+def test_badwords_filter_tfds_case():
+    padding = ("This page starts out with some text.\n"
+               "Everything looks good at first, since these are sentences.\n"
+               "But then, all of a sudden, there's a badword... or not?\n")
+    finals = [
+        "I asked my friend for assistance polishing my cutlass.",
+        "He took the saddle and put it on his ass in preparation for travel.",
+        "Ass is one of several species of small, horse-like animals.",
+        'Donkey is one synonym for the word "ass".',
+        "Ass is not a badword in Spanish.",
+        "Culo is though.",
+        "Ass and culo aren't badwords in German.",
+    ]
+    languages = ["en", "en", "en-latin", "en", "es", "es", "de"]
+    expected = [True, False, False, False, True, False, True]
+    keep = BadwordsFilter({"en": ["ass"], "es": ["culo"]})
+    assert [keep(badwords_page(padding + f, lang)) for f, lang in zip(finals, languages)] == expected
+
+
+def test_soft_badwords_filter():
+    keep = BadwordsFilter({"": ["bad"]}, fraction=0.5)
+    assert keep(badwords_page("good page", "", "filtered.url.com"))
+    assert not keep(badwords_page("bad page", "", "filtered.url.com"))
+    assert keep(badwords_page("bad page", "", "unfiltered.url.com"))
+
+
+def test_no_space_languages_match_inside_words():
+    keep = BadwordsFilter({"zh": ["坏"], "en": ["bad"]})
+    assert not keep(badwords_page("这是坏的", "zh"))
+    assert keep(badwords_page("badminton is fun", "en"))
+
+
+def test_regex_special_characters_are_escaped():
+    keep = BadwordsFilter({"en": ["a.b", "c+"]})
+    assert keep(badwords_page("axb and cc", "en"))
+    assert not keep(badwords_page("see a.b here", "en"))
+
+
+def test_badword_lists_from_shared_dir():
+    directory = shared_path("badwords")
+    words = load_badwords(str(directory), ["en", "de", "xx"])
+    assert set(words) == {"en", "de"}
+    assert len(words["en"]) > 300 and "" not in words["en"]
+    keep = BadwordsFilter(words)
+    assert keep(badwords_page("I asked for assistance with my cutlass today.", "en"))
+
+
+def test_default_list_offline_names_the_flag(monkeypatch):
+    import urllib.error
+
+    def refuse(*args, **kwargs):
+        raise urllib.error.URLError("network unreachable")
+
+    monkeypatch.setattr(bw.urllib.request, "urlopen", refuse)
+    with pytest.raises(BadwordsUnavailable, match="--badwords"):
+        load_badwords(bw.DEFAULT_SOURCE, ["en"])
+
+
+@pytest.fixture
+def local_server(tmp_path):
+    """An http server on 127.0.0.1 serving a directory; yields (base url, request log)."""
+    log = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            log.append(self.path)
+
+    def serve(directory):
+        handler = functools.partial(Handler, directory=str(directory))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}", log
+
+    servers = []
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_badword_lists_over_http_are_cached(local_server):
+    base, log = local_server(shared_path("badwords"))
+    template = base + "/{lang}"
+    words = load_badwords(template, ["en", "xx"])
+    assert set(words) == {"en"}
+    requests = len(log)
+    again = load_badwords(template, ["en"])
+    assert again["en"] == words["en"]
+    assert len(log) == requests  # second load came from the cache

@@ -1,0 +1,207 @@
+"""The crawl reader: every listed fault is a counted skip, and the good records around it are read."""
+import collections
+import gzip
+import tracemalloc
+import zlib
+
+import pytest
+
+from corpus.counters import Counters
+from corpus.wet import (CrawlReadError, ReadOptions, expand_inputs, http_payload, iter_documents,
+                        iter_records, page_text)
+from tests.conftest import shared_path
+from tests.test_dedup_urls_badwords import local_server  # noqa: F401 (fixture)
+from tests.wetfiles import WARCINFO, gzip_member, page, record, wet_file
+
+
+def read(path, options=ReadOptions()):
+    counters = Counters()
+    docs = list(iter_documents(str(path), counters.inc_fn("r"), options))
+    return docs, {k[2:]: v for k, v in counters.as_dict().items()}
+
+
+def urls(docs):
+    return [d.url for d in docs]
+
+
+def write(tmp_path, data, name="f.warc.wet.gz"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def good(i):
+    return record(f"http://example.com/{i}", page(i))
+
+
+def test_split_wet_file_with_warcinfo(tmp_path):
+    docs, counters = read(write(tmp_path, wet_file([good(i) for i in range(6)])))
+    assert urls(docs) == [f"http://example.com/{i}" for i in range(6)]
+    assert counters == {"wet-file": 1, "passed": 6, "skipped:record_type:warcinfo": 1}
+    assert docs[0].timestamp == "2019-04-24T09:23:58Z"
+    assert docs[0].normalized_url == "example.com/0"
+
+
+def test_only_warcinfo(tmp_path):
+    docs, counters = read(write(tmp_path, gzip_member(WARCINFO)))
+    assert docs == [] and counters == {"wet-file": 1, "skipped:record_type:warcinfo": 1}
+
+
+def test_empty_file(tmp_path):
+    docs, counters = read(write(tmp_path, b""))
+    assert docs == [] and counters == {"wet-file": 1, "skipped:empty_file": 1}
+
+
+def test_truncated_gzip_keeps_records_before_the_cut(tmp_path):
+    data = wet_file([good(i) for i in range(4)])
+    docs, counters = read(write(tmp_path, data[:-30]))
+    assert urls(docs) == [f"http://example.com/{i}" for i in range(3)]
+    assert counters["skipped:truncated_gzip"] == 1
+
+
+def test_corrupt_member_in_the_middle(tmp_path):
+    members = [gzip_member(WARCINFO)] + [gzip_member(good(i)) for i in range(5)]
+    bad = bytearray(members[3])
+    bad[len(bad) // 2: len(bad) // 2 + 8] = b"\xff" * 8
+    members[3] = bytes(bad)
+    docs, counters = read(write(tmp_path, b"".join(members)))
+    assert urls(docs) == [f"http://example.com/{i}" for i in (0, 1, 3, 4)]
+    assert counters["skipped:corrupt_gzip_member"] >= 1
+
+
+def test_corrupt_crc_member(tmp_path):
+    members = [gzip_member(good(i)) for i in range(3)]
+    bad = bytearray(members[1])
+    bad[-8] ^= 0xFF  # CRC32 of the member
+    members[1] = bytes(bad)
+    docs, counters = read(write(tmp_path, b"".join(members)))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/2"]
+    assert counters["skipped:corrupt_gzip_member"] == 1
+
+
+def test_junk_between_members(tmp_path):
+    data = gzip_member(good(0)) + b"garbage bytes here" + gzip_member(good(1))
+    docs, counters = read(write(tmp_path, data))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1"]
+    assert counters["skipped:junk_between_members"] == 1
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_truncated_record_then_next_record(tmp_path, compressed):
+    short = record("http://example.com/short", page(9), length=len(page(9).encode()) + 500)
+    records = [good(0), short, good(1), good(2)]
+    data = wet_file(records) if compressed else WARCINFO + b"".join(records)
+    docs, counters = read(write(tmp_path, data, "f.wet.gz" if compressed else "f.wet"))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1", "http://example.com/2"]
+    assert counters["skipped:truncated_record"] == 1
+
+
+def test_missing_uri_or_date(tmp_path):
+    records = [good(0), record(None, page(1)), record("http://example.com/2", page(2), date=None), good(3)]
+    docs, counters = read(write(tmp_path, wet_file(records)))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/3"]
+    assert counters["filtered:no_url"] == 1 and counters["filtered:no_timestamp"] == 1
+
+
+def test_non_utf8_and_binary_bodies(tmp_path):
+    latin1 = "Café résumé naïve, über alles.".encode("latin-1")
+    binary = bytes(range(256)) * 8
+    records = [good(0), record("http://example.com/l", latin1), record("http://example.com/b", binary), good(1)]
+    docs, counters = read(write(tmp_path, wet_file(records)))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1"]
+    assert counters["skipped:non_utf8"] == 1 and counters["skipped:binary_body"] == 1
+
+
+def test_single_50mb_line(tmp_path):
+    huge = b"word" * (50 * 1024 * 1024 // 4)
+    records = [good(0), record("http://example.com/huge", huge), good(1)]
+    docs, counters = read(write(tmp_path, wet_file(records)))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1"]
+    assert counters["skipped:record_too_large"] == 1
+
+
+def test_gzip_bomb_is_bounded_in_memory(tmp_path):
+    # One member that inflates to 256 MB of zeros inside a record (about 250 KB on disk).
+    zeros = zlib.compressobj(9, zlib.DEFLATED, 31)
+    size = 256 << 20
+    head = (b"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: http://bomb\r\n"
+            b"WARC-Date: 2019-01-01T00:00:00Z\r\nContent-Length: " + str(size).encode() + b"\r\n\r\n")
+    bomb = zeros.compress(head) + b"".join(zeros.compress(b"\0" * (1 << 20)) for _ in range(256))
+    bomb += zeros.compress(b"\r\n\r\n") + zeros.flush()
+    data = gzip_member(good(0)) + bomb + gzip_member(good(1))
+    path = write(tmp_path, data)
+    tracemalloc.start()
+    docs, counters = read(path)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1"]
+    assert counters["skipped:record_too_large"] == 1
+    assert peak < 32 << 20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_member_size_cap_skips_to_next_member(tmp_path):
+    junk = gzip_member(b"\0" * (4 << 20))
+    data = gzip_member(good(0)) + junk + gzip_member(good(1))
+    docs, counters = read(write(tmp_path, data), ReadOptions(max_member_bytes=1 << 20))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1"]
+    assert counters["skipped:gzip_member_too_large"] == 1
+
+
+def test_whole_file_single_gzip_member(tmp_path):
+    data = gzip.compress(WARCINFO + b"".join(good(i) for i in range(50)))
+    docs, counters = read(write(tmp_path, data))
+    assert len(docs) == 50 and counters["passed"] == 50
+
+
+def test_plain_uncompressed_file(tmp_path):
+    docs, _ = read(write(tmp_path, WARCINFO + good(0) + good(1), "f.wet"))
+    assert urls(docs) == ["http://example.com/0", "http://example.com/1"]
+    assert docs[1].offset == len(WARCINFO) + len(good(0))
+
+
+def test_offsets_point_at_gzip_members(tmp_path):
+    data = wet_file([good(i) for i in range(3)])
+    path = write(tmp_path, data)
+    docs, _ = read(path)
+    for doc in docs:
+        member = zlib.decompressobj(31).decompress(data[doc.offset:])
+        assert f"WARC-Target-URI: {doc.url}".encode() in member
+
+
+def test_unreadable_path_is_a_clear_error(tmp_path):
+    with pytest.raises(CrawlReadError, match="cannot open"):
+        list(iter_documents(str(tmp_path / "missing.wet.gz")))
+    with pytest.raises(CrawlReadError, match="no such file"):
+        expand_inputs([str(tmp_path / "*.nothing")])
+
+
+def test_page_text_follows_tfds_split():
+    body = "  First line  \r\n\r\nWARC-ish line dropped\rContent-Type: x\nSecond\n\n"
+    assert page_text(body) == "First line\nSecond"
+    assert page_text(body, keep_metadata_like_lines=True) == "First line\nWARC-ish line dropped\nContent-Type: x\nSecond"
+
+
+def test_reads_over_http(tmp_path, local_server):  # noqa: F811
+    write(tmp_path, wet_file([good(i) for i in range(3)]))
+    base, _ = local_server(tmp_path)
+    docs, counters = read(f"{base}/f.warc.wet.gz")
+    assert len(docs) == 3
+
+
+def test_real_wet_files():
+    counts = {}
+    for path in sorted(shared_path("crawl").glob("*.wet.gz")):
+        docs, counters = read(path)
+        counts[path.name] = len(docs)
+        assert not any(k.startswith("skipped:") and "warcinfo" not in k for k in counters)
+    assert counts == {"cc-2019-30-dolma.warc.wet.gz": 670, "cc-2024-22-whirlwind.warc.wet.gz": 1,
+                      "web-readability.warc.wet.gz": 130, "web-trafilatura.warc.wet.gz": 1031}
+
+
+def test_real_warc_response_records():
+    path = shared_path("crawl", "warc", "cc-2020-34-sample.warc.gz")
+    records = list(iter_records(str(path)))
+    types = collections.Counter(r.type for r in records)
+    assert types["response"] == 16
+    headers, html = http_payload(next(r for r in records if r.type == "response"))
+    assert b"<html" in html[:2000].lower() or b"<!doctype" in html[:2000].lower()
