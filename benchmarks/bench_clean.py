@@ -1,0 +1,161 @@
+"""C4 rules + language ID throughput: c4forge vs datatrove vs a plain port of the tfds loop.
+
+All three get the same documents (read once, reading not timed) and run in this one process, so
+the figures are per core. Each pipeline is "C4 page rules, then fastText lid.176 on the pages
+that survive" with C4's constants (3 sentences, 5 words per line, threshold 0.65, English):
+
+- c4forge: corpus.clean.clean_page + corpus.langid.LanguageFilter (the exact fast paths).
+- plain:   tests/reference_c4.py, the tfds loop with Punkt on every kept line, + the same LID.
+- datatrove: C4QualityFilter(min_num_sentences=3, min_words_per_line=5) + LanguageFilter
+  (ft176, threshold 0.65). It is given the same Punkt parameters and the same lid.176.ftz
+  (offline it would try to download both).
+
+c4forge's output must equal the plain loop's (same kept pages, texts, languages, scores); the
+script exits non-zero otherwise. datatrove's rules differ slightly from tfds (it counts words
+before removing citations and accepts a trailing apostrophe), so its page count is reported,
+not compared.
+
+Run: make bench   (or: .venv-bench/bin/python benchmarks/bench_clean.py [--repeat 3])
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from corpus import langid, sentences  # noqa: E402
+from corpus.clean import clean_page  # noqa: E402
+from corpus.document import Document  # noqa: E402
+from corpus.wet import iter_documents  # noqa: E402
+from tests import reference_c4  # noqa: E402
+
+THRESHOLD = 0.65
+
+
+def load_pages(crawl: Path):
+    pages = []
+    for path in sorted(crawl.glob("*.wet.gz")):
+        pages.extend(iter_documents(str(path)))
+    return pages
+
+
+def run_c4forge(pages):
+    lid = langid.LanguageFilter(("en",), THRESHOLD)
+    out = []
+    for page in pages:
+        cleaned = clean_page(page)
+        if cleaned is not None:
+            kept = lid(cleaned)
+            if kept is not None:
+                out.append((kept.url, kept.text, kept.language, kept.language_score))
+    return out
+
+
+def run_plain(pages):
+    out = []
+    for page in pages:
+        text = reference_c4.clean_page(page.text, lambda name, amount=1: None)
+        if text is None:
+            continue
+        lang, score = langid.predict(text)
+        if score >= THRESHOLD and lang == "en":
+            out.append((page.url, text, lang, round(score, 4)))
+    return out
+
+
+def make_datatrove():
+    import numpy as np
+    from datatrove.data import Document as DTDocument
+    from datatrove.pipeline.filters import C4QualityFilter, LanguageFilter
+    from datatrove.utils.word_tokenizers import NLTKTokenizer
+
+    # datatrove's own NLTK Punkt wrapper, given the same English parameters (no download).
+    # (Its default for English is spaCy, which C4 never used.)
+    tokenizer = NLTKTokenizer("english")
+    tokenizer._tokenizer = sentences.tokenizer()
+
+    class SameModel:
+        """lid.176.ftz through the installed fasttext module; numpy scores as datatrove expects."""
+
+        def __init__(self):
+            self.model = langid.load_model()
+
+        def predict(self, text, k=-1):
+            labels, scores = self.model.predict(text, k=k)
+            return labels, np.asarray(scores)
+
+    quality = C4QualityFilter(min_num_sentences=3, min_words_per_line=5, language=tokenizer)
+    language = LanguageFilter(languages=["en"], language_threshold=THRESHOLD)
+    language.model._model = SameModel()
+
+    def run(pages):
+        out = []
+        for page in pages:
+            doc = DTDocument(text=page.text, id=page.url)
+            verdict = quality.filter(doc)
+            if verdict is not True and not (isinstance(verdict, tuple) and verdict[0]):
+                continue
+            if language.filter(doc):
+                out.append((doc.id, doc.text))
+        return out
+
+    return run
+
+
+def timed(fn, pages, repeat):
+    times = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn(pages)
+        times.append(time.perf_counter() - start)
+    return result, statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crawl", type=Path, default=ROOT.parent / "shared" / "data" / "crawl")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not args.crawl.is_dir():
+        print(f"no crawl data at {args.crawl}", file=sys.stderr)
+        return 2
+    pages = load_pages(args.crawl)
+    megabytes = sum(len(p.text.encode("utf-8")) for p in pages) / 1e6
+    # Warm up: models and tokenizers built before any timing.
+    sentences.tokenizer()
+    langid.load_model()
+    runners = {"c4forge": run_c4forge, "plain tfds loop": run_plain}
+    try:
+        runners["datatrove"] = make_datatrove()
+    except ImportError as exc:
+        print(f"datatrove not importable ({exc}); run `make bench` to install it", file=sys.stderr)
+    for fn in runners.values():
+        fn(pages[:50])
+
+    results = {}
+    for name, fn in runners.items():
+        results[name] = timed(fn, pages, args.repeat)
+
+    ours, plain = results["c4forge"][0], results["plain tfds loop"][0]
+    identical = ours == plain
+    print(f"input: {len(pages):,} pages, {megabytes:.2f} MB of text from {args.crawl} "
+          f"(median of {args.repeat} runs, one process = one core)\n")
+    print("| pipeline | kept pages | seconds | pages/s | MB/s per core | vs datatrove |")
+    print("|---|---:|---:|---:|---:|---:|")
+    base = results.get("datatrove", (None, None))[1]
+    for name, (out, seconds) in results.items():
+        ratio = f"{base / seconds:.1f}x" if base else "-"
+        print(f"| {name} | {len(out):,} | {seconds:.2f} | {len(pages) / seconds:,.0f} | "
+              f"{megabytes / seconds:.2f} | {ratio} |")
+    print(f"\nc4forge output identical to the plain tfds loop: {identical}")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Language ID, config presets/overrides, and the `corpus clean` command."""
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from corpus import langid
+from corpus.cli import cli
+from corpus.config import ConfigError, build_config
+from corpus.document import Document
+from tests.conftest import shared_path
+from tests.wetfiles import record, wet_file
+
+ENGLISH = ("The committee met on Tuesday to discuss the new budget. Members agreed that the "
+           "library needs more funding for children's books and evening classes.")
+GERMAN = ("Der Ausschuss traf sich am Dienstag, um den neuen Haushalt zu besprechen. Die Mitglieder "
+          "waren sich einig, dass die Bibliothek mehr Geld für Kinderbücher braucht.")
+
+
+def test_predict_languages_with_bundled_model():
+    assert langid.predict(ENGLISH)[0] == "en"
+    assert langid.predict(GERMAN)[0] == "de"
+    lang, score = langid.predict("line one\nline two of English text here")
+    assert 0.0 <= score <= 1.0
+
+
+def test_model_loaded_once_per_process():
+    assert langid.load_model() is langid.load_model()
+
+
+def test_language_filter_threshold_and_languages():
+    keep_en = langid.LanguageFilter(("en",), threshold=0.5)
+    page = keep_en(Document(text=ENGLISH))
+    assert page.language == "en" and page.language_score > 0.5
+    assert keep_en(Document(text=GERMAN)) is None
+    assert langid.LanguageFilter(("en",), threshold=1.01)(Document(text=ENGLISH)) is None
+    assert langid.LanguageFilter((), threshold=0.5)(Document(text=GERMAN)).language == "de"
+
+
+def test_self_check_runs_predict_in_a_fresh_process():
+    out = subprocess.run([sys.executable, "-m", "corpus.langid", "--self-check"],
+                         capture_output=True, text=True, check=True)
+    assert "fastText LID ok" in out.stdout
+
+
+def test_bad_model_path_is_a_clear_error(tmp_path):
+    bogus = tmp_path / "lid.bin"
+    bogus.write_bytes(b"not a model")
+    with pytest.raises(RuntimeError, match="cannot load the fastText model"):
+        langid.load_model(str(bogus))
+
+
+def test_presets_and_overrides(tmp_path):
+    c4 = build_config("c4")
+    assert c4.clean and c4.dedupe_lines and c4.badwords_fraction == 1.0 and c4.languages == ("en",)
+    noclean = build_config("c4-noclean")
+    assert not noclean.clean and not noclean.dedupe_lines and noclean.badwords_fraction == 0.0
+    assert noclean.dedupe_urls and noclean.max_page_chars == 1.9e5
+    yaml_file = tmp_path / "c.yaml"
+    yaml_file.write_text("rules:\n  min_words_per_line: 3\nlid_threshold: 0.8\n")
+    cfg = build_config("c4", str(yaml_file), ["rules.end_marks=.,!", "max_page_chars=none"])
+    assert cfg.rules.min_words_per_line == 3 and cfg.lid_threshold == 0.8
+    assert cfg.rules.end_marks == (".", "!") and cfg.max_page_chars is None
+    with pytest.raises(ConfigError, match="unknown setting"):
+        build_config("c4", overrides=["rules.nonsense=1"])
+    with pytest.raises(ConfigError, match="unknown preset"):
+        build_config("c5")
+    with pytest.raises(ConfigError, match="true/false"):
+        build_config("c4", overrides=["clean=maybe"])
+
+
+def sample_crawl(tmp_path):
+    lines = ENGLISH.split(". ")
+    article = "\n".join([
+        "Home | News | Contact",
+        "The committee met on Tuesday to discuss the new budget for the town.",
+        "Members agreed that the library needs more funding for children's books.",
+        "Evening classes will also be offered to adults who want to learn new skills.",
+        "This site uses cookies to improve your experience on our website.",
+    ])
+    records = [
+        record("http://news.example.com/budget", article, date="2019-01-01T00:00:00Z"),
+        record("https://www.news.example.com/budget/", article + "\nA newer revision of the page adds a line.",
+               date="2020-01-01T00:00:00Z"),
+        record("http://de.example.com/haushalt", GERMAN + "\n" + GERMAN.replace("Dienstag", "Montag")
+               + "\nEin dritter Satz steht hier auch noch."),
+        record("http://lorem.example.com/", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n" * 3),
+    ]
+    path = tmp_path / "crawl.warc.wet.gz"
+    path.write_bytes(wet_file(records))
+    badwords = tmp_path / "badwords"
+    badwords.mkdir()
+    (badwords / "en").write_text("verybadword\n")
+    return path, badwords
+
+
+def test_corpus_clean_command(tmp_path):
+    path, badwords = sample_crawl(tmp_path)
+    out = tmp_path / "out.jsonl"
+    counters = tmp_path / "counters.json"
+    result = CliRunner().invoke(cli, ["clean", str(path), "-o", str(out), "--badwords", str(badwords),
+                                      "--counters", str(counters)])
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [d["url"] for d in docs] == ["https://www.news.example.com/budget/"]
+    assert docs[0]["text"].endswith("A newer revision of the page adds a line.")
+    assert "cookies" not in docs[0]["text"] and docs[0]["language"] == "en"
+    values = json.loads(counters.read_text())["counters"]
+    assert values["duplicate-url-filter/filtered"] == 1
+    assert values["clean-page/filtered:loremipsum"] == 1
+    assert values["language-filter/filtered:ignored_language"] == 1
+    assert "| clean-page | line-filtered:policy | 1 |" in result.output
+
+
+def test_corpus_clean_noclean_keeps_boilerplate(tmp_path):
+    path, badwords = sample_crawl(tmp_path)
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(cli, ["clean", str(path), "-o", str(out), "--preset", "c4-noclean"])
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in out.read_text().splitlines()]
+    texts = {d["url"]: d["text"] for d in docs}
+    assert "Home | News | Contact" in texts["https://www.news.example.com/budget/"]
+
+
+def test_corpus_clean_errors_are_clear(tmp_path):
+    result = CliRunner().invoke(cli, ["clean", str(tmp_path / "none.wet.gz"), "-o", str(tmp_path / "o")])
+    assert result.exit_code != 0 and "no such file" in result.output
+    result = CliRunner().invoke(cli, ["clean", "x", "-o", "o", "--set", "bogus=1"])
+    assert result.exit_code == 2 and "unknown setting" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_corpus_clean_on_shared_crawl(tmp_path):
+    crawl = shared_path("crawl")
+    out = tmp_path / "c4.jsonl"
+    result = CliRunner().invoke(cli, ["clean", *map(str, sorted(crawl.glob("*.wet.gz"))), "-o", str(out),
+                                      "--badwords", str(shared_path("badwords"))])
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 300 < len(docs) < 500
+    assert all(d["language"] == "en" and d["language_score"] >= 0.65 for d in docs)
+
+
+def test_help_everywhere():
+    runner = CliRunner()
+    assert "clean" in runner.invoke(cli, ["--help"]).output
+    assert "--preset" in runner.invoke(cli, ["clean", "--help"]).output
