@@ -21,12 +21,24 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
+# The embedded sample crawl through the C4 chain; runs offline (demo bad-word list, bundled LID).
 demo: $(STAMP)
-	$(BIN)/corpus clean corpus/data/sample.warc.wet.gz --preset c4 --output demo-out/c4.jsonl
+	$(BIN)/corpus clean corpus/data/sample.warc.wet.gz --preset c4 \
+		--badwords corpus/data/demo-badwords --output demo-out/c4.jsonl --counters demo-out/c4-counters.json
+	$(BIN)/corpus clean corpus/data/sample.warc.wet.gz --preset c4-noclean \
+		--output demo-out/c4-noclean.jsonl --counters demo-out/c4-noclean-counters.json
+	@echo "demo output: demo-out/c4.jsonl (C4) and demo-out/c4-noclean.jsonl (unfiltered)"
 
-bench: $(STAMP)
-	$(BIN)/pip install -q -e ".[bench]"
-	$(BIN)/python benchmarks/bench_clean.py
+# Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
+# newer dill, which must not replace what .venv runs on. All rows there share one fastText build.
+BENCH := .venv-bench
+bench:
+	test -x $(BENCH)/bin/python || $(PY) -m venv $(BENCH)
+	$(BENCH)/bin/pip install -q --upgrade pip
+	$(BENCH)/bin/pip install -q -e ".[bench]"
+	$(BENCH)/bin/pip install -q fasttext-numpy2-wheel
+	$(BENCH)/bin/python -m corpus.langid --self-check
+	$(BENCH)/bin/python benchmarks/bench_clean.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""Beam wiring of the corpus stage: maps, groups and counts; every rule lives in corpus/."""

@@ -1,0 +1,1 @@
+"""SentencePiece vocabularies trained from corpus shards, and token shards for the trainer."""

@@ -1,0 +1,1 @@
+"""Packed-sequence pretraining and evaluation of small decoder LMs on token shards."""
