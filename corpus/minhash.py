@@ -1,0 +1,268 @@
+"""MinHash signatures and LSH band keys for near-duplicate detection, vectorised in numpy.
+
+Shingles are word n-grams (default 5) of a normalised text: lowercased, every digit folded to
+``0``, punctuation removed, whitespace collapsed (FineWeb/datatrove's normalisation). Everything
+after normalisation runs on whole batches of documents in numpy, with no Python loop per word:
+
+- word hashes: each byte b_i of the batch's normalised text gets b_i * P^i (mod 2^64); a prefix
+  sum turns any word's polynomial hash into (C[end] - C[start]) * P^-start, using the inverse of
+  the odd base P modulo 2^64; a splitmix64 finaliser mixes the result;
+- shingle hashes combine n consecutive word hashes with fixed odd multipliers, only inside a
+  document (a document shorter than n words is one shingle);
+- signatures: each shingle hash is cut to 32 bits x; permutation k maps it to
+  (a_k * x + b_k) mod 2^32 with a_k odd (a bijection of the 32-bit space; x is already a mixed
+  hash, so these behave as random permutations - the precision/recall benchmark checks it); the
+  minimum per document comes from ``np.minimum.reduceat``. 32-bit arithmetic halves the memory
+  traffic of the (shingles x permutations) block, the cost that dominates.
+
+Band keys: the signature is cut into ``bands`` bands of ``rows`` values; two documents become
+candidates when any band is equal. With 14 x 8 (FineWeb's setting) the chance that a pair is
+caught is 1 - (1 - s^8)^14 for Jaccard similarity s; see :func:`match_probability`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from typing import Iterable, List, Sequence, Tuple
+
+import numpy as np
+
+_MASK64 = (1 << 64) - 1
+_BASE = 0x100000001B3  # odd: invertible modulo 2^64
+_BASE_INV = pow(_BASE, -1, 1 << 64)
+# One translate table does the whole normalisation after lowercasing: ASCII punctuation and
+# whitespace and common Unicode punctuation/spaces become a space, ASCII digits become "0".
+# (Other Unicode digits and punctuation stay inside words.)
+_UNICODE_SEPARATORS = ("\u00a0\u2009\u200a\u200b\u202f\u3000\u2028\u2029\u0085"
+                       "\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e\u201a\u2013\u2014\u2026"
+                       "\u2022\u00b7\u00a1\u00bf\u3001\u3002\uff0c\uff01\uff1f\uff1a\uff1b"
+                       "\uff08\uff09\u3010\u3011\u300a\u300b\u300c\u300d\u300e\u300f")
+_ASCII_MAP = np.arange(256, dtype=np.uint8)
+for _c in range(128):
+    if not (chr(_c).isalnum() or chr(_c) == "_"):
+        _ASCII_MAP[_c] = 32
+_ASCII_MAP[ord("0"):ord("9") + 1] = ord("0")
+_SEP_CODES = {2: [], 3: []}
+for _c in _UNICODE_SEPARATORS:
+    _b = _c.encode("utf-8")
+    _SEP_CODES[len(_b)].append(int.from_bytes(_b, "big"))
+_SEP2 = np.array(sorted(_SEP_CODES[2]), dtype=np.uint32)
+_SEP3 = np.array(sorted(_SEP_CODES[3]), dtype=np.uint32)
+_LEAD = np.zeros(256, dtype=bool)
+for _code in _SEP_CODES[2]:
+    _LEAD[_code >> 8] = True
+for _code in _SEP_CODES[3]:
+    _LEAD[_code >> 16] = True
+
+
+@dataclasses.dataclass(frozen=True)
+class MinHashConfig:
+    """num_perm = bands x rows hash functions; ngram-word shingles; seed fixes the functions.
+
+    Defaults are FineWeb's: 14 bands x 8 rows = 112 permutations, 5-gram shingles.
+    """
+
+    bands: int = 14
+    rows: int = 8
+    ngram: int = 5
+    seed: int = 1
+
+    @property
+    def num_perm(self) -> int:
+        return self.bands * self.rows
+
+
+def match_probability(similarity: float, bands: int = 14, rows: int = 8) -> float:
+    """Probability that LSH makes two documents of Jaccard ``similarity`` candidates."""
+    return 1.0 - (1.0 - similarity ** rows) ** bands
+
+
+def _separated(texts: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """(bytes, start offsets): the texts lowercased, UTF-8 encoded and joined by spaces, with
+    every separator turned into spaces and ASCII digits into "0"; runs of spaces remain."""
+    encoded = [t.lower().encode("utf-8") for t in texts]
+    starts = np.cumsum([0] + [len(e) + 1 for e in encoded[:-1]]) if encoded else np.zeros(0, np.int64)
+    data = _ASCII_MAP[np.frombuffer(b" ".join(encoded), dtype=np.uint8)]
+    lead = np.flatnonzero(_LEAD[data])
+    if len(lead):
+        padded = np.concatenate((data, np.zeros(2, dtype=np.uint8))).astype(np.uint32)
+        code2 = (padded[lead] << 8) | padded[lead + 1]
+        code3 = (code2 << 8) | padded[lead + 2]
+        hit2 = lead[np.isin(code2, _SEP2)]
+        hit3 = lead[np.isin(code3, _SEP3)]
+        for offset in range(2):
+            data[hit2 + offset] = 32
+        for offset in range(3):
+            data[hit3 + offset] = 32
+    return data, starts
+
+
+def normalize(text: str) -> str:
+    """Lowercase, digits -> 0, punctuation removed, words joined by single spaces."""
+    return " ".join(w for w in _separated([text])[0].tobytes().decode("utf-8").split(" ") if w)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    """base^0 .. base^(n-1) modulo 2^64, by repeated doubling of a block (no Python loop per i)."""
+    out = np.empty(max(n, 1), dtype=np.uint64)
+    out[0] = 1
+    filled = 1
+    block = np.uint64(base)
+    while filled < n:
+        take = min(filled, n - filled)
+        np.multiply(out[:take], block, out=out[filled:filled + take])
+        filled += take
+        block = np.uint64((int(block) * int(block)) & _MASK64) if filled < n else block
+    return out[:n]
+
+
+class _PowerCache:
+    def __init__(self) -> None:
+        self.n = 0
+        self.pw = np.empty(0, dtype=np.uint64)
+        self.inv = np.empty(0, dtype=np.uint64)
+
+    def get(self, n: int) -> Tuple[np.ndarray, np.ndarray]:
+        if n > self.n:
+            size = max(n, 2 * self.n, 1 << 16)
+            self.pw = _powers(_BASE, size)
+            self.inv = _powers(_BASE_INV, size)
+            self.n = size
+        return self.pw[:n], self.inv[:n]
+
+
+_POWERS = _PowerCache()
+
+
+def word_hashes(texts: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """(64-bit hash of every word of the normalised texts, number of words per text).
+
+    Words are the maximal runs of non-space bytes of ``_separated(text)``, exactly the words of
+    :func:`normalize`; their hashes are computed for the whole batch at once.
+    """
+    n_texts = len(texts)
+    data, text_starts = _separated(texts)
+    n = len(data)
+    is_word = data != 32
+    if n == 0 or not is_word.any():
+        return np.empty(0, dtype=np.uint64), np.zeros(n_texts, dtype=np.int64)
+    edges = np.diff(np.concatenate(([False], is_word, [False])).view(np.int8))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    counts = np.bincount(np.searchsorted(text_starts, starts, side="right") - 1,
+                         minlength=n_texts).astype(np.int64)
+    pw, inv = _POWERS.get(n + 1)
+    prefix = np.empty(n + 1, dtype=np.uint64)
+    prefix[0] = 0
+    np.cumsum(data.astype(np.uint64) * pw[:n], out=prefix[1:])
+    raw = (prefix[ends] - prefix[starts]) * inv[starts]
+    # Mix in the length so words that differ only by trailing zero bytes differ.
+    return _splitmix64(raw ^ (ends - starts).astype(np.uint64)), counts
+
+
+_SHINGLE_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                          0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+                          0x27D4EB2F165667C5, 0x94D049BB133111EB], dtype=np.uint64)
+
+
+def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(hash of every word n-gram inside each document, shingle count per document)."""
+    n_docs = len(counts)
+    doc_start = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_docs else np.empty(0, np.int64)
+    per_doc = np.where(counts >= ngram, counts - ngram + 1, np.minimum(counts, 1))
+    total = int(per_doc.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.uint64), per_doc
+    # Start index (into `words`) of every shingle.
+    offsets = np.repeat(doc_start - np.concatenate(([0], np.cumsum(per_doc)[:-1])), per_doc)
+    starts = np.arange(total, dtype=np.int64) + offsets
+    width = np.repeat(np.minimum(counts, ngram), per_doc)
+    acc = np.zeros(total, dtype=np.uint64)
+    for j in range(ngram):
+        inside = width > j
+        idx = np.minimum(starts + j, len(words) - 1)
+        acc += np.where(inside, words[idx] * _SHINGLE_MULT[j % len(_SHINGLE_MULT)], np.uint64(0))
+    return _splitmix64(acc), per_doc
+
+
+class MinHasher:
+    """Signatures for batches of texts under one :class:`MinHashConfig`."""
+
+    def __init__(self, config: MinHashConfig = MinHashConfig(), chunk_elements: int = 1 << 21) -> None:
+        self.config = config
+        rng = np.random.Generator(np.random.PCG64(config.seed))
+        # h_k(x) = (a_k * x + b_k) mod 2^32, a_k odd: a permutation of the 32-bit hash space.
+        self.a = (rng.integers(0, 1 << 31, size=config.num_perm, dtype=np.uint32) << np.uint32(1)) | np.uint32(1)
+        self.b = rng.integers(0, 1 << 32, size=config.num_perm, dtype=np.uint64).astype(np.uint32)
+        self.chunk_elements = chunk_elements
+
+    def signatures(self, texts: Sequence[str]) -> np.ndarray:
+        """uint32 array (len(texts), num_perm). Empty texts get all-0xFFFFFFFF signatures."""
+        words, counts = word_hashes(texts)
+        shingles, per_doc = shingle_hashes(words, counts, self.config.ngram)
+        num_perm = self.config.num_perm
+        out = np.full((len(texts), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+        present = np.flatnonzero(per_doc > 0)
+        if len(present) == 0:
+            return out
+        bounds = np.concatenate(([0], np.cumsum(per_doc[present])))
+        shingles32 = (shingles >> np.uint64(32)).astype(np.uint32)
+        # Process documents in chunks so the (shingles x permutations) block stays small.
+        step = max(1, self.chunk_elements // num_perm)
+        d0 = 0
+        while d0 < len(present):
+            d1 = d0 + 1
+            while d1 < len(present) and bounds[d1 + 1] - bounds[d0] <= step:
+                d1 += 1
+            s0, s1 = bounds[d0], bounds[d1]
+            block = np.multiply.outer(shingles32[s0:s1], self.a)
+            block += self.b
+            out[present[d0:d1]] = np.minimum.reduceat(block, bounds[d0:d1] - s0, axis=0)
+            d0 = d1
+        return out
+
+    def band_keys(self, signature: np.ndarray) -> List[bytes]:
+        """One key per band: band index + the band's rows, hashed to 16 bytes."""
+        rows = self.config.rows
+        keys = []
+        for band in range(self.config.bands):
+            chunk = signature[band * rows:(band + 1) * rows].tobytes()
+            keys.append(band.to_bytes(2, "big") + hashlib.blake2b(chunk, digest_size=14).digest())
+        return keys
+
+
+def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
+    return float(np.mean(sig_a == sig_b))
+
+
+def shingle_set(text: str, ngram: int = 5) -> set:
+    """Exact shingle set of one text (for measuring true Jaccard in tests and benchmarks)."""
+    words = normalize(text).split()
+    if len(words) < ngram:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + ngram]) for i in range(len(words) - ngram + 1)}
+
+
+def jaccard(a: set, b: set) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def batched(items: Iterable, size: int) -> Iterable[list]:
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
