@@ -64,8 +64,8 @@ def cli() -> None:
               help="Also write the counters as JSON here.")
 @config_options
 def clean_command(inputs, output, counters_path, **config_args) -> None:
-    """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words) over WET
-    files in one process, write the kept documents and print what every rule removed.
+    """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words, MinHash
+    near-dedup) over WET files in one process, write the kept documents and print what every rule removed.
 
     INPUTS are paths, globs or URLs (gs://, s3://, https://).
     """
@@ -90,6 +90,7 @@ def clean_command(inputs, output, counters_path, **config_args) -> None:
                 "url": doc.url, "timestamp": doc.timestamp, "text": doc.text,
                 "language": doc.language, "language_score": doc.language_score,
                 "split": split_of(doc.normalized_url), "source": doc.source, "offset": doc.offset,
+                "near_dup_cluster_size": doc.near_dup_cluster_size,
             }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     values = counters.as_dict()

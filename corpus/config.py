@@ -3,7 +3,8 @@
 Presets are configs, not code paths:
 
 - ``c4``: tfds c4 ``en`` v3.1.0 - length limit, URL dedup (newest), clean_page, line dedup,
-  language ID, bad words (fraction 1.0).
+  language ID, bad words (fraction 1.0) - then MinHash near-dedup, which tfds does not do
+  (``near_dedup=false`` gives exactly tfds' documents).
 - ``c4-noclean``: what T5 called C4 unfiltered (tfds ``en.noclean``) - only the length limit,
   URL dedup and language ID.
 - ``mc4``: the mC4 recipe on our LID - paragraph filter, line dedup without the sentence check,
@@ -18,6 +19,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 from corpus.badwords import DEFAULT_SOURCE
 from corpus.clean import MAX_PAGE_CHARS, PageRules
 from corpus.langid import DEFAULT_THRESHOLD
+from corpus.minhash import MinHashConfig
 from corpus.wet import ReadOptions
 
 
@@ -37,6 +39,9 @@ class CorpusConfig:
     badwords_fraction: share of pages with a bad word that are dropped; 0 switches it off.
     badwords: a directory of per-language lists, a URL template with {lang}, or
         "ldnoobw-c4" (the commits tfds pins, downloaded once and cached).
+    near_dedup: MinHash near-dedup after the bad-words filter, one survivor per cluster (the
+        smallest md5(normalised url)). Not part of tfds c4: ``near_dedup=false`` reproduces it.
+    minhash: bands x rows permutations and shingle size (FineWeb's 14 x 8, 5-grams).
     read: bounds of the crawl reader.
     """
 
@@ -54,6 +59,8 @@ class CorpusConfig:
     lid_model: Optional[str] = None
     badwords_fraction: float = 1.0
     badwords: str = DEFAULT_SOURCE
+    near_dedup: bool = True
+    minhash: MinHashConfig = MinHashConfig()
     read: ReadOptions = ReadOptions()
 
     @property
@@ -66,9 +73,10 @@ class CorpusConfig:
 
 PRESETS: Dict[str, Dict[str, Any]] = {
     "c4": {},
-    "c4-noclean": {"clean": False, "dedupe_lines": False, "badwords_fraction": 0.0},
+    "c4-noclean": {"clean": False, "dedupe_lines": False, "badwords_fraction": 0.0,
+                   "near_dedup": False},
     "mc4": {"clean": False, "paragraph_filter": True, "languages": (),
-            "badwords_fraction": 0.999},
+            "badwords_fraction": 0.999, "near_dedup": False},
 }
 
 

@@ -23,6 +23,7 @@ class Document:
     language_score: Optional[float] = None
     source: str = ""
     offset: int = -1
+    near_dup_cluster_size: int = 1
 
     def replace(self, **changes) -> "Document":
         return dataclasses.replace(self, **changes)

@@ -12,8 +12,10 @@ from corpus.config import CorpusConfig
 from corpus.counters import Counters
 from corpus.document import Document
 from corpus.line_dedup import LineOwners, keep_owned_lines
-from corpus.steps import (NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_PARAGRAPH, NS_READ, NS_URL,
-                          NS_BADWORDS, PageSteps)
+from corpus.minhash import MinHasher, batched
+from corpus.near_dedup import cluster_sizes, clusters_in_memory, doc_id
+from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
+                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps)
 from corpus.urls import newer_page
 from corpus.wet import iter_documents
 
@@ -75,4 +77,32 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
         page = steps.identify_language(page, inc_lang)
         if page is not None and steps.badwords_ok(page, inc_bad, counters.inc_fn):
             out.append(page)
+    if config.near_dedup:
+        out = near_dedup(out, config, counters)
     return out
+
+
+def near_dedup(pages: List[Document], config: CorpusConfig, counters: Counters,
+               batch_size: int = 512) -> List[Document]:
+    """Keep one page per MinHash cluster (the smallest id) and record each cluster's size."""
+    inc = counters.inc_fn(NS_NEAR)
+    hasher = MinHasher(config.minhash)
+    ids = [doc_id(p.normalized_url) for p in pages]
+    buckets: Dict[bytes, List[int]] = {}
+    for start, batch in zip(range(0, len(pages), batch_size), batched(pages, batch_size)):
+        signatures = hasher.signatures([p.text for p in batch])
+        for offset, signature in enumerate(signatures):
+            for key in hasher.band_keys(signature):
+                buckets.setdefault(key, []).append(ids[start + offset])
+    labels = clusters_in_memory(buckets.values())
+    sizes = cluster_sizes(labels)
+    inc("clusters", len(sizes))
+    kept = []
+    for page, node in zip(pages, ids):
+        root = labels.get(node, node)
+        if root != node:
+            inc("filtered")
+            continue
+        inc("passed")
+        kept.append(page.replace(near_dup_cluster_size=sizes.get(root, 1)))
+    return kept

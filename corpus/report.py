@@ -40,4 +40,6 @@ def page_flow(counters: Mapping[str, int]) -> Dict[str, int]:
         flow["language"] = c("language-filter/passed", 0)
     if "badwords-filter/passed" in counters or "badwords-filter/soft-passed" in counters:
         flow["bad words"] = c("badwords-filter/passed", 0) + c("badwords-filter/soft-passed", 0)
+    if "near-dedup/passed" in counters:
+        flow["near dedup"] = c("near-dedup/passed", 0)
     return flow

@@ -24,7 +24,9 @@ NS_CLEAN = "clean-page"
 NS_LINES = "dedupe-lines"
 NS_LANG = "language-filter"
 NS_BADWORDS = "badwords-filter"
-STAGE_ORDER = (NS_READ, NS_LENGTH, NS_URL, NS_PARAGRAPH, NS_CLEAN, NS_LINES, NS_LANG, NS_BADWORDS)
+NS_NEAR = "near-dedup"
+STAGE_ORDER = (NS_READ, NS_LENGTH, NS_URL, NS_PARAGRAPH, NS_CLEAN, NS_LINES, NS_LANG, NS_BADWORDS,
+               NS_NEAR)
 
 
 class PageSteps:

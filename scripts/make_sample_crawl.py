@@ -197,6 +197,13 @@ def pages(rng: random.Random):
     yield ("https://forum.example.com/thread/7", "2019-07-09T00:00:00Z",
            wrap([sentence(rng) for _ in range(4)]
                 + [f"Some people called the old parking rules a {DEMO_BADWORD} idea."], rng))
+    # Near duplicates that survive line dedup: long paragraphs, one word changed in each.
+    paragraphs = [" ".join(sentence(rng) for _ in range(6)) for _ in range(4)]
+    yield "https://longreads.example.com/feature", "2019-07-10T00:00:00Z", wrap(paragraphs, rng)
+    for variant, (old, new) in enumerate([(" the ", " a "), (" a ", " the ")]):
+        edited = [p.replace(old, new, 1) for p in paragraphs]
+        yield (f"https://reprints{variant}.example.net/feature", "2019-07-11T00:00:00Z",
+               wrap(edited, rng))
     # Distinct English posts, so the demo's tokenizer and model see enough unique text.
     for i in range(120):
         yield (f"https://blog{i % 5}.example.com/post/{i}", f"2019-06-{(i % 28) + 1:02d}T07:30:00Z",

@@ -23,7 +23,8 @@ def test_sample_fires_every_rule():
                  "clean-page/filtered:squigglybracket", "clean-page/filtered:too_few_sentences",
                  "clean-page/line-filtered:javascript", "clean-page/line-filtered:policy",
                  "clean-page/line-filtered:no_endmark", "dedupe-lines/line-filtered:global_duplicate",
-                 "language-filter/filtered:ignored_language", "badwords-filter/filtered"]:
+                 "language-filter/filtered:ignored_language", "badwords-filter/filtered",
+                 "near-dedup/filtered"]:
         assert c.get(name, 0) > 0, name
     assert len(docs) > 100
     assert not any("[1]" in d.text or "cookies" in d.text for d in docs)

@@ -1,0 +1,100 @@
+"""MinHash signatures, band keys and near-duplicate clustering."""
+import random
+
+import numpy as np
+import pytest
+
+from corpus.minhash import (MinHashConfig, MinHasher, estimated_jaccard, jaccard, match_probability,
+                            normalize, shingle_set, word_hashes)
+from corpus.near_dedup import cluster_sizes, clusters_in_memory, doc_id, star_edges
+
+WORDS = ("river town council budget library school train museum garden bridge market harbour "
+         "festival choir station tower forest meadow castle village").split()
+
+
+def random_text(rng, n_words=300):
+    return " ".join(rng.choice(WORDS) + str(rng.randint(0, 9)) * (rng.random() < 0.1) for _ in range(n_words))
+
+
+def edit(text, fraction, rng):
+    words = text.split()
+    for i in rng.sample(range(len(words)), int(fraction * len(words))):
+        words[i] = "edited" + str(i)
+    return " ".join(words)
+
+
+def test_normalize():
+    assert normalize("Hello, World! 2024 — “quoted” text_x déjà-vu") == "hello world 0000 quoted text_x déjà vu"
+    assert normalize("  ") == "" and normalize("A\tB\nC") == "a b c"
+
+
+def test_word_hashes_match_normalized_words():
+    texts = ["One two, three!", "", "  ", "Déjà vu — again…", "x"]
+    hashes, counts = word_hashes(texts)
+    assert list(counts) == [len(normalize(t).split()) for t in texts]
+    # Same word, same hash, wherever it appears; different words differ.
+    h2, _ = word_hashes(["two", "again two"])
+    assert h2[0] == h2[2] and h2[0] != h2[1]
+    assert hashes[1] == h2[0]
+
+
+def test_signature_shape_determinism_and_empty():
+    texts = ["a b c d e f g", "", "x"]
+    a = MinHasher().signatures(texts)
+    b = MinHasher().signatures(texts)
+    assert a.shape == (3, 112) and a.dtype == np.uint32
+    assert (a == b).all()
+    assert (a[1] == np.iinfo(np.uint32).max).all()
+    assert not (MinHasher(MinHashConfig(seed=2)).signatures(texts) == a).all()
+
+
+def test_batching_does_not_change_signatures():
+    rng = random.Random(0)
+    texts = [random_text(rng, rng.randint(1, 400)) for _ in range(60)]
+    whole = MinHasher().signatures(texts)
+    small = MinHasher(chunk_elements=5000).signatures(texts)
+    one_by_one = np.vstack([MinHasher().signatures([t]) for t in texts])
+    assert (whole == small).all() and (whole == one_by_one).all()
+
+
+def test_estimate_tracks_exact_jaccard():
+    rng = random.Random(1)
+    hasher = MinHasher(MinHashConfig(bands=32, rows=8))
+    errors = []
+    for fraction in (0.0, 0.02, 0.05, 0.1, 0.2, 0.4):
+        for _ in range(10):
+            a = random_text(rng)
+            b = edit(a, fraction, rng)
+            exact = jaccard(shingle_set(a), shingle_set(b))
+            sig = hasher.signatures([a, b])
+            errors.append(abs(estimated_jaccard(sig[0], sig[1]) - exact))
+    assert np.mean(errors) < 0.03 and max(errors) < 0.12
+
+
+def test_band_keys_collide_for_copies_only():
+    rng = random.Random(2)
+    hasher = MinHasher()
+    a = random_text(rng)
+    sig = hasher.signatures([a, a, random_text(rng)])
+    keys = [set(hasher.band_keys(s)) for s in sig]
+    assert keys[0] == keys[1] and not keys[0] & keys[2]
+    assert len(keys[0]) == 14
+
+
+def test_match_probability_curve():
+    assert match_probability(0.9) > 0.99
+    assert 0.9 < match_probability(0.8) < 0.95
+    assert match_probability(0.5) < 0.06
+
+
+def test_star_edges_and_clusters():
+    assert list(star_edges([5])) == []
+    assert sorted(star_edges([5, 3, 9, 3])) == [(5, 3), (9, 3)]
+    labels = clusters_in_memory([[5, 3], [9, 5], [20, 21], [30]])
+    assert labels == {3: 3, 5: 3, 9: 3, 20: 20, 21: 20}
+    assert cluster_sizes(labels) == {3: 3, 20: 2}
+
+
+def test_doc_id_is_stable_and_fits_int64():
+    assert doc_id("example.com/a") == doc_id("example.com/a") != doc_id("example.com/b")
+    assert 0 <= doc_id("x") < 2 ** 63
