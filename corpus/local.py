@@ -13,7 +13,7 @@ from corpus.counters import Counters
 from corpus.document import Document
 from corpus.line_dedup import LineOwners, keep_owned_lines
 from corpus.minhash import MinHasher, batched
-from corpus.near_dedup import cluster_sizes, clusters_in_memory, doc_id
+from corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps)
 from corpus.urls import newer_page
@@ -88,13 +88,16 @@ def near_dedup(pages: List[Document], config: CorpusConfig, counters: Counters,
     inc = counters.inc_fn(NS_NEAR)
     hasher = MinHasher(config.minhash)
     ids = [doc_id(p.normalized_url) for p in pages]
-    buckets: Dict[bytes, List[int]] = {}
+    buckets: Dict[bytes, list] = {}
     for start, batch in zip(range(0, len(pages), batch_size), batched(pages, batch_size)):
         signatures = hasher.signatures([p.text for p in batch])
         for offset, signature in enumerate(signatures):
+            member = (ids[start + offset], signature)
             for key in hasher.band_keys(signature):
-                buckets.setdefault(key, []).append(ids[start + offset])
-    labels = clusters_in_memory(buckets.values())
+                buckets.setdefault(key, []).append(member)
+    threshold = config.minhash.threshold
+    labels = clusters_in_memory(
+        edge for members in buckets.values() for edge in bucket_edges(members, threshold))
     sizes = cluster_sizes(labels)
     inc("clusters", len(sizes))
     kept = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -61,12 +61,16 @@ class MinHashConfig:
     """num_perm = bands x rows hash functions; ngram-word shingles; seed fixes the functions.
 
     Defaults are FineWeb's: 14 bands x 8 rows = 112 permutations, 5-gram shingles.
+    threshold: candidates that share a band are linked only when their signatures agree on at
+    least this share of permutations (estimated Jaccard); None links every candidate pair (pure
+    LSH, as FineWeb does), which catches more pairs below the threshold.
     """
 
     bands: int = 14
     rows: int = 8
     ngram: int = 5
     seed: int = 1
+    threshold: Optional[float] = 0.8
 
     @property
     def num_perm(self) -> int:

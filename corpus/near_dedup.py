@@ -1,9 +1,10 @@
 """Near-duplicate clusters from LSH band collisions, as pure pieces (no engine).
 
-Each document gets a 64-bit id from md5(normalised url), so ids and survivors do not depend on
+Each document gets a 63-bit id from md5(normalised url), so ids and survivors do not depend on
 input order or on how an engine partitions work. Documents that share any band key are
-candidates; the documents of one band bucket are joined by a star of edges to the bucket's
-smallest id, which keeps the edge count linear in the bucket size. Connected components of those
+candidates; within a band bucket each member is linked to the smallest-id member whose signature
+estimates Jaccard >= the threshold (:func:`bucket_edges`), which keeps the edge count linear in
+the bucket size and drops candidates that only collided by chance. Connected components of those
 edges are the clusters; the survivor of a cluster is its smallest id.
 
 :func:`clusters_in_memory` does this with union-find for single-process runs; the Beam pipeline
@@ -13,7 +14,7 @@ runs the same star edges through iterative min-label propagation on the engine
 from __future__ import annotations
 
 import hashlib
-from typing import Dict, Iterable, Iterator, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 
 def doc_id(normalized_url: str) -> int:
@@ -31,8 +32,43 @@ def star_edges(members: Sequence[int]) -> Iterator[Tuple[int, int]]:
             yield member, root
 
 
-def clusters_in_memory(bucket_members: Iterable[Sequence[int]]) -> Dict[int, int]:
-    """Union-find over band buckets: {doc id: cluster root (smallest id)} for docs in a cluster."""
+FULL_CHECK_LIMIT = 64
+
+
+def bucket_edges(members: Sequence[Tuple[int, "np.ndarray"]], threshold: Optional[float]
+                 ) -> Iterator[Tuple[int, int]]:
+    """Edges (member, linked smaller member) for one band bucket of (id, signature) pairs.
+
+    Without a threshold: the star to the smallest id. With one: each member links to the
+    smallest-id member whose signature agrees on >= ``threshold`` of the permutations; buckets
+    larger than FULL_CHECK_LIMIT only check against the smallest id (mass duplicates, where
+    that is enough and pairwise checks would be quadratic).
+    """
+    unique = sorted({m[0]: m for m in members}.values(), key=lambda m: m[0])
+    if len(unique) < 2:
+        return
+    if threshold is None:
+        yield from star_edges([m[0] for m in unique])
+        return
+    import numpy as np
+
+    ids = [m[0] for m in unique]
+    sigs = np.stack([m[1] for m in unique])
+    if len(unique) > FULL_CHECK_LIMIT:
+        agree = (sigs == sigs[0]).mean(axis=1)
+        for i in range(1, len(unique)):
+            if agree[i] >= threshold:
+                yield ids[i], ids[0]
+        return
+    agree = (sigs[:, None, :] == sigs[None, :, :]).mean(axis=2)
+    for i in range(1, len(unique)):
+        similar = np.flatnonzero(agree[i, :i] >= threshold)
+        if len(similar):
+            yield ids[i], ids[int(similar[0])]
+
+
+def clusters_in_memory(edges: Iterable[Tuple[int, int]]) -> Dict[int, int]:
+    """Union-find over edges: {doc id: cluster root (smallest id)} for docs in a cluster."""
     parent: Dict[int, int] = {}
 
     def find(x: int) -> int:
@@ -43,13 +79,12 @@ def clusters_in_memory(bucket_members: Iterable[Sequence[int]]) -> Dict[int, int
             parent[x], x = root, parent[x]
         return root
 
-    for members in bucket_members:
-        for member, root in star_edges(members):
-            parent.setdefault(member, member)
-            parent.setdefault(root, root)
-            a, b = find(member), find(root)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+    for member, root in edges:
+        parent.setdefault(member, member)
+        parent.setdefault(root, root)
+        a, b = find(member), find(root)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
     return {node: find(node) for node in list(parent)}
 
 

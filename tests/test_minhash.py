@@ -6,7 +6,7 @@ import pytest
 
 from corpus.minhash import (MinHashConfig, MinHasher, estimated_jaccard, jaccard, match_probability,
                             normalize, shingle_set, word_hashes)
-from corpus.near_dedup import cluster_sizes, clusters_in_memory, doc_id, star_edges
+from corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id, star_edges
 
 WORDS = ("river town council budget library school train museum garden bridge market harbour "
          "festival choir station tower forest meadow castle village").split()
@@ -90,9 +90,24 @@ def test_match_probability_curve():
 def test_star_edges_and_clusters():
     assert list(star_edges([5])) == []
     assert sorted(star_edges([5, 3, 9, 3])) == [(5, 3), (9, 3)]
-    labels = clusters_in_memory([[5, 3], [9, 5], [20, 21], [30]])
+    edges = [e for bucket in ([5, 3], [9, 5], [20, 21], [30]) for e in star_edges(bucket)]
+    labels = clusters_in_memory(edges)
     assert labels == {3: 3, 5: 3, 9: 3, 20: 20, 21: 20}
     assert cluster_sizes(labels) == {3: 3, 20: 2}
+
+
+def test_bucket_edges_verify_signatures():
+    same = np.zeros(10, dtype=np.uint32)
+    close = same.copy()
+    close[0] = 1  # agrees on 90%
+    far = np.arange(10, dtype=np.uint32)  # agrees on 10%
+    bucket = [(7, close), (3, same), (9, far), (3, same)]
+    assert sorted(bucket_edges(bucket, 0.8)) == [(7, 3)]
+    assert sorted(bucket_edges(bucket, None)) == [(7, 3), (9, 3)]
+    # Large buckets only compare with the smallest id.
+    big = [(i, same if i % 2 else far) for i in range(1, 200)]
+    edges = list(bucket_edges(big, 0.8))
+    assert edges and all(root == 1 and node % 2 == 1 for node, root in edges)
 
 
 def test_doc_id_is_stable_and_fits_int64():
