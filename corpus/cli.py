@@ -105,6 +105,106 @@ def clean_command(inputs, output, counters_path, **config_args) -> None:
                f"(preset {config.preset}, {len(paths)} input file(s))")
 
 
+@cli.command("build", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--input", "-i", "inputs", multiple=True, metavar="GLOB_OR_URL",
+              help="Crawl files: paths, globs, https://, gs://, s3:// (repeatable).")
+@click.option("--crawl", metavar="CC-MAIN-YYYY-WW", help="Read WET files of this Common Crawl dump.")
+@click.option("--files", default="0:1", show_default=True, metavar="A:B",
+              help="With --crawl: which files of its wet.paths.gz listing (A:B or N).")
+@click.option("--cc-base-url", default=None, metavar="URL",
+              help="Common Crawl server (default https://data.commoncrawl.org).")
+@click.option("--output", "-o", required=True, help="Corpus directory (local, gs://, s3://).")
+@click.option("--overwrite", is_flag=True, help="Replace a corpus already in --output.")
+@click.option("--runner", default=None,
+              help="Beam runner: DirectRunner (default, all cores), DataflowRunner, FlinkRunner, "
+                   "SparkRunner. Other Beam options pass through, e.g. --project, --region.")
+@click.option("--docs-per-shard", default=50_000, show_default=True, type=int)
+@click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
+@click.option("--cc-rounds", default=8, show_default=True, type=int,
+              help="Rounds of the near-dedup connected-components step.")
+@config_options
+@click.pass_context
+def build_command(ctx, inputs, crawl, files, cc_base_url, output, overwrite, runner,
+                  docs_per_shard, num_shards, cc_rounds, **config_args) -> None:
+    """Build a sharded Arrow corpus with Apache Beam: read WET -> length -> URL dedup ->
+    clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
+
+    Unknown options are Beam pipeline options (e.g. --project P --region R --temp_location gs://...).
+    """
+    from corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, wet_urls
+    from corpus.wet import expand_inputs
+
+    config = make_config(**config_args)
+    try:
+        paths = expand_inputs(inputs) if inputs else []
+        if crawl:
+            paths += wet_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL)
+    except (CrawlReadError, CrawlListingError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if not paths:
+        raise click.UsageError("give --input files or --crawl")
+    if config.badwords_fraction > 0:
+        from corpus.steps import PageSteps
+
+        try:  # fail before the pipeline starts, not inside a worker
+            PageSteps(config).badwords_filter
+        except BadwordsUnavailable as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    from pipelines.build import BuildError, run_build
+    from corpus.report import page_flow
+
+    try:
+        manifest = run_build(paths, output, config, runner=runner, beam_args=ctx.args,
+                             overwrite=overwrite, docs_per_shard=docs_per_shard,
+                             num_shards=num_shards, cc_rounds=cc_rounds,
+                             command=["corpus", *sys.argv[1:]], log=click.echo)
+    except BuildError as exc:
+        raise click.ClickException(str(exc)) from exc
+    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())
+    click.echo(f"pages: {flow}")
+    for split, info in manifest["splits"].items():
+        click.echo(f"{split}: {info['documents']:,} documents, {info['bytes'] / 1e6:.2f} MB "
+                   f"in {len(info['files'])} shard(s)")
+    click.echo(f"done in {manifest['build']['seconds']}s; see `corpus stats {output}`")
+
+
+@cli.command("stats")
+@click.argument("directory")
+def stats_command(directory) -> None:
+    """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
+    from corpus.report import manifest_report
+    from corpus.shards import CorpusFormatError, read_manifest
+
+    try:
+        manifest = read_manifest(directory)
+    except CorpusFormatError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(manifest_report(manifest))
+
+
+@cli.command("show")
+@click.argument("directory")
+@click.option("-n", "count", default=5, show_default=True, help="Documents to print.")
+@click.option("--split", default="train", show_default=True)
+@click.option("--chars", default=600, show_default=True, help="Characters of text per document.")
+def show_command(directory, count, split, chars) -> None:
+    """Print sample documents of a corpus."""
+    from corpus.shards import CorpusFormatError, iter_documents
+
+    try:
+        for i, doc in enumerate(iter_documents(directory, split)):
+            if i >= count:
+                break
+            text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"
+            click.echo(f"--- {doc['url']}  ({doc['timestamp']}, {doc['language']} "
+                       f"{doc['language_score']:.2f}, cluster {doc['near_dup_cluster_size']}, "
+                       f"{len(doc['text']):,} chars)")
+            click.echo(text)
+    except CorpusFormatError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     cli.main(args=argv, prog_name="corpus")
 

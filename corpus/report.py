@@ -43,3 +43,37 @@ def page_flow(counters: Mapping[str, int]) -> Dict[str, int]:
     if "near-dedup/passed" in counters:
         flow["near dedup"] = c("near-dedup/passed", 0)
     return flow
+
+
+_LINE_COUNTERS = ("line-filtered:", "line-passed")
+
+
+def manifest_report(manifest: dict) -> str:
+    """`corpus stats`: splits, the page flow, and what each rule removed (pages or lines),
+    plus the bytes each step kept."""
+    counters = manifest.get("counters", {})
+    out = [f"corpus built {manifest.get('created')} with preset {manifest['config'].get('preset')} "
+           f"from {len(manifest.get('inputs', []))} input file(s) "
+           f"({manifest.get('build', {}).get('input_bytes', 0) / 1e6:.1f} MB) "
+           f"in {manifest.get('build', {}).get('seconds')}s", ""]
+    out += ["| split | documents | text MB | shards |", "|---|---:|---:|---:|"]
+    for split, info in manifest.get("splits", {}).items():
+        out.append(f"| {split} | {info['documents']:,} | {info['bytes'] / 1e6:.2f} | {len(info['files'])} |")
+    flow = page_flow(counters)
+    out += ["", "pages: " + " -> ".join(f"{k} {v:,}" for k, v in flow.items()), ""]
+    out += ["| step | rule | removed | unit |", "|---|---|---:|---|"]
+    for name in sorted(counters, key=_stage_key):
+        namespace, _, counter = name.partition("/")
+        removed = (counter.startswith(("filtered", "skipped", "line-filtered"))
+                   or counter == "soft-passed")
+        if not removed or "-badwords-filter-" in namespace:
+            continue
+        unit = "lines" if counter.startswith("line-") else "pages"
+        if counter.startswith("skipped:record_type") or counter == "soft-passed":
+            unit = "records" if counter.startswith("skipped") else "pages kept despite a hit"
+        out.append(f"| {namespace} | {counter} | {counters[name]:,} | {unit} |")
+    byte_rows = [(k.split("/", 1)[1], v) for k, v in counters.items() if k.startswith("output/")]
+    if byte_rows:
+        out += ["", "| output counter | value |", "|---|---:|"]
+        out += [f"| {k} | {v:,} |" for k, v in sorted(byte_rows)]
+    return "\n".join(out)

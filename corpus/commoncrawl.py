@@ -1,0 +1,43 @@
+"""Common Crawl listings: a crawl id and a file slice -> WET file URLs."""
+from __future__ import annotations
+
+import gzip
+import re
+import urllib.error
+import urllib.request
+from typing import List
+
+DEFAULT_BASE_URL = "https://data.commoncrawl.org"
+_CRAWL_ID = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
+
+
+class CrawlListingError(RuntimeError):
+    """The crawl id, the slice or the listing download is wrong."""
+
+
+def parse_slice(files: str) -> slice:
+    """'A:B' -> slice(A, B); 'N' -> the first N files."""
+    try:
+        if ":" in files:
+            start, _, stop = files.partition(":")
+            return slice(int(start or 0), int(stop) if stop else None)
+        return slice(0, int(files))
+    except ValueError as exc:
+        raise CrawlListingError(f"--files {files!r}: expected A:B or N") from exc
+
+
+def wet_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
+             timeout: float = 60.0) -> List[str]:
+    """URLs of a slice of a crawl's WET files, from its ``wet.paths.gz`` listing."""
+    if not _CRAWL_ID.match(crawl):
+        raise CrawlListingError(f"--crawl {crawl!r}: expected an id like CC-MAIN-2019-30")
+    listing = f"{base_url.rstrip('/')}/crawl-data/{crawl}/wet.paths.gz"
+    try:
+        with urllib.request.urlopen(listing, timeout=timeout) as response:
+            paths = gzip.decompress(response.read()).decode("utf-8").split()
+    except (urllib.error.URLError, OSError, EOFError) as exc:
+        raise CrawlListingError(f"cannot read the WET listing {listing}: {exc}") from exc
+    chosen = paths[parse_slice(files)]
+    if not chosen:
+        raise CrawlListingError(f"--files {files} selects none of the {len(paths)} WET files of {crawl}")
+    return [f"{base_url.rstrip('/')}/{path}" for path in chosen]

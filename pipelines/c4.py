@@ -1,0 +1,380 @@
+"""The C4 Beam graph. Wiring only: every decision is a function from corpus/; this module maps,
+groups and counts. Counters use the namespaces and names of corpus/steps.py, the same names the
+manifest and ``corpus stats`` report.
+
+Order (tfds c4, then ours): read WET -> length limit -> newest page per normalised URL ->
+[paragraph filter] -> clean_page -> corpus-wide line dedup -> language ID -> bad words ->
+MinHash near-dedup -> train/validation split -> Arrow shards.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from corpus.config import CorpusConfig
+from corpus.document import Document
+from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
+from corpus.minhash import MinHasher
+from corpus.near_dedup import bucket_edges, doc_id
+from corpus.shards import shard_name, write_shard
+from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
+                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps)
+from corpus.urls import newer_page, split_of
+from corpus.wet import CrawlReadError, iter_documents
+
+NS_OUTPUT = "output"
+
+
+class _Counting:
+    """Mixin: ``self.inc_for(namespace)`` gives an inc(name, amount) backed by Beam counters."""
+
+    def inc_for(self, namespace: str):
+        cache = self.__dict__.setdefault("_counters", {})
+
+        def inc(name: str, amount: int = 1) -> None:
+            counter = cache.get((namespace, name))
+            if counter is None:
+                counter = cache[(namespace, name)] = Metrics.counter(namespace, name)
+            counter.inc(amount)
+
+        return inc
+
+
+class ReadWetFn(_Counting, beam.DoFn):
+    """One crawl file -> its documents. An unreadable file is counted, never fatal."""
+
+    def __init__(self, config: CorpusConfig) -> None:
+        self.config = config
+
+    def process(self, path: str) -> Iterator[Document]:
+        inc = self.inc_for(NS_READ)
+        try:
+            yield from iter_documents(path, inc, self.config.read)
+        except CrawlReadError:
+            inc("skipped:unreadable_file")
+
+
+class StepsFn(_Counting, beam.DoFn):
+    """Base for DoFns that need the configured PageSteps (built once per worker in setup)."""
+
+    def __init__(self, config: CorpusConfig) -> None:
+        self.config = config
+        self.steps: Optional[PageSteps] = None
+
+    def setup(self) -> None:
+        self.steps = PageSteps(self.config)
+
+
+class LengthFn(StepsFn):
+    def process(self, page: Document):
+        if self.steps.length_ok(page, self.inc_for(NS_LENGTH)):
+            yield page
+
+
+class NewestPageFn(beam.CombineFn):
+    """Newest page per normalised URL, and how many pages had that URL."""
+
+    def create_accumulator(self):
+        return (None, 0)
+
+    def add_input(self, acc, page):
+        best, count = acc
+        return (page if best is None else newer_page(best, page), count + 1)
+
+    def merge_accumulators(self, accs):
+        best, count = None, 0
+        for other, n in accs:
+            if other is not None:
+                best = other if best is None else newer_page(best, other)
+            count += n
+        return (best, count)
+
+    def extract_output(self, acc):
+        return acc
+
+
+class CountUrlDuplicatesFn(_Counting, beam.DoFn):
+    def process(self, element):
+        _, (page, count) = element
+        inc = self.inc_for(NS_URL)
+        inc("passed")
+        if count > 1:
+            inc("filtered", count - 1)
+        yield page
+
+
+class CleanFn(StepsFn):
+    def process(self, page: Document):
+        if not self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
+            return
+        cleaned = self.steps.clean(page, self.inc_for(NS_CLEAN))
+        if cleaned is not None:
+            yield cleaned
+
+
+def _claims(page: Document) -> Iterator[Tuple[bytes, Tuple[bytes, str]]]:
+    rank = url_rank(page.url)
+    for key, url in line_claims(page):
+        yield key, (rank, url)
+
+
+class KeepOwnedLinesFn(_Counting, beam.DoFn):
+    def __init__(self, min_sentences: int) -> None:
+        self.min_sentences = min_sentences
+
+    def process(self, element):
+        url, grouped = element
+        pages = list(grouped["pages"])
+        if len(pages) != 1:  # URL dedup makes urls unique; anything else is a wiring bug
+            raise ValueError(f"{len(pages)} pages for url {url}")
+        kept = keep_owned_lines(pages[0], set(grouped["lines"]), self.min_sentences,
+                                self.inc_for(NS_LINES))
+        if kept is not None:
+            yield kept
+
+
+class LanguageFn(StepsFn):
+    def setup(self) -> None:
+        super().setup()
+        self.steps.language_filter  # load the model once per worker
+
+    def process(self, page: Document):
+        result = self.steps.identify_language(page, self.inc_for(NS_LANG))
+        if result is not None:
+            yield result
+
+
+class BadwordsFn(StepsFn):
+    def setup(self) -> None:
+        super().setup()
+        if self.config.badwords_fraction > 0:
+            self.steps.badwords_filter
+
+    def process(self, page: Document):
+        if self.steps.badwords_ok(page, self.inc_for(NS_BADWORDS), self.inc_for):
+            yield page
+
+
+class SignatureFn(beam.DoFn):
+    """Batches of (id, page) -> (id, signature): vectorised over the batch."""
+
+    def __init__(self, config: CorpusConfig) -> None:
+        self.config = config
+        self.hasher: Optional[MinHasher] = None
+
+    def setup(self) -> None:
+        self.hasher = MinHasher(self.config.minhash)
+
+    def process(self, batch: List[Tuple[int, Document]]):
+        signatures = self.hasher.signatures([page.text for _, page in batch])
+        for (node, _), signature in zip(batch, signatures):
+            yield node, signature
+
+
+class BandKeysFn(beam.DoFn):
+    def __init__(self, config: CorpusConfig) -> None:
+        self.config = config
+        self.hasher: Optional[MinHasher] = None
+
+    def setup(self) -> None:
+        self.hasher = MinHasher(self.config.minhash)
+
+    def process(self, element):
+        node, signature = element
+        for key in self.hasher.band_keys(signature):
+            yield key, (node, signature)
+
+
+def _both_directions(edge: Tuple[int, int]):
+    a, b = edge
+    yield a, b
+    yield b, a
+
+
+def _propagate(element):
+    """Send a node's label to its neighbours (and keep it)."""
+    node, grouped = element
+    labels = list(grouped["label"])
+    if not labels:
+        return
+    label = labels[0]
+    yield node, label
+    for neighbour in grouped["adjacent"]:
+        yield neighbour, label
+
+
+def _pointer_jump(element):
+    """Each node pointing at ``label`` learns label's own label (halves path lengths)."""
+    label_node, grouped = element
+    own = list(grouped["own"])
+    target = own[0] if own else label_node
+    for node in grouped["pointing"]:
+        yield node, min(target, label_node)
+
+
+def connected_components(edges, rounds: int):
+    """{node: smallest id in its component} by min-label propagation with pointer jumping,
+    unrolled ``rounds`` times on the engine (no collect-to-one-node step). Returns the labels
+    and the number of nodes whose label still changed in the last round (0: converged)."""
+    adjacency = edges | "both directions" >> beam.FlatMap(_both_directions)
+    labels = (adjacency
+              | "initial label" >> beam.Map(lambda kv: (kv[0], min(kv))) 
+              | "min initial" >> beam.CombinePerKey(min))
+    previous = labels
+    for r in range(rounds):
+        labels = ({"label": labels, "adjacent": adjacency}
+                  | f"cc{r} group" >> beam.CoGroupByKey()
+                  | f"cc{r} send" >> beam.FlatMap(_propagate)
+                  | f"cc{r} min" >> beam.CombinePerKey(min))
+        labels = ({"own": labels, "pointing": labels | f"cc{r} invert" >> beam.Map(lambda kv: (kv[1], kv[0]))}
+                  | f"cc{r} jump group" >> beam.CoGroupByKey()
+                  | f"cc{r} jump" >> beam.FlatMap(_pointer_jump)
+                  | f"cc{r} jump min" >> beam.CombinePerKey(min))
+        if r == rounds - 2:
+            previous = labels
+    changed = ({"before": previous, "after": labels}
+               | "cc compare" >> beam.CoGroupByKey()
+               | "cc changed" >> beam.Map(lambda kv: int(list(kv[1]["before"])[:1] != list(kv[1]["after"])[:1]))
+               | "cc count changed" >> beam.CombineGlobally(sum))
+    return labels, changed
+
+
+class ApplyClustersFn(_Counting, beam.DoFn):
+    """Keep a page unless its cluster label is a smaller id; record the cluster size."""
+
+    def process(self, element):
+        node, grouped = element
+        pages = list(grouped["page"])
+        if not pages:
+            return
+        labels = list(grouped["label"])
+        inc = self.inc_for(NS_NEAR)
+        if labels and labels[0] != node:
+            inc("filtered")
+            return
+        sizes = list(grouped["size"])
+        size = sizes[0] if sizes else 1
+        inc("passed")
+        if size > 1:
+            inc("clusters")
+        yield pages[0].replace(near_dup_cluster_size=size)
+
+
+def near_dedup(pages, config: CorpusConfig, rounds: int):
+    keyed = pages | "key by id" >> beam.Map(lambda p: (doc_id(p.normalized_url), p))
+    threshold = config.minhash.threshold
+    edges = (keyed
+             | "batch for minhash" >> beam.BatchElements(min_batch_size=64, max_batch_size=512)
+             | "signatures" >> beam.ParDo(SignatureFn(config))
+             | "band keys" >> beam.ParDo(BandKeysFn(config))
+             | "group bands" >> beam.GroupByKey()
+             | "bucket edges" >> beam.FlatMap(lambda kv: bucket_edges(list(kv[1]), threshold))
+             | "distinct edges" >> beam.Distinct())
+    labels, changed = connected_components(edges, rounds)
+    sizes = (labels
+             | "root of node" >> beam.Map(lambda kv: (kv[1], 1))
+             | "cluster size" >> beam.CombinePerKey(sum))
+    deduped = ({"page": keyed, "label": labels, "size": sizes}
+               | "join clusters" >> beam.CoGroupByKey()
+               | "apply clusters" >> beam.ParDo(ApplyClustersFn()))
+    _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
+    return deduped
+
+
+class _CountUnconverged(_Counting, beam.DoFn):
+    def process(self, changed: int):
+        if changed:
+            self.inc_for(NS_NEAR)("unconverged-nodes", changed)
+
+
+def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8):
+    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths."""
+    steps_rules = config
+    pages = (pipeline_or_paths
+             | "reshuffle files" >> beam.Reshuffle()
+             | "read wet" >> beam.ParDo(ReadWetFn(steps_rules))
+             | "length limit" >> beam.ParDo(LengthFn(config)))
+    if config.dedupe_urls:
+        pages = (pages
+                 | "key by normalised url" >> beam.Map(lambda p: (p.normalized_url, p))
+                 | "newest per url" >> beam.CombinePerKey(NewestPageFn())
+                 | "count url duplicates" >> beam.ParDo(CountUrlDuplicatesFn()))
+    pages = pages | "clean page" >> beam.ParDo(CleanFn(config))
+    if config.dedupe_lines:
+        owners = (pages
+                  | "line claims" >> beam.FlatMap(_claims)
+                  | "line owner" >> beam.CombinePerKey(min)
+                  | "url to owned line" >> beam.Map(lambda kv: (kv[1][1], kv[0])))
+        pages = ({"pages": pages | "key by url" >> beam.Map(lambda p: (p.url, p)), "lines": owners}
+                 | "group lines by url" >> beam.CoGroupByKey()
+                 | "keep owned lines" >> beam.ParDo(KeepOwnedLinesFn(config.dedupe_min_sentences)))
+    pages = (pages
+             | "language id" >> beam.ParDo(LanguageFn(config))
+             | "bad words" >> beam.ParDo(BadwordsFn(config)))
+    if config.near_dedup:
+        pages = near_dedup(pages, config, cc_rounds)
+    return pages
+
+
+def shard_row(page: Document) -> dict:
+    return {"text": page.text, "url": page.url, "timestamp": page.timestamp,
+            "language": page.language, "language_score": page.language_score,
+            "near_dup_cluster_size": page.near_dup_cluster_size}
+
+
+class WriteShardFn(_Counting, beam.DoFn):
+    """((split, index, count), pages) -> one shard file in the staging directory."""
+
+    def __init__(self, staging: str) -> None:
+        self.staging = staging
+
+    def process(self, element):
+        from apache_beam.io.filesystems import FileSystems
+
+        (split, index, count), pages = element
+        rows = [shard_row(p) for p in pages]
+        name = shard_name(split, index, count)
+        path = FileSystems.join(self.staging, name)
+        text_bytes = write_shard(path, rows, create=FileSystems.create,
+                                 rename=lambda a, b: FileSystems.rename([a], [b]))
+        stats = {"documents": len(rows), "bytes": text_bytes}
+        handle = FileSystems.create(path + ".json")
+        handle.write(json.dumps(stats).encode("utf-8"))
+        handle.close()
+        inc = self.inc_for(NS_OUTPUT)
+        inc(f"{split}:documents", len(rows))
+        inc(f"{split}:bytes", text_bytes)
+        yield name, stats
+
+
+def _assign_shard(page: Document, counts: Dict[str, int], docs_per_shard: int,
+                  fixed: Optional[int]):
+    split = split_of(page.normalized_url)
+    shards = fixed or max(1, math.ceil(counts.get(split, 0) / docs_per_shard))
+    return (split, doc_id(page.normalized_url) % shards, shards), page
+
+
+def write_shards(pages, staging: str, docs_per_shard: int = 50_000,
+                 num_shards: Optional[int] = None):
+    """Split and shard the pages; returns a PCollection of (file name, stats)."""
+    counts = (pages
+              | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url), 1))
+              | "count per split" >> beam.CombinePerKey(sum))
+    return (pages
+            | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
+                                         docs_per_shard=docs_per_shard, fixed=num_shards)
+            | "group shards" >> beam.GroupByKey()
+            | "write shards" >> beam.ParDo(WriteShardFn(staging)))
+
+
+def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
+                docs_per_shard: int = 50_000, num_shards: Optional[int] = None,
+                cc_rounds: int = 8):
+    """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
+    files = pipeline | "input files" >> beam.Create(sorted(paths))
+    pages = c4_pages(files, config, cc_rounds)
+    return write_shards(pages, staging, docs_per_shard, num_shards)

@@ -1,0 +1,168 @@
+"""The Beam pipeline: exact documents and counters, equality with the single-process chain,
+bad files inside a build, atomic re-runs, and reading a Common Crawl slice over http."""
+import gzip
+import json
+import shutil
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from click.testing import CliRunner
+
+from corpus.cli import cli
+from corpus.config import build_config
+from corpus.counters import Counters
+from corpus.line_dedup import owner_of
+from corpus.local import run_chain
+from corpus.shards import iter_documents, read_manifest
+from pipelines.build import BuildError, counters_of, run_build
+from pipelines.c4 import c4_pages
+from tests.conftest import ROOT, shared_path
+from tests.test_dedup_urls_badwords import local_server  # noqa: F401 (fixture)
+from tests.wetfiles import record, wet_file
+
+SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
+DEMO_BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
+IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+def article(topic, extra=""):
+    return "\n".join([
+        "Home | About | Contact",
+        f"The {topic} committee met on Tuesday to agree the plan for next year.",
+        f"Members of the {topic} group said the budget had been spent carefully.",
+        f"A public meeting about the {topic} plans will be held in the town hall.",
+        "This site uses cookies to give you the best experience on our website.",
+    ] + ([extra] if extra else []))
+
+
+def crawl_files(tmp_path):
+    """Two files: a page revisited across files, an exact copy on another host, a shared menu."""
+    a = [record("http://a.example.com/one", article("garden"), date="2019-01-01T00:00:00Z"),
+         record("http://b.example.com/two", article("library"), date="2019-01-02T00:00:00Z")]
+    b = [record("https://www.a.example.com/one/", article("garden", "An update was added later to the page."),
+                date="2020-05-05T00:00:00Z"),
+         record("http://copy.example.net/two", article("library"), date="2019-01-03T00:00:00Z"),
+         record("http://c.example.com/three", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.")]
+    paths = []
+    for name, records in (("a.warc.wet.gz", a), ("b.warc.wet.gz", b)):
+        path = tmp_path / name
+        path.write_bytes(wet_file(records))
+        paths.append(str(path))
+    return paths
+
+
+def config(**settings):
+    return build_config("c4", badwords=str(DEMO_BADWORDS), **settings)
+
+
+def test_test_pipeline_exact_documents_and_counters(tmp_path):
+    paths = crawl_files(tmp_path)
+    cfg = config()
+    pipeline = BeamTestPipeline(argv=IN_MEMORY)
+    pages = c4_pages(pipeline | beam.Create(paths), cfg)
+    garden = article("garden", "An update was added later to the page.").split("\n")[1:4]
+    library = article("library").split("\n")[1:4]
+    expected = [
+        # the newest crawl of the revisited page, menu and cookie lines cleaned away
+        ("https://www.a.example.com/one/", "\n".join(garden + ["An update was added later to the page."])),
+        # of the two identical library pages, the line owner (smallest md5(url)) keeps the text
+        (owner_of(["http://b.example.com/two", "http://copy.example.net/two"]), "\n".join(library)),
+    ]
+    assert_that(pages | beam.Map(lambda p: (p.url, p.text)), equal_to(expected))
+    result = pipeline.run()
+    result.wait_until_finish()
+    counters = counters_of(result)
+    assert counters["split-wet-file/passed"] == 5
+    assert counters["duplicate-url-filter/filtered"] == 1
+    assert counters["clean-page/filtered:loremipsum"] == 1
+    assert counters["clean-page/line-filtered:policy"] == 3
+    assert counters["dedupe-lines/filtered:empty"] == 1  # the copy lost every line to its owner
+
+
+def test_build_equals_single_process_chain_on_sample(tmp_path):
+    cfg = config()
+    out = tmp_path / "corpus"
+    manifest = run_build([str(SAMPLE)], str(out), cfg, log=lambda *_: None)
+    counters = Counters()
+    local = {d.url: d for d in run_chain([str(SAMPLE)], cfg, counters)}
+    built = list(iter_documents(str(out), "train")) + list(iter_documents(str(out), "validation"))
+    assert len(built) == len(local) == manifest["counters"]["near-dedup/passed"]
+    for doc in built:
+        mine = local[doc["url"]]
+        assert (doc["text"], doc["near_dup_cluster_size"]) == (mine.text, mine.near_dup_cluster_size)
+    expected = counters.as_dict()
+    assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == expected
+    assert manifest["splits"]["train"]["documents"] + manifest["splits"]["validation"]["documents"] == len(built)
+    assert manifest["versions"]["apache-beam"]
+
+
+def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
+    out = tmp_path / "corpus"
+    run_build([str(SAMPLE)], str(out), config(near_dedup=False), log=lambda *_: None,
+              beam_args=IN_MEMORY)
+    first = read_manifest(str(out))
+    with pytest.raises(BuildError, match="already holds a corpus"):
+        run_build([str(SAMPLE)], str(out), config(), log=lambda *_: None, beam_args=IN_MEMORY)
+    # A failing pipeline (a bad LID model path) leaves the old corpus as it was.
+    bogus = tmp_path / "bogus.bin"
+    bogus.write_bytes(b"not a model")
+    with pytest.raises(BuildError, match="unchanged"):
+        run_build([str(SAMPLE)], str(out), config(lid_model=str(bogus)), overwrite=True,
+                  log=lambda *_: None, beam_args=IN_MEMORY)
+    assert read_manifest(str(out)) == first
+    assert sum(1 for _ in iter_documents(str(out))) == first["splits"]["train"]["documents"]
+    run_build([str(SAMPLE)], str(out), config(), overwrite=True, log=lambda *_: None, beam_args=IN_MEMORY)
+    assert read_manifest(str(out))["config"]["near_dedup"] is True
+    assert not list(out.glob(".staging-*/*"))
+
+
+def test_bad_files_inside_a_build_are_counted(tmp_path, local_server):  # noqa: F811
+    good = crawl_files(tmp_path)
+    corrupt = tmp_path / "corrupt.warc.wet.gz"
+    data = bytearray(wet_file([record("http://x.example.com/1", article("harbour"))] * 3))
+    data[len(data) // 2:len(data) // 2 + 16] = b"\x00" * 16
+    corrupt.write_bytes(bytes(data))
+    base, _ = local_server(tmp_path)
+    inputs = good + [str(corrupt), f"{base}/missing.warc.wet.gz"]
+    manifest = run_build(inputs, str(tmp_path / "out"), config(), log=lambda *_: None, beam_args=IN_MEMORY)
+    counters = manifest["counters"]
+    assert counters["split-wet-file/skipped:unreadable_file"] == 1
+    assert counters["split-wet-file/skipped:corrupt_gzip_member"] >= 1
+    urls = {d["url"] for d in iter_documents(str(tmp_path / "out"))}
+    assert "https://www.a.example.com/one/" in urls
+
+
+def test_crawl_slice_over_http(tmp_path, local_server):  # noqa: F811
+    crawl = shared_path("crawl")
+    listing_dir = tmp_path / "crawl-data" / "CC-MAIN-2019-30"
+    segment = tmp_path / "crawl-data" / "CC-MAIN-2019-30" / "segments" / "1" / "wet"
+    segment.mkdir(parents=True)
+    names = ["cc-2019-30-dolma.warc.wet.gz", "web-readability.warc.wet.gz", "cc-2024-22-whirlwind.warc.wet.gz"]
+    for name in names:
+        shutil.copy(crawl / name, segment / name)
+    listing = "\n".join(f"crawl-data/CC-MAIN-2019-30/segments/1/wet/{n}" for n in names) + "\n"
+    (listing_dir / "wet.paths.gz").write_bytes(gzip.compress(listing.encode()))
+    base, log = local_server(tmp_path)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["build", "--crawl", "CC-MAIN-2019-30", "--files", "1:3",
+                                      "--cc-base-url", base, "-o", str(out), "--preset", "c4-noclean",
+                                      "--direct_running_mode=in_memory", "--direct_num_workers=1"])
+    assert result.exit_code == 0, result.output
+    manifest = read_manifest(str(out))
+    assert [i.rsplit("/", 1)[1] for i in manifest["inputs"]] == names[1:3]
+    assert manifest["counters"]["split-wet-file/passed"] == 131
+    assert any("wet.paths.gz" in line for line in log)
+
+
+def test_stats_and_show(tmp_path):
+    out = tmp_path / "corpus"
+    run_build([str(SAMPLE)], str(out), config(), log=lambda *_: None, beam_args=IN_MEMORY)
+    stats = CliRunner().invoke(cli, ["stats", str(out)])
+    assert stats.exit_code == 0 and "| clean-page | filtered:loremipsum | 4 | pages |" in stats.output
+    assert "| dedupe-lines | line-filtered:global_duplicate |" in stats.output
+    show = CliRunner().invoke(cli, ["show", str(out), "-n", "2"])
+    assert show.exit_code == 0 and show.output.count("--- http") == 2
+    missing = CliRunner().invoke(cli, ["stats", str(tmp_path)])
+    assert missing.exit_code != 0 and "no manifest.json" in missing.output
