@@ -15,7 +15,7 @@ from corpus.line_dedup import LineOwners, keep_owned_lines
 from corpus.minhash import MinHasher, batched
 from corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
-                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps)
+                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, count_bytes)
 from corpus.urls import newer_page
 from corpus.wet import iter_documents
 
@@ -31,6 +31,7 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]
     inc = counters.inc_fn(NS_URL)
     best: Dict[str, Document] = {}
     for page in pages:
+        count_bytes(inc, page, None)
         current = best.get(page.normalized_url)
         if current is None:
             best[page.normalized_url] = page
@@ -38,6 +39,8 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]
         else:
             best[page.normalized_url] = newer_page(current, page)
             inc("filtered")
+    for page in best.values():
+        count_bytes(lambda name, n=1: inc(name, n) if name == "bytes-out" else None, page, page)
     return list(best.values())
 
 
@@ -67,6 +70,7 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
         for page in kept:
             result = keep_owned_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
                                       inc_lines)
+            count_bytes(inc_lines, page, result)
             if result is not None:
                 deduped.append(result)
         kept = deduped
@@ -99,13 +103,16 @@ def near_dedup(pages: List[Document], config: CorpusConfig, counters: Counters,
     labels = clusters_in_memory(
         edge for members in buckets.values() for edge in bucket_edges(members, threshold))
     sizes = cluster_sizes(labels)
-    inc("clusters", len(sizes))
+    if sizes:
+        inc("clusters", len(sizes))
     kept = []
     for page, node in zip(pages, ids):
         root = labels.get(node, node)
         if root != node:
+            count_bytes(inc, page, None)
             inc("filtered")
             continue
         inc("passed")
+        count_bytes(inc, page, page)
         kept.append(page.replace(near_dup_cluster_size=sizes.get(root, 1)))
     return kept

@@ -20,6 +20,8 @@ def counter_table(counters: Mapping[str, int]) -> str:
     rows = ["| step | counter | count |", "|---|---|---:|"]
     for name in sorted(counters, key=_stage_key):
         namespace, _, counter = name.partition("/")
+        if counter.startswith("bytes-"):
+            continue
         rows.append(f"| {namespace} | {counter} | {counters[name]:,} |")
     return "\n".join(rows)
 
@@ -64,6 +66,8 @@ def manifest_report(manifest: dict) -> str:
     out += ["| step | rule | removed | unit |", "|---|---|---:|---|"]
     for name in sorted(counters, key=_stage_key):
         namespace, _, counter = name.partition("/")
+        if counter.startswith("bytes-"):
+            continue
         removed = (counter.startswith(("filtered", "skipped", "line-filtered"))
                    or counter == "soft-passed")
         if not removed or "-badwords-filter-" in namespace:
@@ -72,6 +76,13 @@ def manifest_report(manifest: dict) -> str:
         if counter.startswith("skipped:record_type") or counter == "soft-passed":
             unit = "records" if counter.startswith("skipped") else "pages kept despite a hit"
         out.append(f"| {namespace} | {counter} | {counters[name]:,} | {unit} |")
+    steps = [ns for ns in STAGE_ORDER if f"{ns}/bytes-in" in counters]
+    if steps:
+        out += ["", "| step | text MB in | text MB out | removed |", "|---|---:|---:|---:|"]
+        for ns in steps:
+            b_in, b_out = counters[f"{ns}/bytes-in"], counters.get(f"{ns}/bytes-out", 0)
+            share = (1 - b_out / b_in) if b_in else 0.0
+            out.append(f"| {ns} | {b_in / 1e6:.2f} | {b_out / 1e6:.2f} | {share:.1%} |")
     byte_rows = [(k.split("/", 1)[1], v) for k, v in counters.items() if k.startswith("output/")]
     if byte_rows:
         out += ["", "| output counter | value |", "|---|---:|"]

@@ -29,6 +29,17 @@ STAGE_ORDER = (NS_READ, NS_LENGTH, NS_URL, NS_PARAGRAPH, NS_CLEAN, NS_LINES, NS_
                NS_NEAR)
 
 
+def text_bytes(page: Document) -> int:
+    return len(page.text.encode("utf-8"))
+
+
+def count_bytes(inc: IncFn, before: Document, after: Optional[Document]) -> None:
+    """``bytes-in``/``bytes-out`` of a step, so reports can say how much text each step removed."""
+    inc("bytes-in", text_bytes(before))
+    if after is not None:
+        inc("bytes-out", text_bytes(after))
+
+
 class PageSteps:
     """Config-bound page steps. Heavy state (LID model, bad-word regexes) is built lazily, so a
     Beam worker builds it once in ``setup`` and pickling the object stays cheap."""
@@ -68,21 +79,29 @@ class PageSteps:
         return self._badwords
 
     def length_ok(self, page: Document, inc: IncFn = null_inc) -> bool:
-        return clean_rules.is_valid_length(page, self.config.max_page_chars, inc)
+        ok = clean_rules.is_valid_length(page, self.config.max_page_chars, inc)
+        count_bytes(inc, page, page if ok else None)
+        return ok
 
     def paragraphs_ok(self, page: Document, inc: IncFn = null_inc) -> bool:
         if not self.config.paragraph_filter:
             return True
-        return clean_rules.paragraph_filter(page, self.config.min_paragraphs,
-                                            self.config.min_paragraph_len, inc)
+        ok = clean_rules.paragraph_filter(page, self.config.min_paragraphs,
+                                          self.config.min_paragraph_len, inc)
+        count_bytes(inc, page, page if ok else None)
+        return ok
 
     def clean(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
         if not self.config.clean:
             return page
-        return clean_rules.clean_page(page, self.config.rules, inc)
+        cleaned = clean_rules.clean_page(page, self.config.rules, inc)
+        count_bytes(inc, page, cleaned)
+        return cleaned
 
     def identify_language(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
-        return self.language_filter(page, inc)
+        result = self.language_filter(page, inc)
+        count_bytes(inc, page, result)
+        return result
 
     def badwords_ok(self, page: Document, inc: IncFn = null_inc,
                     inc_for: Optional[Callable[[str], IncFn]] = None) -> bool:
@@ -94,4 +113,6 @@ class PageSteps:
             # BadwordsFilter names per-language counters "<lang>/<name>"; route them.
             lang_inc = inc_lang
             inc_lang = lambda name, amount=1: lang_inc(name.split("/", 1)[1], amount)  # noqa: E731
-        return self.badwords_filter(page, inc, inc_lang)
+        ok = self.badwords_filter(page, inc, inc_lang)
+        count_bytes(inc, page, page if ok else None)
+        return ok

@@ -22,7 +22,7 @@ from corpus.minhash import MinHasher
 from corpus.near_dedup import bucket_edges, doc_id
 from corpus.shards import shard_name, write_shard
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
-                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps)
+                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
 from corpus.urls import newer_page, split_of
 from corpus.wet import CrawlReadError, iter_documents
 
@@ -79,19 +79,20 @@ class NewestPageFn(beam.CombineFn):
     """Newest page per normalised URL, and how many pages had that URL."""
 
     def create_accumulator(self):
-        return (None, 0)
+        return (None, 0, 0)
 
     def add_input(self, acc, page):
-        best, count = acc
-        return (page if best is None else newer_page(best, page), count + 1)
+        best, count, size = acc
+        return (page if best is None else newer_page(best, page), count + 1, size + text_bytes(page))
 
     def merge_accumulators(self, accs):
-        best, count = None, 0
-        for other, n in accs:
+        best, count, size = None, 0, 0
+        for other, n, b in accs:
             if other is not None:
                 best = other if best is None else newer_page(best, other)
             count += n
-        return (best, count)
+            size += b
+        return (best, count, size)
 
     def extract_output(self, acc):
         return acc
@@ -99,8 +100,10 @@ class NewestPageFn(beam.CombineFn):
 
 class CountUrlDuplicatesFn(_Counting, beam.DoFn):
     def process(self, element):
-        _, (page, count) = element
+        _, (page, count, size) = element
         inc = self.inc_for(NS_URL)
+        inc("bytes-in", size)
+        inc("bytes-out", text_bytes(page))
         inc("passed")
         if count > 1:
             inc("filtered", count - 1)
@@ -131,9 +134,11 @@ class KeepOwnedLinesFn(_Counting, beam.DoFn):
         pages = list(grouped["pages"])
         if len(pages) != 1:  # URL dedup makes urls unique; anything else is a wiring bug
             raise ValueError(f"{len(pages)} pages for url {url}")
-        kept = keep_owned_lines(pages[0], set(grouped["lines"]), self.min_sentences,
-                                self.inc_for(NS_LINES))
+        inc = self.inc_for(NS_LINES)
+        kept = keep_owned_lines(pages[0], set(grouped["lines"]), self.min_sentences, inc)
+        inc("bytes-in", text_bytes(pages[0]))
         if kept is not None:
+            inc("bytes-out", text_bytes(kept))
             yield kept
 
 
@@ -253,9 +258,12 @@ class ApplyClustersFn(_Counting, beam.DoFn):
             return
         labels = list(grouped["label"])
         inc = self.inc_for(NS_NEAR)
+        size_in = text_bytes(pages[0])
+        inc("bytes-in", size_in)
         if labels and labels[0] != node:
             inc("filtered")
             return
+        inc("bytes-out", size_in)
         sizes = list(grouped["size"])
         size = sizes[0] if sizes else 1
         inc("passed")
