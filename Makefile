@@ -21,13 +21,16 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
-# The embedded sample crawl through the C4 chain; runs offline (demo bad-word list, bundled LID).
+# The main job on the embedded sample crawl, offline: `corpus build` (Beam, all cores) with the
+# C4 rules and with T5's unfiltered preset, then what every rule removed.
+SAMPLE := corpus/data/sample.warc.wet.gz
 demo: $(STAMP)
-	$(BIN)/corpus clean corpus/data/sample.warc.wet.gz --preset c4 \
-		--badwords corpus/data/demo-badwords --output demo-out/c4.jsonl --counters demo-out/c4-counters.json
-	$(BIN)/corpus clean corpus/data/sample.warc.wet.gz --preset c4-noclean \
-		--output demo-out/c4-noclean.jsonl --counters demo-out/c4-noclean-counters.json
-	@echo "demo output: demo-out/c4.jsonl (C4) and demo-out/c4-noclean.jsonl (unfiltered)"
+	$(BIN)/corpus build -i $(SAMPLE) --preset c4 --badwords corpus/data/demo-badwords \
+		-o demo-out/c4 --overwrite
+	$(BIN)/corpus build -i $(SAMPLE) --preset c4-noclean -o demo-out/c4-noclean --overwrite
+	$(BIN)/corpus stats demo-out/c4
+	$(BIN)/corpus show demo-out/c4 -n 2
+	@echo "demo corpora: demo-out/c4 (C4) and demo-out/c4-noclean (unfiltered); see manifest.json in each"
 
 # Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.

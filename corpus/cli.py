@@ -122,10 +122,11 @@ def clean_command(inputs, output, counters_path, **config_args) -> None:
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
 @click.option("--cc-rounds", default=8, show_default=True, type=int,
               help="Rounds of the near-dedup connected-components step.")
+@click.option("--verbose", "-v", is_flag=True, help="Show Beam's own INFO logging.")
 @config_options
 @click.pass_context
 def build_command(ctx, inputs, crawl, files, cc_base_url, output, overwrite, runner,
-                  docs_per_shard, num_shards, cc_rounds, **config_args) -> None:
+                  docs_per_shard, num_shards, cc_rounds, verbose, **config_args) -> None:
     """Build a sharded Arrow corpus with Apache Beam: read WET -> length -> URL dedup ->
     clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
 
@@ -158,7 +159,7 @@ def build_command(ctx, inputs, crawl, files, cc_base_url, output, overwrite, run
         manifest = run_build(paths, output, config, runner=runner, beam_args=ctx.args,
                              overwrite=overwrite, docs_per_shard=docs_per_shard,
                              num_shards=num_shards, cc_rounds=cc_rounds,
-                             command=["corpus", *sys.argv[1:]], log=click.echo)
+                             command=["corpus", *sys.argv[1:]], log=click.echo, verbose=verbose)
     except BuildError as exc:
         raise click.ClickException(str(exc)) from exc
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())

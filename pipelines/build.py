@@ -8,6 +8,7 @@ the next run deletes; readers only trust a directory with a manifest.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import sys
@@ -33,12 +34,17 @@ class BuildError(RuntimeError):
     """The build cannot start or finish (output exists, no inputs, pipeline failure)."""
 
 
-def pipeline_options(runner: Optional[str], beam_args: Sequence[str]) -> PipelineOptions:
+def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
+                     verbose: bool = False) -> PipelineOptions:
     """Named runner always (Beam's default local runner may try Prism, which downloads a
     binary). The DirectRunner runs in multi-processing mode on every core unless told otherwise;
     its multi-threading mode has been seen to lose elements."""
     args = list(beam_args)
     runner = runner or DEFAULT_RUNNER
+    if not verbose:
+        logging.getLogger("apache_beam").setLevel(logging.ERROR)
+        if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
+            args.append("--default_sdk_harness_log_level=ERROR")
     args.append(f"--runner={runner}")
     if runner == "DirectRunner":
         if not any(a.startswith("--direct_running_mode") for a in args):
@@ -93,7 +99,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
               runner: Optional[str] = None, beam_args: Sequence[str] = (),
               overwrite: bool = False, docs_per_shard: int = 50_000,
               num_shards: Optional[int] = None, cc_rounds: int = 8,
-              command: Optional[List[str]] = None, log=print) -> dict:
+              command: Optional[List[str]] = None, log=print, verbose: bool = False) -> dict:
     """Build the corpus into ``output``; returns the manifest."""
     if not inputs:
         raise BuildError("no input files")
@@ -109,7 +115,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     if "://" not in staging:
         os.makedirs(staging, exist_ok=True)
 
-    options = pipeline_options(runner, beam_args)
+    options = pipeline_options(runner, beam_args, verbose)
     started = time.time()
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
