@@ -39,6 +39,9 @@ from corpus.near_dedup import bucket_edges, clusters_in_memory  # noqa: E402
 from corpus.wet import iter_documents  # noqa: E402
 
 THRESHOLD = 0.8
+# datasketch 2.0 changed its default permutation scheme; name it so results stay comparable.
+# "affine32" is the same family c4forge uses: (a * h + b) mod 2^32, a odd, on a mixed hash.
+SCHEME = "affine32"
 
 
 def load_texts(crawl: Path, min_words: int = 100):
@@ -110,7 +113,7 @@ def datasketch_labels(texts):
 
     shingles = [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in texts]
     lsh = MinHashLSH(threshold=THRESHOLD, num_perm=112)
-    hashes = MinHash.bulk(shingles, num_perm=112)
+    hashes = MinHash.bulk(shingles, num_perm=112, scheme=SCHEME)
     for i, m in enumerate(hashes):
         lsh.insert(i, m)
     edges = [(j, i) for i, m in enumerate(hashes) for j in lsh.query(m) if j != i]
@@ -147,9 +150,9 @@ def speed(texts, repeat=3):
 
     prepared = [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in docs]
     ours = best(lambda: hasher.signatures(docs))
-    bulk = best(lambda: MinHash.bulk(prepared, num_perm=112))
+    bulk = best(lambda: MinHash.bulk(prepared, num_perm=112, scheme=SCHEME))
     bulk_shingled = best(lambda: MinHash.bulk(
-        [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in docs], num_perm=112))
+        [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in docs], num_perm=112, scheme=SCHEME))
     return len(docs), ours, bulk, bulk_shingled
 
 

@@ -192,3 +192,16 @@ def test_corpus_package_never_imports_beam():
             "print('apache_beam' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_crawl_listing_errors(local_server, tmp_path):  # noqa: F811
+    from corpus.commoncrawl import CrawlListingError, parse_slice, wet_urls
+
+    assert parse_slice("2:5") == slice(2, 5) and parse_slice("3") == slice(0, 3)
+    with pytest.raises(CrawlListingError, match="A:B"):
+        parse_slice("x:y")
+    with pytest.raises(CrawlListingError, match="CC-MAIN-2019-30"):
+        wet_urls("2019-30")
+    base, _ = local_server(tmp_path)
+    with pytest.raises(CrawlListingError, match="cannot read the WET listing"):
+        wet_urls("CC-MAIN-2019-30", "0:1", base)
