@@ -76,6 +76,18 @@ def _size(path: str) -> int:
         return 0
 
 
+def _remove_stale_staging(output: str) -> None:
+    """Staging directories left by crashed runs (never read: they hold no manifest)."""
+    if "://" in output:
+        _delete(_list(output, ".staging-*/*"))
+        return
+    import glob
+    import shutil
+
+    for stale in glob.glob(os.path.join(output, ".staging-*")):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
 def versions() -> Dict[str, str]:
     found = {"python": platform.python_version()}
     for name in VERSIONED:
@@ -108,8 +120,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         raise BuildError(f"{output} already holds a corpus; pass --overwrite to replace it")
     if not output.startswith(("gs://", "s3://")) and "://" not in output:
         os.makedirs(output, exist_ok=True)
-    for stale in _list(output, ".staging-*/*"):
-        _delete([stale])
+    _remove_stale_staging(output)
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
     staging = FileSystems.join(output, f".staging-{run_id}")
     if "://" not in staging:

@@ -301,10 +301,9 @@ class _CountUnconverged(_Counting, beam.DoFn):
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths."""
-    steps_rules = config
     pages = (pipeline_or_paths
              | "reshuffle files" >> beam.Reshuffle()
-             | "read wet" >> beam.ParDo(ReadWetFn(steps_rules))
+             | "read wet" >> beam.ParDo(ReadWetFn(config))
              | "length limit" >> beam.ParDo(LengthFn(config)))
     if config.dedupe_urls:
         pages = (pages
