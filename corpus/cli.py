@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Optional, Sequence
@@ -58,12 +59,15 @@ def cli() -> None:
 
 @cli.command("clean")
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
               help="JSONL file of kept documents (written atomically).")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Also (or instead) write a corpus directory: the same Arrow shards and "
+                   "manifest.json as `corpus build`.")
 @click.option("--counters", "counters_path", type=click.Path(dir_okay=False),
               help="Also write the counters as JSON here.")
 @config_options
-def clean_command(inputs, output, counters_path, **config_args) -> None:
+def clean_command(inputs, output, output_dir, counters_path, **config_args) -> None:
     """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words, MinHash
     near-dedup) over WET files in one process, write the kept documents and print what every rule removed.
 
@@ -77,6 +81,8 @@ def clean_command(inputs, output, counters_path, **config_args) -> None:
     from corpus.wet import expand_inputs
 
     config = make_config(**config_args)
+    if not output and not output_dir:
+        raise click.UsageError("give --output FILE.jsonl and/or --output-dir DIR")
     counters = Counters()
     started = time.perf_counter()
     try:
@@ -84,7 +90,16 @@ def clean_command(inputs, output, counters_path, **config_args) -> None:
         documents = run_chain(paths, config, counters)
     except (CrawlReadError, BadwordsUnavailable, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
-    with atomic_write(output) as handle:
+    if output_dir:
+        from corpus.shards import write_corpus
+
+        write_corpus(output_dir, documents, {
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": ["corpus", *sys.argv[1:]], "config": config.to_dict(),
+            "build": {"runner": "single process (corpus clean)",
+                      "seconds": round(time.perf_counter() - started, 1)},
+            "inputs": paths, "counters": counters.as_dict()})
+    with (atomic_write(output) if output else open(os.devnull, "w")) as handle:
         for doc in documents:
             record = {
                 "url": doc.url, "timestamp": doc.timestamp, "text": doc.text,
@@ -101,7 +116,7 @@ def clean_command(inputs, output, counters_path, **config_args) -> None:
     click.echo(counter_table(values))
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values).items())
     click.echo(f"\npages: {flow}")
-    click.echo(f"{len(documents):,} documents written to {output} in {elapsed:.1f}s "
+    click.echo(f"{len(documents):,} documents written to {output or output_dir} in {elapsed:.1f}s "
                f"(preset {config.preset}, {len(paths)} input file(s))")
 
 

@@ -54,6 +54,15 @@ class CorpusFormatError(ValueError):
     """A directory or file that is not a complete c4forge corpus."""
 
 
+DEFAULT_DOCS_PER_SHARD = 50_000
+
+
+def shard_count(documents: int, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
+                fixed: Optional[int] = None) -> int:
+    """Shards for a split of ``documents`` (at least 1)."""
+    return fixed or max(1, -(-documents // docs_per_shard))
+
+
 def shard_name(split: str, index: int, count: int) -> str:
     return f"{split}-{index:05d}-of-{count:05d}.arrow"
 
@@ -161,6 +170,42 @@ def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
         entry["bytes"] += files[name]["bytes"]
         entry["files"].append(name)
     return splits
+
+
+def write_corpus(directory: str, documents: Iterable, manifest: dict,
+                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD) -> dict:
+    """Write Documents as a corpus directory in one process - the same files, split and shard
+    assignment as the Beam writer - then manifest.json (with ``splits`` filled in) last."""
+    from corpus.near_dedup import doc_id
+    from corpus.urls import split_of
+
+    by_split: Dict[str, list] = {}
+    for doc in documents:
+        by_split.setdefault(split_of(doc.normalized_url), []).append(doc)
+    os.makedirs(directory, exist_ok=True)
+    for name in os.listdir(directory):
+        if parse_shard_name(name) or name == MANIFEST:
+            os.remove(os.path.join(directory, name))
+    files: Dict[str, dict] = {}
+    for split, docs in by_split.items():
+        count = shard_count(len(docs), docs_per_shard)
+        groups: Dict[int, list] = {}
+        for doc in docs:
+            groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
+        for index, group in groups.items():
+            name = shard_name(split, index, count)
+            rows = [{"text": d.text, "url": d.url, "timestamp": d.timestamp, "language": d.language,
+                     "language_score": d.language_score,
+                     "near_dup_cluster_size": d.near_dup_cluster_size} for d in group]
+            files[name] = {"documents": len(rows),
+                           "bytes": write_shard(os.path.join(directory, name), rows)}
+    manifest = dict(manifest, splits=split_summary(files))
+    path = os.path.join(directory, MANIFEST)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(manifest_json(manifest))
+    os.replace(tmp, path)
+    return manifest
 
 
 def manifest_json(manifest: dict) -> str:

@@ -9,7 +9,6 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 from __future__ import annotations
 
 import json
-import math
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
@@ -20,7 +19,7 @@ from corpus.document import Document
 from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
 from corpus.minhash import MinHasher
 from corpus.near_dedup import bucket_edges, doc_id
-from corpus.shards import shard_name, write_shard
+from corpus.shards import DEFAULT_DOCS_PER_SHARD, shard_count, shard_name, write_shard
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
 from corpus.urls import newer_page, split_of
@@ -361,11 +360,11 @@ class WriteShardFn(_Counting, beam.DoFn):
 def _assign_shard(page: Document, counts: Dict[str, int], docs_per_shard: int,
                   fixed: Optional[int]):
     split = split_of(page.normalized_url)
-    shards = fixed or max(1, math.ceil(counts.get(split, 0) / docs_per_shard))
+    shards = shard_count(counts.get(split, 0), docs_per_shard, fixed)
     return (split, doc_id(page.normalized_url) % shards, shards), page
 
 
-def write_shards(pages, staging: str, docs_per_shard: int = 50_000,
+def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
                  num_shards: Optional[int] = None):
     """Split and shard the pages; returns a PCollection of (file name, stats)."""
     counts = (pages
@@ -379,7 +378,7 @@ def write_shards(pages, staging: str, docs_per_shard: int = 50_000,
 
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
-                docs_per_shard: int = 50_000, num_shards: Optional[int] = None,
+                docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
                 cc_rounds: int = 8):
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))

@@ -180,6 +180,13 @@ def test_build_equals_chain_on_shared_crawl(tmp_path):
     built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_documents(str(tmp_path / "c4"), s)}
     assert built == local and len(built) > 300
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
+    # The single-process writer produces the very same shard files.
+    from corpus.shards import write_corpus
+
+    docs = run_chain(crawl, cfg, Counters())
+    write_corpus(str(tmp_path / "local"), docs, {"config": cfg.to_dict(), "counters": {}})
+    for name in read_manifest(str(tmp_path / "c4"))["splits"]["train"]["files"]:
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "c4" / name).read_bytes()
 
 
 def test_corpus_package_never_imports_beam():

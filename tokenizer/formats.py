@@ -1,0 +1,150 @@
+"""The token shard format. This module owns it; the trainer reads token shards through it.
+
+A token directory holds, per split, shards written in corpus order::
+
+    train-00000-of-00008.bin    token ids, little-endian uint16 (vocab <= 65,536) or uint32
+    train-00000-of-00008.idx    little-endian uint64 offsets into .bin, one per document plus a
+                                final one: document k is bin[idx[k]:idx[k+1]]
+    ...
+    manifest.json
+
+Every document's ids end with the EOS id, so the boundaries are also in the token stream. Both
+files are memory-mappable with numpy (``np.memmap(path, dtype=..., mode="r")``) and are written
+atomically (temp name, fsync, rename); ``manifest.json`` is written last.
+
+manifest.json: format/version, the tokenizer (path, model sha256, vocab size, special ids),
+the corpus (path and manifest sha256), dtype, per split: documents, tokens, text bytes,
+bytes per token, shard file names with their document and token counts.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+FORMAT = "c4forge-tokens"
+VERSION = 1
+MANIFEST = "manifest.json"
+OFFSET_DTYPE = np.dtype("<u8")
+
+
+class TokenFormatError(ValueError):
+    """A directory or file that is not a complete token directory."""
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
+
+
+def shard_base(split: str, index: int, count: int) -> str:
+    return f"{split}-{index:05d}-of-{count:05d}"
+
+
+def _atomic_write_array(path: str, array: np.ndarray) -> None:
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+    with open(tmp, "wb") as handle:
+        handle.write(np.ascontiguousarray(array).tobytes())
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def write_token_shard(directory: str, base: str, documents: Sequence[Sequence[int]],
+                      dtype: np.dtype) -> Dict[str, int]:
+    """Write documents (each a sequence of ids, EOS included) as BASE.bin + BASE.idx."""
+    lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
+    offsets = np.zeros(len(documents) + 1, dtype=OFFSET_DTYPE)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = np.empty(int(offsets[-1]), dtype=dtype)
+    position = 0
+    for ids in documents:
+        tokens[position:position + len(ids)] = ids
+        position += len(ids)
+    _atomic_write_array(os.path.join(directory, base + ".bin"), tokens)
+    _atomic_write_array(os.path.join(directory, base + ".idx"), offsets)
+    return {"documents": len(documents), "tokens": int(offsets[-1])}
+
+
+@dataclass
+class TokenShard:
+    """A memory-mapped shard: ``tokens`` and ``offsets`` arrays."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def document(self, k: int) -> np.ndarray:
+        return self.tokens[self.offsets[k]:self.offsets[k + 1]]
+
+
+def open_token_shard(directory: str, base: str, dtype: np.dtype) -> TokenShard:
+    bin_path = os.path.join(directory, base + ".bin")
+    idx_path = os.path.join(directory, base + ".idx")
+    try:
+        offsets = np.memmap(idx_path, dtype=OFFSET_DTYPE, mode="r")
+        size = os.path.getsize(bin_path)
+        tokens = (np.memmap(bin_path, dtype=dtype, mode="r") if size
+                  else np.zeros(0, dtype=dtype))
+    except (OSError, ValueError) as exc:
+        raise TokenFormatError(f"cannot open token shard {base} in {directory}: {exc}") from exc
+    if len(offsets) == 0 or int(offsets[-1]) != len(tokens):
+        raise TokenFormatError(f"{base}: .idx and .bin disagree (truncated or mixed files)")
+    return TokenShard(tokens, offsets)
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_token_manifest(directory: str) -> dict:
+    path = os.path.join(directory, MANIFEST)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except FileNotFoundError as exc:
+        raise TokenFormatError(f"{directory} has no {MANIFEST}: not a token directory, or "
+                               "its encode did not finish") from exc
+    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise TokenFormatError(f"{path} is not a c4forge token manifest (version {VERSION})")
+    return manifest
+
+
+def iter_shards(directory: str, split: str, manifest: Optional[dict] = None) -> Iterator[TokenShard]:
+    manifest = manifest or read_token_manifest(directory)
+    dtype = np.dtype(manifest["dtype"])
+    for entry in manifest["splits"].get(split, {}).get("shards", []):
+        yield open_token_shard(directory, entry["name"], dtype)
+
+
+def iter_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]:
+    """Every document's ids (EOS included), in corpus order."""
+    for shard in iter_shards(directory, split):
+        for k in range(len(shard)):
+            yield shard.document(k)
+
+
+def write_manifest(directory: str, manifest: dict) -> None:
+    body = json.dumps({"format": FORMAT, "version": VERSION, **manifest}, indent=2) + "\n"
+    path = os.path.join(directory, MANIFEST)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(body)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def shard_files(directory: str) -> List[str]:
+    return sorted(name for name in os.listdir(directory)
+                  if name.endswith((".bin", ".idx")) and not name.startswith("."))

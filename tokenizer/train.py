@@ -1,0 +1,230 @@
+"""Train a SentencePiece vocabulary (BPE or unigram) from corpus shards.
+
+The training text is a deterministic sample of the corpus split, streamed shard by shard (the
+corpus is never loaded whole): a document is taken when md5(seed, url) falls under the share
+``sample_bytes / split bytes``, until ``sample_bytes`` are collected. Documents are fed to the
+SentencePiece trainer line by line through its iterator interface, on every core.
+
+Settings chosen for exact, lossless round trips on web text (decode(encode(x)) == x):
+
+- normalisation ``identity`` and ``remove_extra_whitespaces=False``: text is not rewritten;
+- ``byte_fallback``: any character outside the vocabulary becomes its UTF-8 bytes, never <unk>;
+- ``split_digits``: numbers are spelled digit by digit;
+- ``character_coverage`` 0.9995: rare characters go to byte fallback instead of taking vocabulary
+  slots (1.0 spends most of a small vocabulary on them);
+- ``\\n`` is a user-defined piece, so line breaks cost one token and never merge with text.
+
+Fixed ids: 0 ``<pad>``, 1 ``<s>``, 2 ``</s>`` (EOS, appended to every document), 3 ``<unk>``,
+4 ``<mask>``, 5 ``\\n``, then T5's ``<extra_id_0>`` .. ``<extra_id_{N-1}>`` when asked for
+(ids 6 .. 5+N; T5 itself puts them at the end of the vocabulary), then the 256 byte pieces.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import shutil
+import time
+import uuid
+from typing import Dict, Iterator, List, Optional
+
+from corpus.shards import CorpusFormatError, iter_documents, read_manifest
+from tokenizer.formats import file_sha256
+
+FORMAT = "c4forge-tokenizer"
+VERSION = 1
+MODEL_FILE = "tokenizer.model"
+VOCAB_FILE = "tokenizer.vocab"
+CONFIG_FILE = "tokenizer.json"
+SPECIAL_IDS = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
+SPECIAL_PIECES = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "\n": 5}
+
+
+class TokenizerError(RuntimeError):
+    """Training or loading cannot proceed; the message says why and what to change."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerConfig:
+    """model_type: "bpe" or "unigram". vocab_size: pieces in total, specials and bytes included.
+    sample_bytes: UTF-8 bytes of text sampled for training (default 1 GB). seed: picks the
+    sample. split: which corpus split to sample. t5_sentinels: how many <extra_id_N> pieces.
+    character_coverage: share of characters that get their own piece (the rest: bytes).
+    max_line_bytes: longer lines are cut into pieces of this size for training only."""
+
+    model_type: str = "bpe"
+    vocab_size: int = 8000
+    sample_bytes: int = 1_000_000_000
+    seed: int = 0
+    split: str = "train"
+    t5_sentinels: int = 0
+    character_coverage: float = 0.9995
+    max_line_bytes: int = 16384
+
+
+def user_symbols(t5_sentinels: int) -> List[str]:
+    return ["<mask>", "\n"] + [f"<extra_id_{i}>" for i in range(t5_sentinels)]
+
+
+def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: Dict[str, int]
+             ) -> Iterator[str]:
+    """Lines of the sampled documents; fills ``stats`` as it goes."""
+    share = min(1.0, config.sample_bytes / total_bytes) if total_bytes else 1.0
+    limit = int(share * (1 << 64))
+    for doc in iter_documents(corpus, config.split, columns=("text", "url")):
+        if stats["bytes"] >= config.sample_bytes:
+            return
+        key = hashlib.md5(f"{config.seed}:{doc['url']}".encode("utf-8")).digest()[:8]
+        if int.from_bytes(key, "big") >= limit:
+            continue
+        text = doc["text"]
+        if not text:
+            stats["empty_documents"] += 1
+            continue
+        stats["documents"] += 1
+        stats["bytes"] += len(text.encode("utf-8"))
+        for line in text.split("\n"):
+            if not line:
+                continue
+            encoded = line.encode("utf-8")
+            if len(encoded) <= config.max_line_bytes:
+                stats["lines"] += 1
+                yield line
+                continue
+            for start in range(0, len(encoded), config.max_line_bytes):
+                piece = encoded[start:start + config.max_line_bytes].decode("utf-8", "ignore")
+                if piece:
+                    stats["lines"] += 1
+                    yield piece
+
+
+def _vocab_text(model_proto: bytes) -> str:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_proto=model_proto)
+    rows = []
+    for i in range(sp.get_piece_size()):
+        rows.append(f"{i}\t{sp.id_to_piece(i)!r}\t{sp.get_score(i):.6f}")
+    return "\n".join(rows) + "\n"
+
+
+def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = TokenizerConfig(),
+                    overwrite: bool = False, num_threads: Optional[int] = None) -> dict:
+    """Train and write ``output/`` (model, vocab, tokenizer.json); returns tokenizer.json."""
+    import sentencepiece as spm
+
+    if config.model_type not in ("bpe", "unigram"):
+        raise TokenizerError(f"--model-type {config.model_type!r}: choose bpe or unigram")
+    try:
+        manifest = read_manifest(corpus)
+    except CorpusFormatError as exc:
+        raise TokenizerError(str(exc)) from exc
+    split = manifest["splits"].get(config.split, {})
+    if not split.get("documents"):
+        raise TokenizerError(f"corpus {corpus} has no documents in split {config.split!r}: "
+                             "nothing to train on")
+    if os.path.exists(os.path.join(output, CONFIG_FILE)) and not overwrite:
+        raise TokenizerError(f"{output} already holds a tokenizer; pass --overwrite to replace it")
+    minimum = 256 + len(SPECIAL_PIECES) + config.t5_sentinels + 1
+    if config.vocab_size < minimum:
+        raise TokenizerError(f"--vocab-size {config.vocab_size} is too small: the specials and the "
+                             f"256 byte pieces alone need {minimum - 1}")
+
+    stats = {"documents": 0, "bytes": 0, "lines": 0, "empty_documents": 0}
+    proto = io.BytesIO()
+    started = time.time()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=_sampled(corpus, config, split["bytes"], stats),
+            model_writer=proto,
+            model_type=config.model_type,
+            vocab_size=config.vocab_size,
+            byte_fallback=True,
+            split_digits=True,
+            normalization_rule_name="identity",
+            remove_extra_whitespaces=False,
+            add_dummy_prefix=True,
+            allow_whitespace_only_pieces=True,
+            character_coverage=config.character_coverage,
+            pad_id=SPECIAL_IDS["pad"], bos_id=SPECIAL_IDS["bos"],
+            eos_id=SPECIAL_IDS["eos"], unk_id=SPECIAL_IDS["unk"],
+            user_defined_symbols=user_symbols(config.t5_sentinels),
+            max_sentence_length=config.max_line_bytes,
+            input_sentence_size=0,
+            shuffle_input_sentence=False,
+            num_threads=num_threads or os.cpu_count() or 1,
+            minloglevel=2,
+        )
+    except RuntimeError as exc:
+        text = str(exc)
+        if "Vocabulary size too high" in text or "vocab_size" in text:
+            raise TokenizerError(
+                f"the sample ({stats['documents']:,} documents, {stats['bytes'] / 1e6:.1f} MB) cannot "
+                f"support {config.vocab_size:,} pieces: {text.strip()} Use a smaller --vocab-size or "
+                "a larger corpus/--sample-bytes.") from exc
+        raise TokenizerError(f"sentencepiece training failed: {text.strip()}") from exc
+    if stats["documents"] == 0:
+        raise TokenizerError(f"no non-empty documents sampled from {corpus}")
+    seconds = time.time() - started
+
+    parent = os.path.dirname(os.path.abspath(output)) or "."
+    staging = os.path.join(parent, f".{os.path.basename(output)}.tmp-{uuid.uuid4().hex[:8]}")
+    os.makedirs(staging)
+    try:
+        model_path = os.path.join(staging, MODEL_FILE)
+        with open(model_path, "wb") as handle:
+            handle.write(proto.getvalue())
+        with open(os.path.join(staging, VOCAB_FILE), "w", encoding="utf-8") as handle:
+            handle.write(_vocab_text(proto.getvalue()))
+        info = {
+            "format": FORMAT, "version": VERSION,
+            **dataclasses.asdict(config),
+            "special_ids": dict(SPECIAL_PIECES) | {
+                f"<extra_id_{i}>": len(SPECIAL_PIECES) + i for i in range(config.t5_sentinels)},
+            "normalization": "identity", "remove_extra_whitespaces": False,
+            "add_dummy_prefix": True, "byte_fallback": True, "split_digits": True,
+            "corpus": {"path": os.path.abspath(corpus), "preset": manifest["config"].get("preset"),
+                       "manifest_sha256": file_sha256(os.path.join(corpus, "manifest.json"))},
+            "sample": stats,
+            "train_seconds": round(seconds, 2),
+            "sentencepiece": spm.__version__,
+            "model_sha256": file_sha256(model_path),
+        }
+        import json
+
+        with open(os.path.join(staging, CONFIG_FILE), "w", encoding="utf-8") as handle:
+            json.dump(info, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        if os.path.exists(output):
+            shutil.rmtree(output)
+        os.replace(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return info
+
+
+def load_tokenizer(directory: str):
+    """(SentencePieceProcessor, tokenizer.json) of a tokenizer directory, checked for
+    consistency: a model file that is not the one tokenizer.json describes is refused."""
+    import json
+
+    import sentencepiece as spm
+
+    config_path = os.path.join(directory, CONFIG_FILE)
+    model_path = os.path.join(directory, MODEL_FILE)
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            info = json.load(handle)
+    except FileNotFoundError as exc:
+        raise TokenizerError(f"{directory} is not a tokenizer directory (no {CONFIG_FILE}); "
+                             "make one with `tokenizer train`") from exc
+    if info.get("format") != FORMAT:
+        raise TokenizerError(f"{config_path} is not a c4forge tokenizer description")
+    if not os.path.exists(model_path):
+        raise TokenizerError(f"{directory} has no {MODEL_FILE}")
+    if file_sha256(model_path) != info.get("model_sha256"):
+        raise TokenizerError(f"{model_path} is not the model {CONFIG_FILE} describes (files from "
+                             "different training runs?); retrain or restore the pair")
+    return spm.SentencePieceProcessor(model_file=model_path), info
