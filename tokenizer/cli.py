@@ -53,17 +53,20 @@ def train_command(corpus, model_type, vocab_size, output, sample_bytes, seed, sp
 @click.option("--corpus", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--tokenizer", "tokenizer_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
-@click.option("--workers", type=int, default=None, help="Processes (default: all cores).")
+@click.option("--workers", type=int, default=None, help="Parallel workers (default: all cores).")
+@click.option("--mode", type=click.Choice(["processes", "threads"]), default="processes", show_default=True,
+              help="Worker processes (one sentencepiece thread each), or one process with "
+                   "sentencepiece's own threads.")
 @click.option("--docs-per-shard", type=int, default=20_000, show_default=True,
               help="Most documents per token shard.")
 @click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")
-def encode_command(corpus, tokenizer_dir, output, workers, docs_per_shard, overwrite) -> None:
+def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
     """Encode every document (EOS appended) into token shards that keep document boundaries."""
     from tokenizer.encode import encode_corpus
 
     try:
         manifest = encode_corpus(corpus, tokenizer_dir, output, workers, docs_per_shard, overwrite,
-                                 log=click.echo)
+                                 log=click.echo, mode=mode)
     except TokenizerError as exc:
         raise click.ClickException(str(exc)) from exc
     for split, info in manifest["splits"].items():

@@ -19,6 +19,7 @@ import uuid
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from corpus.shards import CorpusFormatError, read_manifest, shard_paths
@@ -35,8 +36,9 @@ def _rows(path: str) -> int:
         return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
 
 
-def _init_worker(tokenizer_dir: str) -> None:
+def _init_worker(tokenizer_dir: str, threads: int = 1) -> None:
     sp, info = load_tokenizer(tokenizer_dir)
+    _WORKER["threads"] = threads
     _WORKER["sp"] = sp
     _WORKER["eos"] = info["special_ids"]["</s>"]
     _WORKER["dtype"] = token_dtype(sp.get_piece_size())
@@ -46,20 +48,24 @@ def _encode_task(task: Tuple[str, int, int, str, str]) -> Dict[str, int]:
     """Encode rows [start, stop) of one corpus shard into staging/BASE.{bin,idx}."""
     path, start, stop, staging, base = task
     with pa.memory_map(path) as source:
-        table = ipc.open_file(source).read_all().slice(start, stop - start)
-        texts = table.column("text").to_pylist()
+        column = ipc.open_file(source).read_all().slice(start, stop - start).column("text")
+        texts = column.to_pylist()
+        text_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
     sp, eos = _WORKER["sp"], _WORKER["eos"]
-    documents = sp.encode(texts)
+    # One thread per worker: the processes are the parallelism (sentencepiece would otherwise
+    # start a thread per core in every worker).
+    documents = sp.encode(texts, num_threads=_WORKER["threads"])
     for ids in documents:
         ids.append(eos)
     stats = write_token_shard(staging, base, documents, _WORKER["dtype"])
-    stats["bytes"] = sum(len(t.encode("utf-8")) for t in texts)
+    stats["bytes"] = text_bytes
     return stats
 
 
 def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[Tuple[str, int, int]]]:
-    """{split: [(corpus shard path, start row, stop row)]}, at least ~4 tasks per worker when
-    the corpus is large enough, each at most ``docs_per_task`` documents."""
+    """{split: [(corpus shard path, start row, stop row)]}: about 8 tasks per worker when the
+    corpus is large enough (so workers finish together), each at most ``docs_per_task``
+    documents and, where possible, at least 256."""
     manifest = read_manifest(corpus)
     plan: Dict[str, List[Tuple[str, int, int]]] = {}
     for split in manifest["splits"]:
@@ -68,7 +74,7 @@ def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[
         total = sum(n for _, n in sizes)
         if not total:
             continue
-        per_task = max(min(256, docs_per_task), min(docs_per_task, math.ceil(total / (4 * workers))))
+        per_task = max(min(256, docs_per_task), min(docs_per_task, math.ceil(total / (8 * workers))))
         tasks = []
         for path, rows in sizes:
             for start in range(0, rows, per_task):
@@ -78,8 +84,14 @@ def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[
 
 
 def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optional[int] = None,
-                  docs_per_task: int = 20_000, overwrite: bool = False, log=print) -> dict:
-    """Encode every split of ``corpus``; returns the token manifest."""
+                  docs_per_task: int = 20_000, overwrite: bool = False, log=print,
+                  mode: str = "processes") -> dict:
+    """Encode every split of ``corpus``; returns the token manifest.
+
+    mode "processes": ``workers`` processes, one sentencepiece thread each (default);
+    "threads": one process, sentencepiece's own C++ threads (``workers`` of them)."""
+    if mode not in ("processes", "threads"):
+        raise TokenizerError(f"mode {mode!r}: choose processes or threads")
     sp, info = load_tokenizer(tokenizer_dir)
     try:
         corpus_manifest = read_manifest(corpus)
@@ -116,12 +128,12 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         for i, (path, start, stop) in enumerate(parts):
             tasks.append((path, start, stop, staging, shard_base(split, i, len(parts))))
     try:
-        if workers > 1 and len(tasks) > 1:
+        if mode == "processes" and workers > 1 and len(tasks) > 1:
             context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
             with context.Pool(workers, initializer=_init_worker, initargs=(tokenizer_dir,)) as pool:
                 results = pool.map(_encode_task, tasks, chunksize=1)
-        else:
-            _init_worker(tokenizer_dir)
+        else:  # one process: sentencepiece's own threads do the parallel work
+            _init_worker(tokenizer_dir, threads=workers)
             results = [_encode_task(t) for t in tasks]
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -157,7 +169,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
                    "preset": corpus_manifest["config"].get("preset")},
         "dtype": token_dtype(sp.get_piece_size()).str,
         "eos_id": info["special_ids"]["</s>"],
-        "workers": workers, "seconds": round(seconds, 2),
+        "workers": workers, "mode": mode, "seconds": round(seconds, 2),
         "splits": splits,
     }
     write_manifest(output, manifest)

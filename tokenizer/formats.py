@@ -19,6 +19,7 @@ bytes per token, shard file names with their document and token counts.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import uuid
@@ -60,11 +61,8 @@ def write_token_shard(directory: str, base: str, documents: Sequence[Sequence[in
     lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
     offsets = np.zeros(len(documents) + 1, dtype=OFFSET_DTYPE)
     np.cumsum(lengths, out=offsets[1:])
-    tokens = np.empty(int(offsets[-1]), dtype=dtype)
-    position = 0
-    for ids in documents:
-        tokens[position:position + len(ids)] = ids
-        position += len(ids)
+    tokens = np.fromiter(itertools.chain.from_iterable(documents), dtype=dtype,
+                         count=int(offsets[-1]))
     _atomic_write_array(os.path.join(directory, base + ".bin"), tokens)
     _atomic_write_array(os.path.join(directory, base + ".idx"), offsets)
     return {"documents": len(documents), "tokens": int(offsets[-1])}
