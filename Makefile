@@ -30,7 +30,12 @@ demo: $(STAMP)
 	$(BIN)/corpus build -i $(SAMPLE) --preset c4-noclean -o demo-out/c4-noclean --overwrite
 	$(BIN)/corpus stats demo-out/c4
 	$(BIN)/corpus show demo-out/c4 -n 2
-	@echo "demo corpora: demo-out/c4 (C4) and demo-out/c4-noclean (unfiltered); see manifest.json in each"
+	$(BIN)/tokenizer train --corpus demo-out/c4 --vocab-size 1000 -o demo-out/tokenizer --overwrite
+	$(BIN)/tokenizer encode --corpus demo-out/c4 --tokenizer demo-out/tokenizer -o demo-out/c4-tokens --overwrite
+	$(BIN)/tokenizer encode --corpus demo-out/c4-noclean --tokenizer demo-out/tokenizer \
+		-o demo-out/c4-noclean-tokens --overwrite
+	$(BIN)/tokenizer inspect demo-out/tokenizer
+	@echo "demo output in demo-out/: corpora c4 and c4-noclean, tokenizer, token shards of both"
 
 # Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.
