@@ -113,6 +113,22 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     return value
 
 
+def apply_settings(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
+    """A copy of dataclass ``obj`` with nested ``updates`` coerced to the fields' types."""
+    return _apply(obj, updates, prefix)
+
+
+def parse_overrides(items: Iterable[str]) -> Dict[str, Any]:
+    """["a.b=1", "c=x"] -> {"a": {"b": "1"}, "c": "x"}."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return _nest(pairs)
+
+
 def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
     hints = typing.get_type_hints(type(obj))
     changes = {}
@@ -155,12 +171,6 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
         if not isinstance(data, Mapping):
             raise ConfigError(f"{file}: expected a mapping of settings")
         config = _apply(config, _nest(data))
-    pairs = {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"override {item!r} is not KEY=VALUE")
-        pairs[key.strip()] = value.strip()
-    config = _apply(config, _nest(pairs))
+    config = _apply(config, parse_overrides(overrides))
     settings = {k: v for k, v in settings.items() if v is not None}
     return _apply(config, _nest(settings))

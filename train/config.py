@@ -1,0 +1,166 @@
+"""The trainer's config: model shape presets and training settings, from YAML plus key=value
+overrides (``train run --config FILE.yaml optim.lr=3e-4``)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Iterable, Optional
+
+from corpus.config import ConfigError, apply_settings, parse_overrides
+
+KERNEL_CHOICES = ("auto", "torch", "triton")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only LM: RMSNorm, rotary embeddings, SwiGLU MLP, no biases, tied embeddings.
+
+    vocab_size: the tokenizer's; the embedding is padded to a multiple of 64 (pad_vocab_to).
+    d_ff: SwiGLU hidden size; None = 8/3 * d_model rounded up to a multiple of 64.
+    n_kv_heads: grouped-query attention; None = n_heads.
+    attention: "sdpa" (exact masked SDPA, CPU and GPU), "flex" (FlexAttention document mask,
+        GPU), "auto" (flex on CUDA when available, else sdpa).
+    rmsnorm/rope/swiglu/cross_entropy: "torch" (reference), "triton" (fused kernels), "auto"
+        (triton on CUDA when triton imports, else torch).
+    """
+
+    vocab_size: int = 8000
+    d_model: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    n_kv_heads: Optional[int] = None
+    d_ff: Optional[int] = None
+    max_seq_len: int = 256
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+    init_std: float = 0.02
+    pad_vocab_to: int = 64
+    attention: str = "auto"
+    rmsnorm: str = "auto"
+    rope: str = "auto"
+    swiglu: str = "auto"
+    cross_entropy: str = "auto"
+    ce_chunk_tokens: int = 4096
+
+    @property
+    def padded_vocab(self) -> int:
+        m = self.pad_vocab_to
+        return -(-self.vocab_size // m) * m
+
+    @property
+    def ffn_dim(self) -> int:
+        if self.d_ff:
+            return self.d_ff
+        return -(-int(8 * self.d_model / 3) // 64) * 64
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+MODEL_PRESETS: Dict[str, Dict[str, Any]] = {
+    "tiny": {"d_model": 128, "n_layers": 2, "n_heads": 4, "max_seq_len": 256},
+    "small": {"d_model": 256, "n_layers": 4, "n_heads": 4, "max_seq_len": 512},
+    "124M": {"d_model": 768, "n_layers": 12, "n_heads": 12, "max_seq_len": 1024},
+    "350M": {"d_model": 1024, "n_layers": 24, "n_heads": 16, "max_seq_len": 1024},
+    "760M": {"d_model": 1536, "n_layers": 24, "n_heads": 16, "max_seq_len": 1024},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """train/validation: token directories (from `tokenizer encode`) and their splits.
+    packing: "concat" (concatenate and chunk) or "best_fit" (whole documents, padded).
+    batch_size: sequences per micro-batch per process; grad_accum: micro-batches per step."""
+
+    train: str = ""
+    train_split: str = "train"
+    validation: str = ""
+    validation_split: str = "validation"
+    seq_len: int = 256
+    batch_size: int = 8
+    grad_accum: int = 1
+    packing: str = "concat"
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimConfig:
+    """AdamW with linear warmup then cosine decay to min_lr_ratio * lr."""
+
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 20
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """steps: optimizer steps (or derive from max_tokens). precision: "auto" (bf16 autocast on
+    CUDA, fp32 on CPU), "bf16", "fp32". distributed: "ddp" or "fsdp" under torchrun."""
+
+    model_preset: str = "tiny"
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    optim: OptimConfig = OptimConfig()
+    out_dir: str = "runs/tiny"
+    steps: int = 100
+    max_tokens: int = 0
+    seed: int = 0
+    precision: str = "auto"
+    compile: bool = False
+    distributed: str = "ddp"
+    eval_every: int = 50
+    eval_batches: int = 20
+    checkpoint_every: int = 50
+    log_every: int = 10
+    progress: bool = True
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = (),
+                       base: Optional[Dict[str, Any]] = None) -> TrainConfig:
+    """Defaults, then the YAML file, then ``key=value`` overrides. ``model_preset`` fills the
+    model's shape before the file's and overrides' own model settings apply."""
+    import yaml
+
+    data: Dict[str, Any] = dict(base or {})
+    if file:
+        with open(file, encoding="utf-8") as handle:
+            loaded = yaml.safe_load(handle) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{file}: expected a mapping of settings")
+        data = _merge(data, loaded)
+    data = _merge(data, parse_overrides(overrides))
+    preset = data.get("model_preset", TrainConfig.model_preset)
+    if preset not in MODEL_PRESETS:
+        raise ConfigError(f"unknown model_preset {preset!r}; choose from {', '.join(MODEL_PRESETS)}")
+    model = _merge(dict(MODEL_PRESETS[preset]), data.get("model", {}))
+    data["model"] = model
+    config = apply_settings(TrainConfig(), data)
+    if config.data.packing not in ("concat", "best_fit"):
+        raise ConfigError("data.packing must be concat or best_fit")
+    for name in ("rmsnorm", "rope", "swiglu", "cross_entropy"):
+        if getattr(config.model, name) not in KERNEL_CHOICES:
+            raise ConfigError(f"model.{name} must be one of {', '.join(KERNEL_CHOICES)}")
+    if config.data.seq_len > config.model.max_seq_len:
+        raise ConfigError(f"data.seq_len {config.data.seq_len} > model.max_seq_len {config.model.max_seq_len}")
+    return config
+
+
+def _merge(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,221 @@
+"""Packed batches from token shards, deterministic and resumable.
+
+Each epoch shuffles the documents with a generator seeded by (seed, epoch), then packs them into
+sequences of ``seq_len`` inputs (and ``seq_len`` shifted targets):
+
+- ``concat``: documents (each ending in EOS) are concatenated and cut into windows of
+  seq_len + 1 tokens with stride seq_len; nothing is padded. A document cut by a window edge
+  continues in the next window as a fragment that cannot see its beginning ("cropped" tokens).
+- ``best_fit``: whole documents are placed into sequences of seq_len + 1 slots, each into the
+  fullest sequence where it still fits (best-fit decreasing over a buffer of documents); the rest
+  is padding. Only documents longer than a sequence are cut (their later pieces are "cropped").
+
+Every token carries a document id (unique within its sequence; -1 for padding) and a position
+that restarts at 0 where its document (or fragment) starts, so attention can be masked per
+document and rotary embeddings restart. Targets are -100 on padding.
+
+Distributed runs: global batch g holds windows [g * B * world, (g + 1) * B * world); rank r takes
+its B-sized slice, so N ranks see exactly the sequences one process would see with batch B * N.
+``state_dict()`` records (epoch, next batch) for an exact resume.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from tokenizer.formats import iter_shards, read_token_manifest
+
+IGNORE = -100
+
+
+@dataclasses.dataclass
+class Batch:
+    """numpy arrays of shape (B, T): int64 input_ids/targets, int32 doc_ids/positions."""
+
+    input_ids: np.ndarray
+    targets: np.ndarray
+    doc_ids: np.ndarray
+    positions: np.ndarray
+
+    @property
+    def target_tokens(self) -> int:
+        return int((self.targets != IGNORE).sum())
+
+
+class TokenDocuments:
+    """All documents of a split, memory-mapped: ``document(k)`` is a uint16/uint32 view."""
+
+    def __init__(self, directory: str, split: str) -> None:
+        self.manifest = read_token_manifest(directory)
+        self.shards = list(iter_shards(directory, split, self.manifest))
+        if not self.shards or not sum(len(s) for s in self.shards):
+            raise ValueError(f"{directory} has no documents in split {split!r}")
+        self.index: List[Tuple[int, int]] = [(i, k) for i, s in enumerate(self.shards)
+                                             for k in range(len(s))]
+        self.eos_id = int(self.manifest["eos_id"])
+        self.vocab_size = int(self.manifest["tokenizer"]["vocab_size"])
+        split_info = self.manifest["splits"][split]
+        self.text_bytes = int(split_info["bytes"])
+        self.total_tokens = int(split_info["tokens"])
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def document(self, k: int) -> np.ndarray:
+        shard, doc = self.index[k]
+        return self.shards[shard].document(doc)
+
+
+def _positions_and_ids(doc_of_token: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per-token position since its run of equal document ids started, and run-local ids."""
+    n = len(doc_of_token)
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = doc_of_token[1:] != doc_of_token[:-1]
+    run = np.cumsum(starts) - 1
+    run_start = np.flatnonzero(starts)
+    positions = np.arange(n) - run_start[run]
+    return positions.astype(np.int32), run.astype(np.int32)
+
+
+class PackedLoader:
+    """Deterministic packed batches of one split for one rank."""
+
+    def __init__(self, documents: TokenDocuments, seq_len: int, batch_size: int,
+                 packing: str = "concat", seed: int = 0, rank: int = 0, world_size: int = 1,
+                 pad_id: int = 0, best_fit_buffer: int = 2048) -> None:
+        if packing not in ("concat", "best_fit"):
+            raise ValueError(f"packing {packing!r}: choose concat or best_fit")
+        self.docs = documents
+        self.seq_len = seq_len
+        self.batch_size = batch_size
+        self.packing = packing
+        self.seed = seed
+        self.rank = rank
+        self.world_size = world_size
+        self.pad_id = pad_id
+        self.best_fit_buffer = best_fit_buffer
+        self.epoch = 0
+        self.next_batch = 0
+        self._cache: Dict[int, dict] = {}
+
+    # ---------------------------------------------------------------- epochs
+    def _order(self, epoch: int) -> np.ndarray:
+        rng = np.random.Generator(np.random.PCG64([self.seed, epoch]))
+        return rng.permutation(len(self.docs))
+
+    def _epoch(self, epoch: int) -> dict:
+        """Sequences of one epoch: token rows, doc-of-token rows, and packing statistics."""
+        if epoch not in self._cache:
+            self._cache = {epoch: (self._concat if self.packing == "concat" else self._best_fit)(epoch)}
+        return self._cache[epoch]
+
+    def _concat(self, epoch: int) -> dict:
+        order = self._order(epoch)
+        parts = [np.asarray(self.docs.document(int(k)), dtype=np.int64) for k in order]
+        lengths = np.array([len(p) for p in parts], dtype=np.int64)
+        stream = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        doc_of = np.repeat(np.arange(len(parts)), lengths)
+        width = self.seq_len + 1
+        windows = (len(stream) - 1) // self.seq_len
+        if windows <= 0:
+            raise ValueError(f"split has {len(stream)} tokens, fewer than one sequence of {width}")
+        idx = np.arange(windows)[:, None] * self.seq_len + np.arange(width)[None, :]
+        tokens, doc_rows = stream[idx], doc_of[idx]
+        # A token is cropped when its document started before this window.
+        doc_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        cropped = int((doc_start[doc_rows[:, :-1]] < idx[:, :1]).sum())
+        return {"tokens": tokens, "docs": doc_rows, "real": windows * self.seq_len,
+                "cropped": cropped, "slots": windows * self.seq_len}
+
+    def _best_fit(self, epoch: int) -> dict:
+        order = self._order(epoch)
+        width = self.seq_len + 1
+        pieces: List[Tuple[int, np.ndarray, bool]] = []  # (doc, tokens, cropped piece?)
+        for k in order:
+            doc = np.asarray(self.docs.document(int(k)), dtype=np.int64)
+            for start in range(0, len(doc), width):
+                pieces.append((int(k), doc[start:start + width], start > 0))
+        rows: List[List[Tuple[int, np.ndarray]]] = []
+        free: List[int] = []
+        cropped = 0
+        for b in range(0, len(pieces), self.best_fit_buffer):
+            buffer = sorted(pieces[b:b + self.best_fit_buffer], key=lambda p: -len(p[1]))
+            open_rows: List[int] = []
+            for doc, toks, was_cut in buffer:
+                need = len(toks)
+                best = -1
+                for r in open_rows:
+                    if need <= free[r] and (best < 0 or free[r] < free[best]):
+                        best = r
+                if best < 0:
+                    rows.append([])
+                    free.append(width)
+                    best = len(rows) - 1
+                    open_rows.append(best)
+                rows[best].append((doc, toks))
+                free[best] -= need
+                if was_cut:
+                    cropped += need
+        tokens = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+        docs = np.full((len(rows), width), -1, dtype=np.int64)
+        for r, row in enumerate(rows):
+            position = 0
+            for i, (doc, toks) in enumerate(row):
+                tokens[r, position:position + len(toks)] = toks
+                docs[r, position:position + len(toks)] = i
+                position += len(toks)
+        real = int((docs[:, 1:] >= 0).sum())
+        return {"tokens": tokens, "docs": docs, "real": real, "cropped": cropped,
+                "slots": len(rows) * self.seq_len}
+
+    # ---------------------------------------------------------------- batches
+    def batches_per_epoch(self) -> int:
+        return len(self._epoch(self.epoch)["tokens"]) // (self.batch_size * self.world_size)
+
+    def stats(self) -> Dict[str, float]:
+        """Share of real (non-pad) target slots and of cropped tokens in the current epoch."""
+        e = self._epoch(self.epoch)
+        return {"real_token_share": e["real"] / e["slots"], "cropped_share": e["cropped"] / max(1, e["real"]),
+                "sequences": len(e["tokens"])}
+
+    def _make_batch(self, epoch: int, batch: int) -> Batch:
+        e = self._epoch(epoch)
+        first = (batch * self.world_size + self.rank) * self.batch_size
+        tokens = e["tokens"][first:first + self.batch_size]
+        docs = e["docs"][first:first + self.batch_size]
+        inputs, targets = tokens[:, :-1], tokens[:, 1:].copy()
+        in_docs = docs[:, :-1]
+        targets[docs[:, 1:] < 0] = IGNORE
+        targets[in_docs < 0] = IGNORE
+        positions = np.empty(in_docs.shape, dtype=np.int32)
+        doc_ids = np.empty(in_docs.shape, dtype=np.int32)
+        for row in range(len(in_docs)):
+            positions[row], doc_ids[row] = _positions_and_ids(in_docs[row])
+        doc_ids[in_docs < 0] = -1
+        return Batch(np.ascontiguousarray(inputs), targets, doc_ids, positions)
+
+    def __iter__(self) -> Iterator[Batch]:
+        while True:
+            if self.next_batch >= self.batches_per_epoch():
+                self.epoch += 1
+                self.next_batch = 0
+                if self.batches_per_epoch() == 0:
+                    raise ValueError("not enough sequences for one global batch; lower "
+                                     "data.batch_size or seq_len")
+            batch = self._make_batch(self.epoch, self.next_batch)
+            self.next_batch += 1
+            yield batch
+
+    def state_dict(self) -> Dict[str, int]:
+        return {"epoch": self.epoch, "next_batch": self.next_batch, "seed": self.seed,
+                "world_size": self.world_size, "batch_size": self.batch_size}
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        if (state["world_size"] * state["batch_size"]) != (self.world_size * self.batch_size):
+            raise ValueError("the checkpoint was made with another global batch size; resume "
+                             "with the same data.batch_size x processes")
+        self.epoch = int(state["epoch"])
+        self.next_batch = int(state["next_batch"])
+        self.seed = int(state["seed"])

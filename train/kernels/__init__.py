@@ -1,0 +1,23 @@
+"""Fused kernels, each beside its pure-torch reference with the same signature:
+rmsnorm, rope, swiglu, linear_cross_entropy. ``resolve(choice)`` turns "auto" into "triton" on
+CUDA when triton imports, else "torch"."""
+from __future__ import annotations
+
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def resolve(choice: str, device_type: str) -> str:
+    if choice == "auto":
+        return "triton" if device_type == "cuda" and triton_available() else "torch"
+    if choice == "triton" and not triton_available():
+        raise RuntimeError("a kernel is set to triton but triton is not installed")
+    return choice

@@ -1,0 +1,207 @@
+"""Decoder-only LM in the style of current models: RMSNorm, rotary embeddings, SwiGLU MLP, no
+biases, tied input/output embeddings, attention masked per document.
+
+Attention never crosses a document boundary: each token sees only earlier tokens with the same
+document id. On CUDA this is a FlexAttention block mask; everywhere it can be an exact masked
+SDPA (a boolean (B, 1, T, T) mask: same document and causal), the CPU path and the test oracle.
+Padding tokens (document id -1) attend only to themselves and are ignored by the loss.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from train.config import ModelConfig
+from train.kernels import resolve
+from train.kernels.linear_ce import linear_cross_entropy_torch
+from train.kernels.rmsnorm import rmsnorm_torch
+from train.kernels.rope import rope_tables, rope_torch
+from train.kernels.swiglu import swiglu_torch
+
+
+def kernel_table(config: ModelConfig, device_type: str) -> Dict[str, object]:
+    """The functions each kernel choice resolves to on this device."""
+    chosen = {name: resolve(getattr(config, name), device_type)
+              for name in ("rmsnorm", "rope", "swiglu", "cross_entropy")}
+    table = {"rmsnorm": rmsnorm_torch, "rope": rope_torch, "swiglu": swiglu_torch,
+             "cross_entropy": linear_cross_entropy_torch, "chosen": chosen}
+    if "triton" in chosen.values():
+        from train.kernels import triton_ops
+
+        for name, impl in chosen.items():
+            if impl == "triton":
+                table[name] = getattr(triton_ops, name)
+    return table
+
+
+def attention_mask(doc_ids: torch.Tensor) -> torch.Tensor:
+    """Boolean (B, 1, T, T): query i may see key j iff same document and j <= i (pads: self)."""
+    t = doc_ids.shape[1]
+    same = doc_ids[:, :, None] == doc_ids[:, None, :]
+    causal = torch.ones(t, t, dtype=torch.bool, device=doc_ids.device).tril()
+    eye = torch.eye(t, dtype=torch.bool, device=doc_ids.device)
+    return ((same & causal) | eye)[:, None]
+
+
+def _flex_available(device_type: str) -> bool:
+    if device_type != "cuda":
+        return False
+    try:
+        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+        self.fn = rmsnorm_torch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x, self.weight, self.eps)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads, self.kv_heads, self.head_dim = config.n_heads, config.kv_heads, config.head_dim
+        self.wq = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
+        self.wk = nn.Linear(config.d_model, config.kv_heads * config.head_dim, bias=False)
+        self.wv = nn.Linear(config.d_model, config.kv_heads * config.head_dim, bias=False)
+        self.wo = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=False)
+        self.rope = rope_torch
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask) -> torch.Tensor:
+        b, t, _ = x.shape
+        q = self.wq(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
+        if self.kv_heads != self.n_heads:
+            repeat = self.n_heads // self.kv_heads
+            k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
+        if isinstance(mask, torch.Tensor):
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        else:  # a FlexAttention BlockMask
+            from torch.nn.attention.flex_attention import flex_attention
+
+            y = flex_attention(q, k, v, block_mask=mask)
+        return self.wo(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.gate = nn.Linear(config.d_model, config.ffn_dim, bias=False)
+        self.up = nn.Linear(config.d_model, config.ffn_dim, bias=False)
+        self.down = nn.Linear(config.ffn_dim, config.d_model, bias=False)
+        self.act = swiglu_torch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.act(self.gate(x), self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = Attention(config)
+        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.mlp = MLP(config)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.attn(self.attn_norm(x), cos, sin, mask)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class LM(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.padded_vocab, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.kernels: Dict[str, str] = {}
+        self.attention_impl = "sdpa"
+        self.reset_parameters()
+        self.use_kernels("cpu")
+
+    def reset_parameters(self) -> None:
+        std = self.config.init_std
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                # GPT-2 style: residual projections scaled by depth.
+                scale = 1 / math.sqrt(2 * self.config.n_layers) if name.endswith(("wo.weight", "down.weight")) else 1.0
+                nn.init.normal_(p, mean=0.0, std=std * scale)
+            else:
+                nn.init.ones_(p)
+
+    def use_kernels(self, device_type: str) -> Dict[str, str]:
+        """Bind each kernel choice ("auto" resolved for this device) into the modules."""
+        table = kernel_table(self.config, device_type)
+        for module in self.modules():
+            if isinstance(module, RMSNorm):
+                module.fn = table["rmsnorm"]
+            elif isinstance(module, Attention):
+                module.rope = table["rope"]
+            elif isinstance(module, MLP):
+                module.act = table["swiglu"]
+        self._cross_entropy = table["cross_entropy"]
+        wanted = self.config.attention
+        self.attention_impl = ("flex" if (wanted == "flex" or (wanted == "auto" and _flex_available(device_type)))
+                               else "sdpa")
+        self.kernels = dict(table["chosen"], attention=self.attention_impl)
+        return self.kernels
+
+    def num_parameters(self, non_embedding: bool = False) -> int:
+        total = sum(p.numel() for p in self.parameters())
+        return total - self.embed.weight.numel() if non_embedding else total
+
+    def _mask(self, doc_ids: torch.Tensor):
+        if self.attention_impl == "flex":
+            from torch.nn.attention.flex_attention import create_block_mask
+
+            docs = doc_ids
+
+            def document_causal(b, h, q, kv):
+                return ((docs[b, q] == docs[b, kv]) & (kv <= q)) | (q == kv)
+
+            b, t = doc_ids.shape
+            return create_block_mask(document_causal, b, None, t, t, device=doc_ids.device)
+        return attention_mask(doc_ids)
+
+    def hidden(self, input_ids: torch.Tensor, doc_ids: torch.Tensor,
+               positions: torch.Tensor) -> torch.Tensor:
+        cos, sin = rope_tables(positions, self.config.head_dim, self.config.rope_theta)
+        mask = self._mask(doc_ids)
+        x = self.embed(input_ids)
+        for block in self.blocks:
+            x = block(x, cos, sin, mask)
+        return self.norm(x)
+
+    def forward(self, input_ids: torch.Tensor, doc_ids: torch.Tensor, positions: torch.Tensor,
+                targets: Optional[torch.Tensor] = None):
+        """With targets: (sum of token losses, number of target tokens). Without: logits over
+        the real vocabulary (B, T, vocab_size)."""
+        h = self.hidden(input_ids, doc_ids, positions)
+        if targets is None:
+            return (h @ self.embed.weight.t())[..., : self.config.vocab_size].float()
+        return self._cross_entropy(h, self.embed.weight, targets, self.config.vocab_size,
+                                   self.config.ce_chunk_tokens)
+
+
+def flops_per_token(config: ModelConfig, seq_len: int) -> float:
+    """Training FLOPs per token: 6 x non-embedding parameters + attention (12 L d T, halved for
+    the causal mask), the usual estimate (PaLM appendix B)."""
+    d, layers = config.d_model, config.n_layers
+    kv = config.kv_heads * config.head_dim
+    per_layer = d * d * 2 + d * kv * 2 + 3 * d * config.ffn_dim
+    n = layers * per_layer + config.padded_vocab * d  # the tied output projection counts
+    return 6 * n + 6 * layers * d * seq_len
