@@ -1,0 +1,153 @@
+"""The training loop: exact resume, SIGTERM, NaN stop, config mismatch, DDP == one process, and
+learning below the unigram entropy on real data."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from corpus.config import build_config
+from corpus.counters import Counters
+from corpus.local import run_chain
+from corpus.shards import write_corpus
+from tests.conftest import ROOT, shared_path
+from tokenizer.encode import encode_corpus
+from tokenizer.train import TokenizerConfig, train_tokenizer
+from train.checkpoint import CheckpointError, latest_checkpoint
+from train.config import build_train_config
+from train.trainer import TrainingError, train
+
+SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tok")
+    docs = run_chain([str(SAMPLE)], build_config("c4", badwords=str(ROOT / "corpus/data/demo-badwords")),
+                     Counters())
+    write_corpus(str(root / "corpus"), docs, {"config": {"preset": "c4"}, "counters": {}})
+    train_tokenizer(str(root / "corpus"), str(root / "tok"), TokenizerConfig(vocab_size=600))
+    encode_corpus(str(root / "corpus"), str(root / "tok"), str(root / "ids"), workers=1, log=lambda *_: None)
+    return str(root / "ids")
+
+
+def settings(tokens, out, *extra):
+    return ["data.train=" + tokens, f"out_dir={out}", "data.seq_len=32", "data.batch_size=4",
+            "model.d_model=32", "model.n_layers=2", "model.n_heads=2", "progress=false",
+            "log_every=1", "optim.warmup_steps=2", *extra]
+
+
+def losses(out):
+    with open(os.path.join(out, "metrics.jsonl")) as handle:
+        return {r["step"]: r["loss"] for r in map(json.loads, handle)}
+
+
+def test_resume_gives_identical_losses(tokens, tmp_path):
+    full = tmp_path / "full"
+    train(build_train_config(overrides=settings(tokens, full, "steps=12", "checkpoint_every=6")), log=lambda *_: None)
+    part = tmp_path / "part"
+    os.makedirs(part / "checkpoints")
+    shutil.copytree(full / "checkpoints" / "step-000006", part / "checkpoints" / "step-000006")
+    (part / "checkpoints" / "latest").write_text("step-000006\n")
+    train(build_train_config(overrides=settings(tokens, part, "steps=12", "checkpoint_every=6")),
+          resume=True, log=lambda *_: None)
+    a, b = losses(full), losses(part)
+    assert sorted(b) == list(range(7, 13))
+    assert [a[s] for s in range(7, 13)] == [b[s] for s in range(7, 13)]
+
+
+def test_checkpoint_from_another_config_is_refused(tokens, tmp_path):
+    out = tmp_path / "run"
+    train(build_train_config(overrides=settings(tokens, out, "steps=2", "checkpoint_every=2")), log=lambda *_: None)
+    with pytest.raises(CheckpointError, match="model.d_model"):
+        train(build_train_config(overrides=settings(tokens, out, "steps=4", "model.d_model=64")),
+              resume=True, log=lambda *_: None)
+
+
+def test_checkpoints_load_with_weights_only(tokens, tmp_path):
+    import torch
+
+    out = tmp_path / "run"
+    train(build_train_config(overrides=settings(tokens, out, "steps=2", "checkpoint_every=2")), log=lambda *_: None)
+    path = latest_checkpoint(str(out / "checkpoints"))
+    for name in ("model.pt", "optimizer.pt", "trainer.pt"):
+        torch.load(os.path.join(path, name), weights_only=True)
+    assert not [p for p in os.listdir(out / "checkpoints") if ".tmp" in p]
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(TrainingError, match="loss is (nan|inf)"):
+        train(build_train_config(overrides=settings(tokens, out, "steps=50", "checkpoint_every=1",
+                                                    "optim.lr=1e12", "optim.warmup_steps=1",
+                                                    "optim.grad_clip=1e30")), log=lambda *_: None)
+    good = latest_checkpoint(str(out / "checkpoints"))
+    assert good is not None
+    import torch
+
+    state = torch.load(os.path.join(good, "model.pt"), weights_only=True)
+    assert all(torch.isfinite(t).all() for t in state.values())
+
+
+def test_sigterm_saves_and_exits_cleanly(tokens, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "train.cli", "run", *settings(tokens, out, "steps=100000", "checkpoint_every=100000")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (out / "metrics.jsonl").exists() and len((out / "metrics.jsonl").read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, output
+    assert "stop requested" in output
+    saved = latest_checkpoint(str(out / "checkpoints"))
+    step = int(os.path.basename(saved).split("-")[1])
+    assert step >= 3 and step == max(losses(out))
+
+
+def test_ddp_two_processes_match_one_process(tokens, tmp_path):
+    one = tmp_path / "one"
+    train(build_train_config(overrides=settings(tokens, one, "steps=4", "data.batch_size=4")), log=lambda *_: None)
+    two = tmp_path / "two"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29517",
+           "-m", "train.cli", "run", *settings(tokens, two, "steps=4", "data.batch_size=2")]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    a, b = losses(one), losses(two)
+    assert sorted(a) == sorted(b) == [1, 2, 3, 4]
+    np.testing.assert_allclose([a[s] for s in a], [b[s] for s in a], rtol=1e-4)
+
+
+def test_tiny_model_learns_below_unigram_entropy(tmp_path):
+    """Real pages: a tiny model's validation loss ends well below the unigram entropy."""
+    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
+    docs = run_chain(crawl, build_config("c4-noclean"), Counters())
+    held = [d for d in docs if hash(d.url) % 10 == 0] or docs[:50]
+    held_urls = {d.url for d in held}
+    write_corpus(str(tmp_path / "train"), [d for d in docs if d.url not in held_urls], {"config": {}, "counters": {}})
+    write_corpus(str(tmp_path / "val"), held, {"config": {}, "counters": {}})
+    train_tokenizer(str(tmp_path / "train"), str(tmp_path / "tok"), TokenizerConfig(vocab_size=2000))
+    for name in ("train", "val"):
+        encode_corpus(str(tmp_path / name), str(tmp_path / "tok"), str(tmp_path / f"{name}-ids"),
+                      workers=1, log=lambda *_: None)
+    # unigram cross-entropy: token frequencies of train, evaluated on validation (nats)
+    from tokenizer.formats import iter_documents
+
+    train_ids = np.concatenate(list(iter_documents(str(tmp_path / "train-ids"), "train")))
+    val_ids = np.concatenate(list(iter_documents(str(tmp_path / "val-ids"), "train")))
+    counts = np.bincount(train_ids, minlength=2000) + 1.0
+    unigram = float(-np.log(counts[val_ids] / counts.sum()).mean())
+    last = train(build_train_config(overrides=[
+        f"data.train={tmp_path / 'train-ids'}", f"data.validation={tmp_path / 'val-ids'}",
+        "data.validation_split=train", f"out_dir={tmp_path / 'run'}", "data.seq_len=128",
+        "data.batch_size=8", "steps=150", "eval_every=150", "eval_batches=30", "progress=false",
+        "optim.lr=3e-3", "log_every=50"]), log=lambda *_: None)
+    assert last["val_loss"] < unigram - 0.8, (last["val_loss"], unigram)

@@ -1,0 +1,154 @@
+"""Checkpoints: a directory per step, written atomically, loadable with weights_only=True.
+
+    OUT/checkpoints/step-000100/model.pt      model state_dict (full, unsharded)
+    OUT/checkpoints/step-000100/optimizer.pt  optimizer state_dict
+    OUT/checkpoints/step-000100/trainer.pt    step, config, scheduler, loader position, RNG states
+    OUT/checkpoints/latest                    name of the newest complete checkpoint
+
+A checkpoint is written into ``step-N.tmp-*`` and renamed when complete; ``latest`` is replaced
+atomically afterwards, so a crash never leaves a half checkpoint that --resume would pick.
+Only tensors and plain Python values are stored, so ``torch.load(..., weights_only=True)`` loads
+every file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import shutil
+import uuid
+from typing import Dict, Optional, Tuple
+
+import torch
+
+from train.config import ModelConfig, TrainConfig, apply_settings
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, incomplete, or from another configuration."""
+
+
+def _state_dicts(model, optimizer, world: int):
+    """Full (unsharded) model and optimizer state dicts, on CPU."""
+    if world > 1:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+        return get_state_dict(model, optimizer,
+                              options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return model.state_dict(), optimizer.state_dict()
+
+
+def _rng_state() -> Dict[str, object]:
+    version, state, gauss = random.getstate()
+    rng = {"torch": torch.get_rng_state(), "python": [version, list(state), gauss]}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _set_rng_state(rng: Dict[str, object]) -> None:
+    torch.set_rng_state(rng["torch"])
+    version, state, gauss = rng["python"]
+    random.setstate((version, tuple(state), gauss))
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+
+
+def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optimizer, scheduler,
+                    loader, is_main: bool = True, world: int = 1) -> Optional[str]:
+    model_state, optim_state = _state_dicts(model, optimizer, world)
+    if not is_main:
+        return None
+    os.makedirs(directory, exist_ok=True)
+    name = f"step-{step:06d}"
+    final = os.path.join(directory, name)
+    tmp = os.path.join(directory, f"{name}.tmp-{uuid.uuid4().hex[:8]}")
+    os.makedirs(tmp)
+    try:
+        torch.save(model_state, os.path.join(tmp, "model.pt"))
+        torch.save(optim_state, os.path.join(tmp, "optimizer.pt"))
+        torch.save({"step": step, "config": config.to_dict(), "scheduler": scheduler.state_dict(),
+                    "loader": loader.state_dict(), "rng": _rng_state()},
+                   os.path.join(tmp, "trainer.pt"))
+        if os.path.exists(final):
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    pointer = os.path.join(directory, "latest")
+    with open(pointer + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(name + "\n")
+    os.replace(pointer + ".tmp", pointer)
+    return final
+
+
+def latest_checkpoint(directory: str) -> Optional[str]:
+    pointer = os.path.join(directory, "latest")
+    if not os.path.exists(pointer):
+        return None
+    with open(pointer, encoding="utf-8") as handle:
+        name = handle.read().strip()
+    path = os.path.join(directory, name)
+    return path if os.path.isdir(path) else None
+
+
+def resolve_checkpoint(path: str) -> str:
+    """A checkpoint directory from a run dir, its checkpoints/ dir, or a step directory."""
+    for candidate in (path, os.path.join(path, "checkpoints")):
+        if os.path.exists(os.path.join(candidate, "trainer.pt")):
+            return candidate
+        latest = latest_checkpoint(candidate)
+        if latest:
+            return latest
+    raise CheckpointError(f"no checkpoint found at {path}")
+
+
+def _load(path: str, name: str):
+    try:
+        return torch.load(os.path.join(path, name), map_location="cpu", weights_only=True)
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{path} is incomplete: no {name}") from exc
+
+
+def config_differences(saved: dict, current: dict, prefix: str = "") -> list:
+    out = []
+    for key in sorted(set(saved) | set(current)):
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: checkpoint {a!r}, now {b!r}")
+    return out
+
+
+# Settings that change the computation but not the shapes; a resume may change them.
+_RESUMABLE_MODEL_KEYS = {"attention", "rmsnorm", "rope", "swiglu", "cross_entropy", "ce_chunk_tokens"}
+
+
+def load_checkpoint(path: str, config: TrainConfig, model, optimizer, scheduler, loader) -> dict:
+    trainer = _load(path, "trainer.pt")
+    saved_model = {k: v for k, v in trainer["config"]["model"].items() if k not in _RESUMABLE_MODEL_KEYS}
+    now_model = {k: v for k, v in dataclasses.asdict(config.model).items() if k not in _RESUMABLE_MODEL_KEYS}
+    diffs = config_differences(saved_model, now_model, "model.")
+    if diffs:
+        raise CheckpointError(f"checkpoint {path} was made with another model config: " + "; ".join(diffs))
+    model.load_state_dict(_load(path, "model.pt"))
+    optimizer.load_state_dict(_load(path, "optimizer.pt"))
+    scheduler.load_state_dict(trainer["scheduler"])
+    loader.load_state_dict(trainer["loader"])
+    _set_rng_state(trainer["rng"])
+    return trainer
+
+
+def load_model(path: str, device: str = "cpu") -> Tuple[torch.nn.Module, dict]:
+    """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
+    from train.model import LM
+
+    path = resolve_checkpoint(path)
+    trainer = _load(path, "trainer.pt")
+    model_config = apply_settings(ModelConfig(), trainer["config"]["model"])
+    model = LM(model_config)
+    model.load_state_dict(_load(path, "model.pt"))
+    model.use_kernels(torch.device(device).type)
+    return model.to(device).eval(), trainer["config"]

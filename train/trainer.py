@@ -1,0 +1,299 @@
+"""The training loop: AdamW, warmup + cosine, clipping, accumulation, bf16 autocast on GPU,
+optional torch.compile, DDP/FSDP2 under torchrun, atomic checkpoints, exact resume, SIGTERM
+handling, NaN stop, progress bar and JSONL metrics with tokens/s and MFU.
+
+Loss normalisation: each step's loss is the sum of token losses over every micro-batch on every
+rank divided by the global number of target tokens, so N ranks with batch B give exactly the
+gradients of one process with batch N x B (tested with DDP on gloo).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import time
+from dataclasses import asdict
+from typing import Dict, Optional
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from train.config import TrainConfig
+from train.data import Batch, PackedLoader, TokenDocuments
+from train.model import LM, flops_per_token
+
+# Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
+PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12,
+              "L4": 121e12, "4090": 165e12, "3090": 71e12}
+
+
+class TrainingError(RuntimeError):
+    """The run cannot start or had to stop (config mismatch, NaN loss)."""
+
+
+def peak_flops(device: torch.device) -> Optional[float]:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+
+
+def setup_distributed():
+    """(rank, world_size, local_rank, device) from torchrun's environment."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if world > 1 and not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend)
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+    else:
+        device = torch.device("cpu")
+    return rank, world, local, device
+
+
+def lr_at(step: int, config: TrainConfig, total_steps: int) -> float:
+    o = config.optim
+    if step < o.warmup_steps:
+        return o.lr * (step + 1) / o.warmup_steps
+    progress = min(1.0, (step - o.warmup_steps) / max(1, total_steps - o.warmup_steps))
+    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def to_device(batch: Batch, device: torch.device) -> Dict[str, torch.Tensor]:
+    return {name: torch.from_numpy(np.asarray(getattr(batch, name))).to(device, torch.long, non_blocking=True)
+            for name in ("input_ids", "targets", "doc_ids", "positions")}
+
+
+def total_steps(config: TrainConfig, world: int) -> int:
+    if config.max_tokens:
+        per_step = config.data.batch_size * config.data.seq_len * config.data.grad_accum * world
+        return max(1, math.ceil(config.max_tokens / per_step))
+    return config.steps
+
+
+class _Stop:
+    """Set by SIGTERM/SIGINT: finish the step, checkpoint, exit cleanly."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum, frame) -> None:
+        self.requested = True
+
+
+def _all_reduce(value: torch.Tensor, world: int) -> torch.Tensor:
+    if world > 1:
+        dist.all_reduce(value)
+    return value
+
+
+def evaluate_loss(model: torch.nn.Module, loader: PackedLoader, batches: int,
+                  device: torch.device, autocast) -> Dict[str, float]:
+    """Mean token loss over the loader's first ``batches`` batches (a fresh, fixed sequence)."""
+    model.eval()
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    count = torch.zeros((), dtype=torch.float64, device=device)
+    with torch.no_grad(), autocast():
+        for i, batch in enumerate(loader):
+            if i >= batches:
+                break
+            t = to_device(batch, device)
+            loss_sum, n = model(t["input_ids"], t["doc_ids"], t["positions"], t["targets"])
+            total += loss_sum.double()
+            count += n.double()
+    model.train()
+    return {"loss": float(total / count), "tokens": int(count)}
+
+
+def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, float]:
+    rank, world, local, device = setup_distributed()
+    is_main = rank == 0
+    if not config.data.train:
+        raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
+    docs = TokenDocuments(config.data.train, config.data.train_split)
+    if config.model.vocab_size != docs.vocab_size:
+        from dataclasses import replace
+
+        config = replace(config, model=replace(config.model, vocab_size=docs.vocab_size))
+    steps = total_steps(config, world)
+
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+    model = LM(config.model).to(device)
+    kernels = model.use_kernels(device.type)
+    loader = PackedLoader(docs, config.data.seq_len, config.data.batch_size, config.data.packing,
+                          seed=config.seed, rank=rank, world_size=world)
+    val_loader_args = None
+    if config.data.validation:
+        val_docs = TokenDocuments(config.data.validation, config.data.validation_split)
+        val_loader_args = (val_docs, config.data.seq_len, config.data.batch_size, "concat")
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.optim.weight_decay},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.optim.lr, betas=(config.optim.beta1, config.optim.beta2), eps=config.optim.eps,
+        fused=device.type == "cuda")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_at(s, config, steps) / config.optim.lr)
+
+    start_step = 0
+    checkpoint_dir = os.path.join(config.out_dir, "checkpoints")
+    if resume:
+        path = latest_checkpoint(checkpoint_dir)
+        if path is None:
+            raise TrainingError(f"--resume: no checkpoint in {checkpoint_dir}")
+        state = load_checkpoint(path, config, model, optimizer, scheduler, loader)
+        start_step = state["step"]
+        if is_main:
+            log(f"resumed from {path} at step {start_step}")
+
+    train_model = model
+    if world > 1:
+        if config.distributed == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+
+            for block in model.blocks:
+                fully_shard(block)
+            train_model = fully_shard(model)
+        else:
+            train_model = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[local] if device.type == "cuda" else None)
+    if config.compile:
+        train_model = torch.compile(train_model)
+
+    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
+
+    def autocast():
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+    stop = _Stop()
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    os.makedirs(config.out_dir, exist_ok=True)
+    metrics_path = os.path.join(config.out_dir, "metrics.jsonl")
+    metrics_file = open(metrics_path, "a", encoding="utf-8") if is_main else None
+    tensorboard = None
+    if is_main:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            tensorboard = SummaryWriter(os.path.join(config.out_dir, "tensorboard"))
+        except Exception:  # noqa: BLE001 - tensorboard is optional
+            tensorboard = None
+    flops = flops_per_token(config.model, config.data.seq_len)
+    peak = peak_flops(device)
+    tokens_per_step = config.data.batch_size * config.data.seq_len * config.data.grad_accum * world
+    if is_main:
+        log(f"model {model.num_parameters():,} parameters ({model.num_parameters(True):,} non-embedding), "
+            f"kernels {kernels}, device {device}, world {world}, {steps} steps x "
+            f"{tokens_per_step:,} tokens; packing {loader.stats()}")
+
+    progress = None
+    if is_main and config.progress:
+        from tqdm import tqdm
+
+        progress = tqdm(total=steps, initial=start_step, unit="step", dynamic_ncols=True)
+
+    iterator = iter(loader)
+    last: Dict[str, float] = {}
+    step = start_step
+    window_start, window_tokens = time.perf_counter(), 0
+    try:
+        while step < steps:
+            micro = [next(iterator) for _ in range(config.data.grad_accum)]
+            count = torch.tensor(float(sum(b.target_tokens for b in micro)), device=device)
+            global_count = _all_reduce(count.clone(), world)
+            loss_total = torch.zeros((), device=device, dtype=torch.float64)
+            for i, batch in enumerate(micro):
+                t = to_device(batch, device)
+                sync = i == len(micro) - 1
+                context = (train_model.no_sync() if (world > 1 and not sync and hasattr(train_model, "no_sync"))
+                           else _nullcontext())
+                with context, autocast():
+                    loss_sum, _ = train_model(t["input_ids"], t["doc_ids"], t["positions"], t["targets"])
+                    scaled = loss_sum * (world / global_count)
+                scaled.backward()
+                loss_total += loss_sum.detach().double()
+            loss_value = float(_all_reduce(loss_total, world) / global_count)
+            if not math.isfinite(loss_value):
+                raise TrainingError(
+                    f"loss is {loss_value} at step {step + 1}; stopping. The last good checkpoint "
+                    f"({latest_checkpoint(checkpoint_dir) or 'none yet'}) is kept; lower optim.lr "
+                    "or check the data")
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            window_tokens += tokens_per_step
+            last = {"step": step, "loss": loss_value, "lr": scheduler.get_last_lr()[0], "grad_norm": grad_norm}
+
+            if step % config.log_every == 0 or step == steps:
+                elapsed = time.perf_counter() - window_start
+                tps = window_tokens / elapsed if elapsed > 0 else 0.0
+                last.update(tokens_per_second=round(tps, 1), tokens=step * tokens_per_step,
+                            mfu=round(flops * tps / (peak * world), 4) if peak else None)
+                window_start, window_tokens = time.perf_counter(), 0
+            if val_loader_args and (step % config.eval_every == 0 or step == steps):
+                val = evaluate_loss(model, PackedLoader(*val_loader_args, seed=0), config.eval_batches,
+                                    device, autocast)
+                last["val_loss"] = val["loss"]
+            if is_main:
+                record = {k: v for k, v in last.items() if v is not None}
+                metrics_file.write(json.dumps(record) + "\n")
+                metrics_file.flush()
+                if tensorboard:
+                    for key, value in record.items():
+                        if key != "step":
+                            tensorboard.add_scalar(key, value, step)
+                if progress:
+                    progress.update(1)
+                    progress.set_postfix(loss=f"{loss_value:.3f}",
+                                         tok_s=f"{last.get('tokens_per_second', 0):,.0f}")
+            stopping = _agree(stop.requested, world, device)
+            if step % config.checkpoint_every == 0 or step == steps or stopping:
+                save_checkpoint(checkpoint_dir, step, config, model, optimizer, scheduler, loader,
+                                is_main=is_main, world=world)
+            if stopping:
+                if is_main:
+                    log(f"stop requested: checkpoint saved at step {step}; resume with --resume")
+                break
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if progress:
+            progress.close()
+        if metrics_file:
+            metrics_file.close()
+        if tensorboard:
+            tensorboard.close()
+    return last
+
+
+def _agree(flag: bool, world: int, device: torch.device) -> bool:
+    """Every rank stops if any rank got the signal."""
+    if world == 1:
+        return flag
+    value = torch.tensor(1.0 if flag else 0.0, device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item())
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def describe(config: TrainConfig) -> str:
+    return json.dumps(asdict(config), indent=2)
