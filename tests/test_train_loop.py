@@ -127,10 +127,11 @@ def test_ddp_two_processes_match_one_process(tokens, tmp_path):
 
 
 def test_tiny_model_learns_below_unigram_entropy(tmp_path):
-    """Real pages: a tiny model's validation loss ends well below the unigram entropy."""
+    """Real pages (the shared crawl's c4 corpus): one epoch of a tiny model ends with a
+    validation loss far below the unigram cross-entropy of the same tokens."""
     crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
-    docs = run_chain(crawl, build_config("c4-noclean"), Counters())
-    held = [d for d in docs if hash(d.url) % 10 == 0] or docs[:50]
+    docs = run_chain(crawl, build_config("c4", badwords=str(shared_path("badwords"))), Counters())
+    held = docs[::10]
     held_urls = {d.url for d in held}
     write_corpus(str(tmp_path / "train"), [d for d in docs if d.url not in held_urls], {"config": {}, "counters": {}})
     write_corpus(str(tmp_path / "val"), held, {"config": {}, "counters": {}})
@@ -138,7 +139,7 @@ def test_tiny_model_learns_below_unigram_entropy(tmp_path):
     for name in ("train", "val"):
         encode_corpus(str(tmp_path / name), str(tmp_path / "tok"), str(tmp_path / f"{name}-ids"),
                       workers=1, log=lambda *_: None)
-    # unigram cross-entropy: token frequencies of train, evaluated on validation (nats)
+    # unigram cross-entropy: token frequencies of train (add-one), evaluated on validation (nats)
     from tokenizer.formats import iter_documents
 
     train_ids = np.concatenate(list(iter_documents(str(tmp_path / "train-ids"), "train")))
@@ -148,6 +149,6 @@ def test_tiny_model_learns_below_unigram_entropy(tmp_path):
     last = train(build_train_config(overrides=[
         f"data.train={tmp_path / 'train-ids'}", f"data.validation={tmp_path / 'val-ids'}",
         "data.validation_split=train", f"out_dir={tmp_path / 'run'}", "data.seq_len=128",
-        "data.batch_size=8", "steps=150", "eval_every=150", "eval_batches=30", "progress=false",
+        "data.batch_size=16", "steps=250", "eval_every=250", "eval_batches=30", "progress=false",
         "optim.lr=3e-3", "log_every=50"]), log=lambda *_: None)
-    assert last["val_loss"] < unigram - 0.8, (last["val_loss"], unigram)
+    assert last["val_loss"] < unigram - 0.6, (last["val_loss"], unigram)

@@ -37,6 +37,76 @@ def run_command(config_file, resume, overrides) -> None:
                                         for k, v in last.items()))
 
 
+@cli.command("eval")
+@click.option("--checkpoint", required=True, type=click.Path(exists=True),
+              help="A run directory, its checkpoints/ directory, or one step directory.")
+@click.option("--data", "data", multiple=True,
+              help="Token directory (from `tokenizer encode`) or a raw text file; repeatable.")
+@click.option("--split", default="validation", show_default=True, help="Split of token directories.")
+@click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False),
+              help="Tokenizer directory (default: the one of the training tokens).")
+@click.option("--tasks", default="", help="Comma-separated zero-shot tasks: lambada, hellaswag, "
+              "piqa, arc_easy, winogrande, copa, blimp (or 'all').")
+@click.option("--eval-dir", default=None, help="Directory with the task files (../shared/data/eval layout).")
+@click.option("--limit", type=int, default=None, help="Items per task (BLiMP: per phenomenon).")
+@click.option("--seq-len", type=int, default=None, help="Default: the training seq_len.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the results as JSON.")
+def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seq_len, output) -> None:
+    """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
+    import json
+    import os
+
+    import torch
+
+    from tokenizer.formats import TokenFormatError, read_token_manifest
+    from tokenizer.train import TokenizerError, load_tokenizer
+    from train.checkpoint import CheckpointError, load_model
+    from train.evaluate import TASK_FILES, eval_text, eval_tokens, run_tasks
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        model, config = load_model(checkpoint, device)
+        seq_len = seq_len or config["data"]["seq_len"]
+        if tokenizer_dir is None:
+            tokenizer_dir = read_token_manifest(config["data"]["train"])["tokenizer"]["path"]
+        sp, _ = load_tokenizer(tokenizer_dir)
+    except (CheckpointError, TokenizerError, TokenFormatError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    results = {"checkpoint": os.path.abspath(checkpoint), "seq_len": seq_len, "data": {}, "tasks": {}}
+    for item in data:
+        try:
+            if os.path.isdir(item):
+                results["data"][item] = eval_tokens(model, item, split, seq_len, device=device)
+            else:
+                with open(item, encoding="utf-8") as handle:
+                    results["data"][item] = eval_text(model, sp, handle.read(), seq_len, device=device)
+        except (TokenFormatError, ValueError, OSError) as exc:
+            raise click.ClickException(f"{item}: {exc}") from exc
+    names = list(TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
+    unknown = [t for t in names if t not in TASK_FILES]
+    if unknown:
+        raise click.UsageError(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_FILES)}")
+    if names:
+        if not eval_dir:
+            raise click.UsageError("--tasks needs --eval-dir")
+        try:
+            results["tasks"] = run_tasks(model, sp, eval_dir, names, seq_len, limit, device)
+        except FileNotFoundError as exc:
+            raise click.ClickException(str(exc)) from exc
+    rows = ["| data | loss | perplexity | bits/byte | tokens |", "|---|---:|---:|---:|---:|"]
+    for name, r in results["data"].items():
+        rows.append(f"| {name} | {r['loss']:.4f} | {r['perplexity']:.2f} | {r.get('bits_per_byte', float('nan')):.4f} | {r['tokens']:,} |")
+    if results["tasks"]:
+        rows += ["", "| task | accuracy | items |", "|---|---:|---:|"]
+        rows += [f"| {t} | {r['accuracy']:.4f} | {r['items']:,} |" for t, r in results["tasks"].items()]
+    click.echo("\n".join(rows))
+    if output:
+        from corpus.io import atomic_write
+
+        with atomic_write(output) as handle:
+            json.dump(results, handle, indent=2)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     cli.main(args=argv, prog_name="train")
 

@@ -79,6 +79,21 @@ def _positions_and_ids(doc_of_token: np.ndarray) -> Tuple[np.ndarray, np.ndarray
     return positions.astype(np.int32), run.astype(np.int32)
 
 
+def rows_to_batch(tokens: np.ndarray, docs: np.ndarray) -> Batch:
+    """Sequences of seq_len + 1 tokens and their document rows -> inputs, shifted targets
+    (IGNORE on padding), run-local document ids and restarting positions."""
+    inputs, targets = tokens[:, :-1], tokens[:, 1:].copy()
+    in_docs = docs[:, :-1]
+    targets[docs[:, 1:] < 0] = IGNORE
+    targets[in_docs < 0] = IGNORE
+    positions = np.empty(in_docs.shape, dtype=np.int32)
+    doc_ids = np.empty(in_docs.shape, dtype=np.int32)
+    for row in range(len(in_docs)):
+        positions[row], doc_ids[row] = _positions_and_ids(in_docs[row])
+    doc_ids[in_docs < 0] = -1
+    return Batch(np.ascontiguousarray(inputs), targets, doc_ids, positions)
+
+
 class PackedLoader:
     """Deterministic packed batches of one split for one rank."""
 
@@ -183,18 +198,16 @@ class PackedLoader:
     def _make_batch(self, epoch: int, batch: int) -> Batch:
         e = self._epoch(epoch)
         first = (batch * self.world_size + self.rank) * self.batch_size
-        tokens = e["tokens"][first:first + self.batch_size]
-        docs = e["docs"][first:first + self.batch_size]
-        inputs, targets = tokens[:, :-1], tokens[:, 1:].copy()
-        in_docs = docs[:, :-1]
-        targets[docs[:, 1:] < 0] = IGNORE
-        targets[in_docs < 0] = IGNORE
-        positions = np.empty(in_docs.shape, dtype=np.int32)
-        doc_ids = np.empty(in_docs.shape, dtype=np.int32)
-        for row in range(len(in_docs)):
-            positions[row], doc_ids[row] = _positions_and_ids(in_docs[row])
-        doc_ids[in_docs < 0] = -1
-        return Batch(np.ascontiguousarray(inputs), targets, doc_ids, positions)
+        rows = slice(first, first + self.batch_size)
+        return rows_to_batch(e["tokens"][rows], e["docs"][rows])
+
+    def epoch_batches(self, epoch: int = 0) -> Iterator[Batch]:
+        """Every sequence of an epoch once, in batches (the last may be smaller); for
+        evaluation, ignoring rank slicing."""
+        e = self._epoch(epoch)
+        for first in range(0, len(e["tokens"]), self.batch_size):
+            rows = slice(first, first + self.batch_size)
+            yield rows_to_batch(e["tokens"][rows], e["docs"][rows])
 
     def __iter__(self) -> Iterator[Batch]:
         while True:

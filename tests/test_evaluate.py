@@ -1,0 +1,76 @@
+"""Evaluation: bits per byte, zero-shot scoring mechanics, and the eval CLI."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from tests.conftest import shared_path
+from tests.test_train_loop import settings, tokens  # noqa: F401 (fixture)
+from train.checkpoint import load_model
+from train.cli import cli
+from train.config import build_train_config
+from train.evaluate import (_split_pair, continuation_logprobs, eval_text, eval_tokens, read_hellaswag,
+                            run_tasks)
+from train.trainer import train
+
+
+@pytest.fixture(scope="module")
+def trained(tokens, tmp_path_factory):  # noqa: F811
+    out = tmp_path_factory.mktemp("run")
+    train(build_train_config(overrides=settings(tokens, out, "steps=30", "checkpoint_every=30")), log=lambda *_: None)
+    return out
+
+
+def test_eval_tokens_bits_per_byte_consistent(trained, tokens):  # noqa: F811
+    model, config = load_model(str(trained))
+    result = eval_tokens(model, tokens, "train", 32)
+    manifest = json.load(open(f"{tokens}/manifest.json"))
+    assert result["bytes"] == manifest["splits"]["train"]["bytes"]
+    assert math.isclose(result["bits_per_byte"], result["loss"] * result["tokens"] / math.log(2) / result["bytes"],
+                        rel_tol=1e-3)
+    assert math.isclose(result["perplexity"], math.exp(result["loss"]), rel_tol=1e-3)
+
+
+def test_continuation_scores_match_full_forward(trained):
+    model, _ = load_model(str(trained))
+    context, continuation = [5, 9, 12], [7, 8]
+    (lp, greedy), = continuation_logprobs(model, [(context, continuation)], seq_len=32)
+    full = torch.tensor([[2] + context + continuation])
+    logits = model(full[:, :-1], torch.zeros_like(full[:, :-1]), torch.arange(full.shape[1] - 1)[None])
+    logprobs = torch.log_softmax(logits, -1)[0]
+    expected = logprobs[3, 7] + logprobs[4, 8]
+    assert math.isclose(lp, float(expected), rel_tol=1e-4)
+    # batching with padding does not change scores
+    batch = continuation_logprobs(model, [(context, continuation), ([1] * 10, [4])], seq_len=32, batch_size=2)
+    assert math.isclose(batch[0][0], lp, rel_tol=1e-4)
+
+
+def test_split_pair_keeps_the_boundary(trained, tokens):  # noqa: F811
+    from tokenizer.train import load_tokenizer
+
+    tok_dir = json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"]
+    sp, _ = load_tokenizer(tok_dir)
+    ctx, cont = _split_pair(sp, "The council met on Tuesday", " afternoon")
+    assert sp.decode(ctx + cont) == "The council met on Tuesday afternoon" and cont
+
+
+def test_task_files_and_eval_cli(trained, tmp_path):
+    eval_dir = shared_path("eval")
+    items = read_hellaswag(str(eval_dir / "hellaswag_val_full.txt.bz2"))
+    assert len(items) == 10042 and all(len(i["choices"]) == 4 and 0 <= i["gold"] < 4 for i in items)
+    out = tmp_path / "results.json"
+    result = CliRunner().invoke(cli, ["eval", "--checkpoint", str(trained), "--tasks", "all",
+                                      "--eval-dir", str(eval_dir), "--limit", "8",
+                                      "--data", str(shared_path("clean", "wikitext2-test.raw")), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert set(data["tasks"]) == {"lambada", "hellaswag", "piqa", "arc_easy", "winogrande", "copa", "blimp"}
+    assert all(0.0 <= r["accuracy"] <= 1.0 for r in data["tasks"].values())
+    assert data["tasks"]["blimp"]["items"] == 67 * 8
+    wiki = next(iter(data["data"].values()))
+    assert wiki["bits_per_byte"] > 0 and "| task | accuracy | items |" in result.output
+    bad = CliRunner().invoke(cli, ["eval", "--checkpoint", str(tmp_path)])
+    assert bad.exit_code != 0 and "no checkpoint" in bad.output

@@ -1,0 +1,239 @@
+"""Evaluation: loss, perplexity and bits per byte on held-out data, and zero-shot tasks.
+
+Bits per byte = (sum of token losses in nats) / ln 2 / (UTF-8 bytes of the text), which does
+not depend on the tokenizer, so models with different vocabularies compare. On token shards the
+text bytes come from the token manifest; every document is scored whole when it fits in a
+sequence (best-fit packing, documents never see each other), each token predicted from its own
+document only. A raw text file is tokenized as one document and scored in consecutive windows
+of seq_len tokens (each window starts without context).
+
+Zero-shot tasks, from local files in the formats of ../shared/data/eval:
+
+- lambada_openai.jsonl {context, continuation}: accuracy of greedy decoding of the last word;
+- piqa / arc_easy / copa .jsonl {query, choices, gold} and HellaSwag (six lines per item:
+  context, gold index, four endings): the choice with the highest log-likelihood per byte
+  (length-normalised, as lm-eval-harness's acc_norm);
+- winogrande.jsonl {context_options, continuation, gold}: the option under which the shared
+  continuation is most likely;
+- BLiMP blimp/*.jsonl.gz {sentence_good, sentence_bad}: share of pairs where the good sentence
+  has the higher total log-likelihood.
+
+Every sequence starts with EOS, which is what precedes a document in training.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import math
+import os
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from train.data import IGNORE, PackedLoader, TokenDocuments
+
+LN2 = math.log(2)
+
+
+def _tensor(array, device) -> torch.Tensor:
+    return torch.from_numpy(np.array(array, dtype=np.int64)).to(device)
+
+
+@torch.no_grad()
+def eval_tokens(model, directory: str, split: str, seq_len: int, batch_size: int = 8,
+                device: str = "cpu", max_batches: Optional[int] = None) -> Dict[str, float]:
+    """Loss, perplexity and (over the whole split) bits per byte of a token split."""
+    docs = TokenDocuments(directory, split)
+    loader = PackedLoader(docs, seq_len, batch_size, packing="best_fit", seed=0)
+    total, count, complete = 0.0, 0, True
+    for b, batch in enumerate(loader.epoch_batches(0)):
+        if max_batches is not None and b >= max_batches:
+            complete = False
+            break
+        loss_sum, tokens = model(_tensor(batch.input_ids, device), _tensor(batch.doc_ids, device),
+                                 _tensor(batch.positions, device), _tensor(batch.targets, device))
+        total += float(loss_sum)
+        count += int(tokens)
+    return _summary(total, count, docs.text_bytes if complete else None)
+
+
+def _summary(total_nats: float, tokens: int, text_bytes: Optional[int]) -> Dict[str, float]:
+    loss = total_nats / max(1, tokens)
+    out = {"loss": round(loss, 5), "perplexity": round(math.exp(min(loss, 50)), 3), "tokens": tokens}
+    if text_bytes:
+        out["bits_per_byte"] = round(total_nats / LN2 / text_bytes, 5)
+        out["bytes"] = text_bytes
+    return out
+
+
+@torch.no_grad()
+def eval_text(model, sp, text: str, seq_len: int, eos_id: int = 2, batch_size: int = 8,
+              device: str = "cpu") -> Dict[str, float]:
+    """Loss and bits per byte of a raw text, in consecutive windows of seq_len tokens."""
+    ids = [eos_id] + sp.encode(text)
+    windows = [ids[i:i + seq_len + 1] for i in range(0, len(ids) - 1, seq_len)]
+    total, count = 0.0, 0
+    for b in range(0, len(windows), batch_size):
+        group = windows[b:b + batch_size]
+        width = max(len(w) for w in group)
+        tokens = np.zeros((len(group), width), dtype=np.int64)
+        targets = np.full((len(group), width - 1), IGNORE, dtype=np.int64)
+        for r, w in enumerate(group):
+            tokens[r, :len(w)] = w
+            targets[r, :len(w) - 1] = w[1:]
+        inputs = tokens[:, :-1]
+        positions = np.broadcast_to(np.arange(width - 1), inputs.shape)
+        loss_sum, n = model(_tensor(inputs, device), torch.zeros_like(_tensor(inputs, device)),
+                            _tensor(positions, device), _tensor(targets, device))
+        total += float(loss_sum)
+        count += int(n)
+    return _summary(total, count, len(text.encode("utf-8")))
+
+
+@torch.no_grad()
+def continuation_logprobs(model, pairs: Sequence[Tuple[List[int], List[int]]], seq_len: int,
+                          eos_id: int = 2, batch_size: int = 16, device: str = "cpu"
+                          ) -> List[Tuple[float, bool]]:
+    """(sum of log-probabilities of the continuation, greedy == continuation) per pair."""
+    out: List[Tuple[float, bool]] = []
+    for b in range(0, len(pairs), batch_size):
+        group = []
+        for context, continuation in pairs[b:b + batch_size]:
+            # Contexts are cut from the left to fit the window; a continuation longer than the
+            # window is scored on its last seq_len tokens.
+            full = ([eos_id] + list(context) + list(continuation))[-(seq_len + 1):]
+            group.append((full, min(len(continuation), len(full) - 1)))
+        width = max(len(f) for f, _ in group)
+        tokens = np.zeros((len(group), width), dtype=np.int64)
+        for r, (full, _) in enumerate(group):
+            tokens[r, :len(full)] = full
+        inputs = _tensor(tokens[:, :-1], device)
+        positions = _tensor(np.broadcast_to(np.arange(width - 1), (len(group), width - 1)), device)
+        logits = model(inputs, torch.zeros_like(inputs), positions)
+        logprobs = F.log_softmax(logits.float(), dim=-1)
+        for r, (full, n_cont) in enumerate(group):
+            end = len(full) - 1
+            span = slice(end - n_cont, end)
+            target = torch.as_tensor(full[end - n_cont + 1:end + 1], device=device)
+            lp = logprobs[r, span].gather(-1, target[:, None]).sum()
+            greedy = bool((logprobs[r, span].argmax(-1) == target).all())
+            out.append((float(lp), greedy))
+    return out
+
+
+def _split_pair(sp, context: str, continuation: str) -> Tuple[List[int], List[int]]:
+    """Token ids of context and continuation, tokenized together so the boundary is natural."""
+    ctx = sp.encode(context)
+    full = sp.encode(context + continuation)
+    common = 0
+    while common < min(len(ctx), len(full)) and ctx[common] == full[common]:
+        common += 1
+    if common == len(full):  # continuation vanished into the context's last piece
+        common -= 1
+    return full[:common], full[common:]
+
+
+def _joiner(context: str) -> str:
+    return "" if not context or context[-1].isspace() else " "
+
+
+def read_jsonl(path: str) -> List[dict]:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def read_hellaswag(path: str) -> List[dict]:
+    opener = bz2.open if path.endswith(".bz2") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        lines = handle.read().split("\n")
+    items = []
+    for i in range(0, len(lines) - 5, 6):
+        items.append({"query": lines[i], "gold": int(lines[i + 1]), "choices": lines[i + 2:i + 6]})
+    return items
+
+
+def score_choices(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+    """Accuracy of length-normalised (per byte) log-likelihood choice."""
+    pairs, owners = [], []
+    for k, item in enumerate(items):
+        join = _joiner(item["query"])
+        for choice in item["choices"]:
+            pairs.append(_split_pair(sp, item["query"], join + choice))
+            owners.append((k, len((join + choice).encode("utf-8"))))
+    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    best: Dict[int, Tuple[float, int]] = {}
+    index: Dict[int, int] = {}
+    for (k, n_bytes), (lp, _) in zip(owners, scores):
+        choice = index.get(k, 0)
+        index[k] = choice + 1
+        value = lp / max(1, n_bytes)
+        if k not in best or value > best[k][0]:
+            best[k] = (value, choice)
+    return sum(best[k][1] == item["gold"] for k, item in enumerate(items)) / max(1, len(items))
+
+
+def score_lambada(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+    pairs = [_split_pair(sp, it["context"], _joiner(it["context"]) + it["continuation"]) for it in items]
+    return sum(greedy for _, greedy in continuation_logprobs(model, pairs, seq_len, device=device)) / max(1, len(items))
+
+
+def score_winogrande(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+    pairs = []
+    for item in items:
+        for option in item["context_options"]:
+            pairs.append(_split_pair(sp, option, _joiner(option) + item["continuation"]))
+    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    correct = 0
+    for k, item in enumerate(items):
+        options = scores[2 * k:2 * k + 2]
+        correct += int(max(range(2), key=lambda i: options[i][0]) == item["gold"])
+    return correct / max(1, len(items))
+
+
+def score_blimp(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+    pairs = []
+    for item in items:
+        pairs.append(([], sp.encode(item["sentence_good"])))
+        pairs.append(([], sp.encode(item["sentence_bad"])))
+    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    return sum(scores[2 * k][0] > scores[2 * k + 1][0] for k in range(len(items))) / max(1, len(items))
+
+
+TASK_FILES = {"lambada": "lambada_openai.jsonl", "hellaswag": "hellaswag_val_full.txt.bz2",
+              "piqa": "piqa.jsonl", "arc_easy": "arc_easy.jsonl", "winogrande": "winogrande.jsonl",
+              "copa": "copa.jsonl", "blimp": "blimp"}
+
+
+def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limit: Optional[int] = None,
+              device: str = "cpu", seed: int = 0) -> Dict[str, dict]:
+    """{task: {accuracy, items}}; ``limit`` takes a fixed random subset of each task (BLiMP:
+    per phenomenon)."""
+    rng = np.random.default_rng(seed)
+
+    def subset(items):
+        if limit is None or len(items) <= limit:
+            return items
+        return [items[i] for i in sorted(rng.choice(len(items), limit, replace=False))]
+
+    results: Dict[str, dict] = {}
+    for task in tasks:
+        path = os.path.join(eval_dir, TASK_FILES[task])
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{task}: {path} not found (--eval-dir)")
+        if task == "blimp":
+            per = {}
+            for name in sorted(os.listdir(path)):
+                items = subset(read_jsonl(os.path.join(path, name)))
+                per[name.split(".")[0]] = (score_blimp(model, sp, items, seq_len, device), len(items))
+            n = sum(c for _, c in per.values())
+            results[task] = {"accuracy": round(sum(a * c for a, c in per.values()) / n, 4), "items": n,
+                             "phenomena": {k: round(a, 4) for k, (a, _) in per.items()}}
+            continue
+        items = subset(read_hellaswag(path) if task == "hellaswag" else read_jsonl(path))
+        scorer = {"lambada": score_lambada, "winogrande": score_winogrande}.get(task, score_choices)
+        results[task] = {"accuracy": round(scorer(model, sp, items, seq_len, device), 4), "items": len(items)}
+    return results
