@@ -74,3 +74,21 @@ def test_task_files_and_eval_cli(trained, tmp_path):
     assert wiki["bits_per_byte"] > 0 and "| task | accuracy | items |" in result.output
     bad = CliRunner().invoke(cli, ["eval", "--checkpoint", str(tmp_path)])
     assert bad.exit_code != 0 and "no checkpoint" in bad.output
+
+
+def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
+    transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install '.[hf]')")
+    from train.export import export_hf
+
+    out = export_hf(str(trained), str(tmp_path / "hf"))
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(out, use_fast=False)
+    ours, _ = load_model(str(trained))
+    text = "The council met on Tuesday to discuss the budget for the new library."
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    x = torch.tensor([[2] + ids])
+    with torch.no_grad():
+        theirs = hf(x).logits[..., : ours.config.vocab_size]
+        mine = ours(x, torch.zeros_like(x), torch.arange(x.shape[1])[None])
+    torch.testing.assert_close(theirs, mine, rtol=1e-5, atol=1e-5)
+    assert hf.config.tie_word_embeddings and hf.config.vocab_size % 64 == 0

@@ -107,6 +107,24 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
             json.dump(results, handle, indent=2)
 
 
+@cli.command("export")
+@click.option("--checkpoint", required=True, type=click.Path(exists=True))
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False),
+              help="Default: the tokenizer of the training tokens.")
+def export_command(checkpoint, output, tokenizer_dir) -> None:
+    """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
+    lm-eval-harness."""
+    from train.checkpoint import CheckpointError
+    from train.export import export_hf
+
+    try:
+        path = export_hf(checkpoint, output, tokenizer_dir)
+    except (CheckpointError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     cli.main(args=argv, prog_name="train")
 

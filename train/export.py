@@ -1,0 +1,81 @@
+"""Export a checkpoint as a Hugging Face transformers Llama model (safetensors + config.json +
+the SentencePiece tokenizer), so lm-eval-harness and the HF ecosystem can load it.
+
+Our architecture is Llama's: RMSNorm, rotate-half rotary embeddings, SwiGLU (gate, up, down),
+no biases, tied embeddings. Parameter names map one to one; the exported vocabulary is the padded
+one (extra rows never win: they are masked in our loss and never produced by the tokenizer).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Dict
+
+import torch
+
+from train.checkpoint import load_model
+
+_NAMES = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn.wq.weight": "self_attn.q_proj.weight",
+    "attn.wk.weight": "self_attn.k_proj.weight",
+    "attn.wv.weight": "self_attn.v_proj.weight",
+    "attn.wo.weight": "self_attn.o_proj.weight",
+    "mlp_norm.weight": "post_attention_layernorm.weight",
+    "mlp.gate.weight": "mlp.gate_proj.weight",
+    "mlp.up.weight": "mlp.up_proj.weight",
+    "mlp.down.weight": "mlp.down_proj.weight",
+}
+
+
+def hf_state_dict(model) -> Dict[str, torch.Tensor]:
+    out = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.norm.weight}
+    for i, block in enumerate(model.blocks):
+        for ours, theirs in _NAMES.items():
+            module = block
+            for part in ours.split(".")[:-1]:
+                module = getattr(module, part)
+            out[f"model.layers.{i}.{theirs}"] = getattr(module, ours.split(".")[-1])
+    return {k: v.detach().to(torch.float32).contiguous().clone() for k, v in out.items()}
+
+
+def hf_config(model_config, eos_id: int = 2) -> dict:
+    return {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "vocab_size": model_config.padded_vocab, "hidden_size": model_config.d_model,
+        "intermediate_size": model_config.ffn_dim, "num_hidden_layers": model_config.n_layers,
+        "num_attention_heads": model_config.n_heads, "num_key_value_heads": model_config.kv_heads,
+        "head_dim": model_config.head_dim, "hidden_act": "silu",
+        "max_position_embeddings": model_config.max_seq_len, "rms_norm_eps": model_config.norm_eps,
+        "rope_theta": model_config.rope_theta, "tie_word_embeddings": True,
+        "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32",
+        "bos_token_id": 1, "eos_token_id": eos_id, "pad_token_id": 0,
+    }
+
+
+def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None) -> str:
+    from safetensors.torch import save_file
+
+    from tokenizer.formats import read_token_manifest
+
+    model, config = load_model(checkpoint)
+    if tokenizer_dir is None:
+        tokenizer_dir = read_token_manifest(config["data"]["train"])["tokenizer"]["path"]
+    tmp = output.rstrip("/") + ".tmp-export"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    save_file(hf_state_dict(model), os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as handle:
+        json.dump(hf_config(model.config), handle, indent=2)
+    shutil.copy(os.path.join(tokenizer_dir, "tokenizer.model"), os.path.join(tmp, "tokenizer.model"))
+    with open(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
+        json.dump({"tokenizer_class": "LlamaTokenizer", "legacy": True, "add_bos_token": False,
+                   "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                   "pad_token": "<pad>", "model_max_length": model.config.max_seq_len}, handle, indent=2)
+    with open(os.path.join(tmp, "generation_config.json"), "w", encoding="utf-8") as handle:
+        json.dump({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
+    if os.path.exists(output):
+        shutil.rmtree(output)
+    os.replace(tmp, output)
+    return output
