@@ -2,7 +2,7 @@
 
 Returns (sum of token losses, number of target tokens); targets == -100 are ignored. The torch
 reference computes the logits chunk by chunk under activation checkpointing, so peak memory is
-one chunk of logits in both passes.
+one chunk of logits in both passes (a single chunk is computed directly, without recomputation).
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def linear_cross_entropy_torch(h: torch.Tensor, weight: torch.Tensor, targets: t
                                vocab: int, chunk_tokens: int = 4096) -> Tuple[torch.Tensor, torch.Tensor]:
     h = h.reshape(-1, h.shape[-1])
     targets = targets.reshape(-1)
+    if h.shape[0] <= chunk_tokens:  # one chunk: the logits fit, no recomputation needed
+        return _chunk_loss(h, weight, targets, vocab), (targets != IGNORE).sum()
     total = h.new_zeros((), dtype=torch.float32)
     for start in range(0, h.shape[0], chunk_tokens):
         sl = slice(start, start + chunk_tokens)
