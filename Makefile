@@ -35,7 +35,11 @@ demo: $(STAMP)
 	$(BIN)/tokenizer encode --corpus demo-out/c4-noclean --tokenizer demo-out/tokenizer \
 		-o demo-out/c4-noclean-tokens --overwrite
 	$(BIN)/tokenizer inspect demo-out/tokenizer
-	@echo "demo output in demo-out/: corpora c4 and c4-noclean, tokenizer, token shards of both"
+	rm -rf demo-out/run
+	$(BIN)/train run --config configs/demo.yaml progress=false
+	$(BIN)/train eval --checkpoint demo-out/run --data demo-out/c4-noclean-tokens --split train \
+		-o demo-out/run/eval.json
+	@echo "demo output in demo-out/: corpora c4 and c4-noclean, tokenizer, token shards, model run/"
 
 # Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.
