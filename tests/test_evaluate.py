@@ -39,7 +39,8 @@ def test_continuation_scores_match_full_forward(trained):
     context, continuation = [5, 9, 12], [7, 8]
     (lp, greedy), = continuation_logprobs(model, [(context, continuation)], seq_len=32)
     full = torch.tensor([[2] + context + continuation])
-    logits = model(full[:, :-1], torch.zeros_like(full[:, :-1]), torch.arange(full.shape[1] - 1)[None])
+    with torch.no_grad():
+        logits = model(full[:, :-1], torch.zeros_like(full[:, :-1]), torch.arange(full.shape[1] - 1)[None])
     logprobs = torch.log_softmax(logits, -1)[0]
     expected = logprobs[3, 7] + logprobs[4, 8]
     assert math.isclose(lp, float(expected), rel_tol=1e-4)
