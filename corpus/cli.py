@@ -98,13 +98,14 @@ def clean_command(inputs, output, output_dir, counters_path, **config_args) -> N
             "command": ["corpus", *sys.argv[1:]], "config": config.to_dict(),
             "build": {"runner": "single process (corpus clean)",
                       "seconds": round(time.perf_counter() - started, 1)},
-            "inputs": paths, "counters": counters.as_dict()})
+            "inputs": paths, "counters": counters.as_dict()},
+            validation_per_mille=config.validation_per_mille)
     with (atomic_write(output) if output else open(os.devnull, "w")) as handle:
         for doc in documents:
             record = {
                 "url": doc.url, "timestamp": doc.timestamp, "text": doc.text,
                 "language": doc.language, "language_score": doc.language_score,
-                "split": split_of(doc.normalized_url), "source": doc.source, "offset": doc.offset,
+                "split": split_of(doc.normalized_url, config.validation_per_mille), "source": doc.source, "offset": doc.offset,
                 "near_dup_cluster_size": doc.near_dup_cluster_size,
             }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -39,6 +39,8 @@ class CorpusConfig:
     badwords_fraction: share of pages with a bad word that are dropped; 0 switches it off.
     badwords: a directory of per-language lists, a URL template with {lang}, or
         "ldnoobw-c4" (the commits tfds pins, downloaded once and cached).
+    validation_per_mille: documents whose md5(normalised url) % 1000 is below this go to the
+        validation split (tfds: 1, i.e. 0.1%).
     near_dedup: MinHash near-dedup after the bad-words filter, one survivor per cluster (the
         smallest md5(normalised url)). Not part of tfds c4: ``near_dedup=false`` reproduces it.
     minhash: bands x rows permutations and shingle size (FineWeb's 14 x 8, 5-grams).
@@ -59,6 +61,7 @@ class CorpusConfig:
     lid_model: Optional[str] = None
     badwords_fraction: float = 1.0
     badwords: str = DEFAULT_SOURCE
+    validation_per_mille: int = 1
     near_dedup: bool = True
     minhash: MinHashConfig = MinHashConfig()
     read: ReadOptions = ReadOptions()

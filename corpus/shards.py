@@ -17,7 +17,8 @@ Each shard is an Arrow IPC *file* (random access, memory-mappable) with one row 
     near_dup_cluster_size  int32    documents in this document's MinHash cluster (1: none)
 
 Rows inside a shard are sorted by url, so a build is byte-for-byte reproducible. A document's
-split is md5(normalised url) % 1000 == 0 -> validation (tfds); its shard is doc id % shards.
+split is md5(normalised url) % 1000 < validation_per_mille -> validation (tfds: 1, i.e. == 0);
+its shard is doc id % shards.
 
 ``manifest.json`` is written last, after every shard is in place, so a directory with a manifest
 is complete. It records: format version, the command's config, input files, library versions,
@@ -173,7 +174,7 @@ def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
 
 
 def write_corpus(directory: str, documents: Iterable, manifest: dict,
-                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD) -> dict:
+                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, validation_per_mille: int = 1) -> dict:
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - then manifest.json (with ``splits`` filled in) last."""
     from corpus.near_dedup import doc_id
@@ -181,7 +182,7 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
 
     by_split: Dict[str, list] = {}
     for doc in documents:
-        by_split.setdefault(split_of(doc.normalized_url), []).append(doc)
+        by_split.setdefault(split_of(doc.normalized_url, validation_per_mille), []).append(doc)
     os.makedirs(directory, exist_ok=True)
     for name in os.listdir(directory):
         if parse_shard_name(name) or name == MANIFEST:

@@ -53,6 +53,7 @@ def newer_page(a: Document, b: Document) -> Document:
 VALIDATION_MODULUS = 1000
 
 
-def split_of(normalized_url: str, modulus: int = VALIDATION_MODULUS) -> str:
-    """tfds split: ``validation`` when md5(normalised url) % 1000 == 0 (0.1%), else ``train``."""
-    return "validation" if md5_int(normalized_url) % modulus == 0 else "train"
+def split_of(normalized_url: str, per_mille: int = 1) -> str:
+    """``validation`` when md5(normalised url) % 1000 < per_mille, else ``train``. The default
+    (1) is tfds' rule, md5 % 1000 == 0 (0.1%); small corpora need a larger share to hold out."""
+    return "validation" if md5_int(normalized_url) % VALIDATION_MODULUS < per_mille else "train"

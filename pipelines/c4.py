@@ -358,21 +358,22 @@ class WriteShardFn(_Counting, beam.DoFn):
 
 
 def _assign_shard(page: Document, counts: Dict[str, int], docs_per_shard: int,
-                  fixed: Optional[int]):
-    split = split_of(page.normalized_url)
+                  fixed: Optional[int], per_mille: int):
+    split = split_of(page.normalized_url, per_mille)
     shards = shard_count(counts.get(split, 0), docs_per_shard, fixed)
     return (split, doc_id(page.normalized_url) % shards, shards), page
 
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
-                 num_shards: Optional[int] = None):
+                 num_shards: Optional[int] = None, per_mille: int = 1):
     """Split and shard the pages; returns a PCollection of (file name, stats)."""
     counts = (pages
-              | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url), 1))
+              | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url, per_mille), 1))
               | "count per split" >> beam.CombinePerKey(sum))
     return (pages
             | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
-                                         docs_per_shard=docs_per_shard, fixed=num_shards)
+                                         docs_per_shard=docs_per_shard, fixed=num_shards,
+                                         per_mille=per_mille)
             | "group shards" >> beam.GroupByKey()
             | "write shards" >> beam.ParDo(WriteShardFn(staging)))
 
@@ -383,4 +384,4 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
     pages = c4_pages(files, config, cc_rounds)
-    return write_shards(pages, staging, docs_per_shard, num_shards)
+    return write_shards(pages, staging, docs_per_shard, num_shards, config.validation_per_mille)

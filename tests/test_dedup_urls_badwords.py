@@ -199,3 +199,11 @@ def test_badword_lists_over_http_are_cached(local_server):
     again = load_badwords(template, ["en"])
     assert again["en"] == words["en"]
     assert len(log) == requests  # second load came from the cache
+
+
+def test_validation_share_is_configurable():
+    urls = [f"example.com/page{i}" for i in range(5000)]
+    tenth = [u for u in urls if split_of(u, per_mille=100) == "validation"]
+    assert 400 < len(tenth) < 600
+    assert all(md5_int(u) % 1000 < 100 for u in tenth)
+    assert {u for u in urls if split_of(u) == "validation"} <= set(tenth)  # tfds' 0.1% is a subset
