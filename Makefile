@@ -39,7 +39,9 @@ demo: $(STAMP)
 	$(BIN)/train run --config configs/demo.yaml progress=false
 	$(BIN)/train eval --checkpoint demo-out/run --data demo-out/c4-noclean-tokens --split train \
 		-o demo-out/run/eval.json
-	@echo "demo output in demo-out/: corpora c4 and c4-noclean, tokenizer, token shards, model run/"
+	$(BIN)/train ablate --config configs/ablation-demo.yaml
+	@echo "demo output in demo-out/: corpora, tokenizer, token shards, a model (run/) and the"
+	@echo "filtered-vs-unfiltered ablation report: demo-out/ablation/report/report.md"
 
 # Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.

@@ -125,6 +125,24 @@ def export_command(checkpoint, output, tokenizer_dir) -> None:
     click.echo(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
 
 
+@cli.command("ablate")
+@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Ablation YAML (see configs/ablation-demo.yaml).")
+@click.option("--report-dir", type=click.Path(file_okay=False), help="Default: OUT_DIR/report.")
+def ablate_command(config_file, report_dir) -> None:
+    """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
+    the same evaluations, and a report with tables and charts. Re-runs reuse finished work."""
+    from train.ablation import AblationError, run_ablation
+    from train.checkpoint import CheckpointError
+    from train.trainer import TrainingError
+
+    try:
+        path = run_ablation(config_file, log=click.echo, report_dir=report_dir)
+    except (AblationError, ConfigError, TrainingError, CheckpointError, ValueError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"report: {path}")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     cli.main(args=argv, prog_name="train")
 

@@ -234,12 +234,13 @@ def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, flo
             optimizer.zero_grad(set_to_none=True)
             step += 1
             window_tokens += tokens_per_step
-            last = {"step": step, "loss": loss_value, "lr": scheduler.get_last_lr()[0], "grad_norm": grad_norm}
+            last = {"step": step, "loss": loss_value, "lr": scheduler.get_last_lr()[0], "grad_norm": grad_norm,
+                    "tokens": step * tokens_per_step}
 
             if step % config.log_every == 0 or step == steps:
                 elapsed = time.perf_counter() - window_start
                 tps = window_tokens / elapsed if elapsed > 0 else 0.0
-                last.update(tokens_per_second=round(tps, 1), tokens=step * tokens_per_step,
+                last.update(tokens_per_second=round(tps, 1),
                             mfu=round(flops * tps / (peak * world), 4) if peak else None)
                 window_start, window_tokens = time.perf_counter(), 0
             if val_loader_args and (step % config.eval_every == 0 or step == steps):

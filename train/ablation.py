@@ -1,0 +1,393 @@
+"""Filtered vs unfiltered (or any rule set): one command from crawl files to a report.
+
+From one set of crawl inputs: build the corpus once per variant, train ONE tokenizer for all
+variants, encode every variant with it, train the same model with the same token budget and
+hyper-parameters on each variant for every seed, evaluate every model on the same held-out sets
+(raw texts such as WikiText-2, every variant's validation split, zero-shot tasks), and write
+``report.md``, ``results.json`` and PNG charts. Re-runs reuse every finished piece (corpus,
+tokenizer, token shards, trained runs, evaluations) and say so.
+
+The tokenizer is trained on the *unfiltered* variant by default (``tokenizer.train_on``): it
+contains every page the filtered variants keep, so no variant gets a vocabulary fitted to it
+alone, and bits per byte keeps the comparison independent of how text is split.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+from typing import Dict, List, Optional
+
+import yaml
+
+from corpus.config import build_config, parse_overrides
+from corpus.counters import Counters
+from corpus.local import run_chain
+from corpus.shards import CorpusFormatError, read_manifest, write_corpus
+from tokenizer.encode import encode_corpus
+from tokenizer.formats import TokenFormatError, file_sha256, read_token_manifest
+from tokenizer.train import TokenizerConfig, train_tokenizer
+
+
+class AblationError(RuntimeError):
+    """The ablation config is wrong or a stage failed; the message says which."""
+
+
+def _plain(value):
+    """JSON-normalised (tuples -> lists) for comparing configs with stored manifests."""
+    return json.loads(json.dumps(value))
+
+
+def load_ablation(path: str) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        spec = yaml.safe_load(handle) or {}
+    for key in ("inputs", "variants", "train", "out_dir"):
+        if key not in spec:
+            raise AblationError(f"{path}: missing '{key}'")
+    if len(spec["variants"]) < 2:
+        raise AblationError(f"{path}: an ablation needs at least two variants")
+    if not spec["train"].get("max_tokens"):
+        raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
+    spec.setdefault("seeds", [0, 1, 2])
+    spec.setdefault("validation_per_mille", 50)
+    spec.setdefault("tokenizer", {})
+    spec.setdefault("eval", {})
+    base = os.path.dirname(os.path.abspath(path))
+    spec["_base"] = base
+    return spec
+
+
+def _variant_config(spec: dict, name: str):
+    variant = spec["variants"][name] or {}
+    overrides = [f"{k}={v}" for k, v in (variant.get("set") or {}).items()]
+    settings = {"validation_per_mille": spec["validation_per_mille"]}
+    if spec.get("badwords"):
+        settings["badwords"] = spec["badwords"]
+    return build_config(variant.get("preset", "c4"), overrides=overrides, **settings)
+
+
+def build_corpora(spec: dict, log) -> Dict[str, str]:
+    out = {}
+    inputs = [os.path.abspath(p) for p in spec["inputs"]]
+    for name in spec["variants"]:
+        config = _variant_config(spec, name)
+        directory = os.path.join(spec["out_dir"], "corpora", name)
+        try:
+            manifest = read_manifest(directory)
+            if manifest["config"] == _plain(config.to_dict()) and manifest["inputs"] == inputs:
+                log(f"corpus {name}: reusing {directory}")
+                out[name] = directory
+                continue
+        except CorpusFormatError:
+            pass
+        started = time.time()
+        counters = Counters()
+        docs = run_chain(inputs, config, counters)
+        write_corpus(directory, docs, {"config": config.to_dict(), "inputs": inputs,
+                                       "counters": counters.as_dict(),
+                                       "build": {"runner": "single process (ablation)"}},
+                     validation_per_mille=config.validation_per_mille)
+        log(f"corpus {name}: built {len(docs):,} documents in {time.time() - started:.1f}s")
+        out[name] = directory
+    return out
+
+
+def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
+    settings = dict(spec["tokenizer"])
+    train_on = settings.pop("train_on", "c4-noclean" if "c4-noclean" in corpora else next(iter(corpora)))
+    if train_on not in corpora:
+        raise AblationError(f"tokenizer.train_on {train_on!r} is not a variant")
+    config = TokenizerConfig(**{k: v for k, v in settings.items() if k in TokenizerConfig.__dataclass_fields__})
+    directory = os.path.join(spec["out_dir"], "tokenizer")
+    corpus_sha = file_sha256(os.path.join(corpora[train_on], "manifest.json"))
+    info_path = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(info_path):
+        with open(info_path, encoding="utf-8") as handle:
+            info = json.load(handle)
+        same = all(info.get(k) == getattr(config, k) for k in TokenizerConfig.__dataclass_fields__)
+        if same and info["corpus"]["manifest_sha256"] == corpus_sha:
+            log(f"tokenizer: reusing {directory} (trained on {train_on})")
+            return directory
+    train_tokenizer(corpora[train_on], directory, config, overwrite=True)
+    log(f"tokenizer: trained {config.model_type} {config.vocab_size} on {train_on}")
+    return directory
+
+
+def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) -> Dict[str, str]:
+    with open(os.path.join(tokenizer, "tokenizer.json"), encoding="utf-8") as handle:
+        model_sha = json.load(handle)["model_sha256"]
+    out = {}
+    for name, corpus in corpora.items():
+        directory = os.path.join(spec["out_dir"], "tokens", name)
+        try:
+            manifest = read_token_manifest(directory)
+            if (manifest["tokenizer"]["model_sha256"] == model_sha and
+                    manifest["corpus"]["manifest_sha256"] == file_sha256(os.path.join(corpus, "manifest.json"))):
+                log(f"tokens {name}: reusing {directory}")
+                out[name] = directory
+                continue
+        except TokenFormatError:
+            pass
+        encode_corpus(corpus, tokenizer, directory, overwrite=True, log=lambda *_: None)
+        log(f"tokens {name}: encoded")
+        out[name] = directory
+    return out
+
+
+def _finished(run_dir: str, steps: int) -> bool:
+    from train.checkpoint import latest_checkpoint
+
+    latest = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+    return bool(latest) and int(os.path.basename(latest).split("-")[1]) >= steps
+
+
+def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, str]]:
+    from train.config import build_train_config
+    from train.trainer import total_steps, train
+
+    runs: Dict[str, Dict[int, str]] = {}
+    for name, directory in tokens.items():
+        for seed in spec["seeds"]:
+            run_dir = os.path.join(spec["out_dir"], "runs", name, f"seed-{seed}")
+            base = json.loads(json.dumps(spec["train"]))
+            base.setdefault("data", {})
+            base["data"].update({"train": directory, "train_split": "train", "validation": directory,
+                                 "validation_split": "validation"})
+            base.update({"seed": seed, "out_dir": run_dir, "progress": False})
+            config = build_train_config(base=base)
+            steps = total_steps(config, 1)
+            runs.setdefault(name, {})[seed] = run_dir
+            if _finished(run_dir, steps):
+                log(f"run {name} seed {seed}: reusing finished run {run_dir}")
+                continue
+            resume = os.path.exists(os.path.join(run_dir, "checkpoints", "latest"))
+            started = time.time()
+            train(config, resume=resume, log=lambda *_: None)
+            log(f"run {name} seed {seed}: {steps} steps in {time.time() - started:.0f}s")
+    return runs
+
+
+def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str, str],
+                  tokenizer: str, log) -> Dict[str, Dict[int, dict]]:
+    from tokenizer.train import load_tokenizer
+    from train.checkpoint import latest_checkpoint, load_model
+    from train.evaluate import eval_text, eval_tokens, run_tasks
+
+    sp, _ = load_tokenizer(tokenizer)
+    ev = spec["eval"]
+    texts = [os.path.join(spec["_base"], t) if not os.path.isabs(t) else t for t in ev.get("texts", [])]
+    tasks = ev.get("tasks", [])
+    eval_dir = ev.get("eval_dir")
+    if eval_dir and not os.path.isabs(eval_dir):
+        eval_dir = os.path.join(spec["_base"], eval_dir)
+    results: Dict[str, Dict[int, dict]] = {}
+    for name, seeds in runs.items():
+        for seed, run_dir in seeds.items():
+            path = os.path.join(run_dir, "eval.json")
+            checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as handle:
+                    cached = json.load(handle)
+                if cached.get("checkpoint") == checkpoint and cached.get("spec") == _plain(ev):
+                    results.setdefault(name, {})[seed] = cached
+                    log(f"eval {name} seed {seed}: reusing {path}")
+                    continue
+            model, config = load_model(checkpoint)
+            seq_len = config["data"]["seq_len"]
+            out = {"checkpoint": checkpoint, "spec": _plain(ev), "texts": {}, "validation": {}, "tasks": {}}
+            for text in texts:
+                with open(text, encoding="utf-8") as handle:
+                    out["texts"][os.path.basename(text)] = eval_text(model, sp, handle.read(), seq_len)
+            for other, directory in tokens.items():
+                manifest = read_token_manifest(directory)
+                if manifest["splits"].get("validation", {}).get("documents"):
+                    out["validation"][other] = eval_tokens(model, directory, "validation", seq_len)
+            if tasks:
+                out["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, ev.get("limit"))
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(out, handle, indent=2)
+            results.setdefault(name, {})[seed] = out
+            log(f"eval {name} seed {seed}: done")
+    return results
+
+
+def _mean_std(values: List[float]):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def _fmt(mean, std, digits=4):
+    return "-" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def summarise(spec: dict, corpora, tokens, results) -> dict:
+    summary = {"name": spec.get("name", "ablation"), "seeds": spec["seeds"], "variants": {}}
+    for name in spec["variants"]:
+        corpus = read_manifest(corpora[name])
+        token = read_token_manifest(tokens[name])
+        per_seed = results[name]
+        entry = {
+            "preset": corpus["config"]["preset"],
+            "documents": {s: corpus["splits"][s]["documents"] for s in corpus["splits"]},
+            "train_tokens_available": token["splits"]["train"]["tokens"],
+            "bytes_per_token": token["splits"]["train"]["bytes_per_token"],
+            "metrics": {},
+        }
+        keys = set()
+        for r in per_seed.values():
+            keys |= {("text", t) for t in r["texts"]} | {("validation", v) for v in r["validation"]} | \
+                    {("task", t) for t in r["tasks"]}
+        for kind, key in sorted(keys):
+            if kind == "text":
+                values = [r["texts"][key]["bits_per_byte"] for r in per_seed.values() if key in r["texts"]]
+                label = f"{key} bits/byte"
+            elif kind == "validation":
+                values = [r["validation"][key].get("bits_per_byte") for r in per_seed.values() if key in r["validation"]]
+                label = f"{key} validation bits/byte"
+            else:
+                values = [r["tasks"][key]["accuracy"] for r in per_seed.values() if key in r["tasks"]]
+                label = f"{key} accuracy"
+            mean, std = _mean_std(values)
+            entry["metrics"][label] = {"mean": mean, "std": std, "values": values}
+        summary["variants"][name] = entry
+    return summary
+
+
+def verdict(summary: dict, metric: str, a: str, b: str) -> str:
+    """One honest sentence comparing variants a and b on a lower-is-better metric."""
+    ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
+    if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
+        return f"No {metric} for both {a} and {b}."
+    diff = mb["mean"] - ma["mean"]
+    n = max(1, min(len(ma["values"]), len(mb["values"])))
+    noise = math.sqrt((ma["std"] ** 2 + mb["std"] ** 2) / n) if n > 1 else float("nan")
+    if diff == 0:
+        return f"On {metric}, {a} and {b} score the same ({ma['mean']:.4f})."
+    direction = f"{a} is lower (better) by {diff:.4f}" if diff > 0 else f"{b} is lower (better) by {-diff:.4f}"
+    if n < 2 or math.isnan(noise):
+        return f"On {metric}, {direction}; with one seed the noise cannot be estimated."
+    if abs(diff) > 2 * noise:
+        return (f"On {metric}, {direction} (mean over {n} seeds; the difference is "
+                f"{abs(diff) / noise:.1f} standard errors, beyond seed noise).")
+    return (f"On {metric}, {direction}, but that is within seed noise (standard error {noise:.4f}, "
+            f"{n} seeds): this scale does not resolve the difference.")
+
+
+def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as handle:
+        json.dump(summary, handle, indent=2)
+    charts = plot(summary, runs, directory)
+    names = list(summary["variants"])
+    metrics = []
+    for entry in summary["variants"].values():
+        for m in entry["metrics"]:
+            if m not in metrics:
+                metrics.append(m)
+    lines = [f"# Ablation: {summary['name']}", "",
+             f"Seeds {summary['seeds']}; the same model, hyper-parameters and token budget "
+             f"({spec['train']['max_tokens']:,} tokens) for every variant; one tokenizer "
+             f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
+             f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
+             "over seeds; bits per byte is lower-is-better, accuracy higher-is-better.", "",
+             "| variant | preset | train docs | validation docs | bytes/token | " + " | ".join(metrics) + " |",
+             "|---|---|---:|---:|---:|" + "---:|" * len(metrics)]
+    for name in names:
+        e = summary["variants"][name]
+        cells = [_fmt(e["metrics"].get(m, {}).get("mean"), e["metrics"].get(m, {}).get("std")) for m in metrics]
+        lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
+                     f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Result", ""]
+    text_metrics = [m for m in metrics if m.endswith("bits/byte") and "validation" not in m]
+    pairs = [(a, b) for a in names for b in names if a < b]
+    if "c4" in names and "c4-noclean" in names:
+        pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
+    for metric in text_metrics or [m for m in metrics if m.endswith("bits/byte")][:1]:
+        for a, b in pairs:
+            lines.append("- " + verdict(summary, metric, a, b))
+    lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
+    path = os.path.join(directory, "report.md")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def plot(summary: dict, runs, directory: str) -> List[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    for name, seeds in runs.items():
+        curves = {}
+        for run_dir in seeds.values():
+            with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as handle:
+                for row in map(json.loads, handle):
+                    if "val_loss" in row:
+                        curves.setdefault(row.get("tokens") or row["step"], []).append(row["val_loss"])
+        if curves:
+            xs = sorted(curves)
+            mean = [statistics.fmean(curves[x]) for x in xs]
+            lo, hi = [min(curves[x]) for x in xs], [max(curves[x]) for x in xs]
+            line, = ax.plot(xs, mean, marker="o", label=f"{name} (mean of {len(seeds)} seeds)")
+            ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("validation loss (nats per token, own split)")
+    ax.set_title("Validation loss during training (band: min-max over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "loss_curves.png"))
+    plt.close(fig)
+    files.append("loss_curves.png")
+
+    metrics = [m for m in next(iter(summary["variants"].values()))["metrics"] if m.endswith("bits/byte")]
+    if metrics:
+        names = list(summary["variants"])
+        fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(metrics) + 2), 4.5), dpi=120)
+        width = 0.8 / len(names)
+        for i, name in enumerate(names):
+            m = summary["variants"][name]["metrics"]
+            means = [m.get(k, {}).get("mean") or 0 for k in metrics]
+            stds = [m.get(k, {}).get("std") or 0 for k in metrics]
+            xs = [j + i * width for j in range(len(metrics))]
+            ax.bar(xs, means, width, yerr=stds, capsize=4, label=name)
+        ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(metrics))])
+        ax.set_xticklabels([k.replace(" bits/byte", "").replace(" validation", "\nvalidation") for k in metrics])
+        ax.set_ylabel("bits per byte (lower is better)")
+        ax.set_title("Final bits per byte by evaluation set (error bars: std over seeds)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(directory, "final_metrics.png"))
+        plt.close(fig)
+        files.append("final_metrics.png")
+    return files
+
+
+def run_ablation(path: str, log=print, report_dir: Optional[str] = None) -> str:
+    import glob
+
+    spec = load_ablation(path)
+    inputs = []
+    for pattern in spec["inputs"]:
+        matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))
+        if not matches:
+            raise AblationError(f"input {pattern!r} matches no file")
+        inputs += [os.path.abspath(m) for m in matches]
+    spec["inputs"] = inputs
+    if spec.get("badwords") and not os.path.exists(spec["badwords"]):
+        spec["badwords"] = os.path.join(spec["_base"], spec["badwords"])
+    corpora = build_corpora(spec, log)
+    tokenizer = build_tokenizer(spec, corpora, log)
+    tokens = encode_variants(spec, corpora, tokenizer, log)
+    runs = train_runs(spec, tokens, log)
+    results = evaluate_runs(spec, runs, tokens, tokenizer, log)
+    summary = summarise(spec, corpora, tokens, results)
+    return write_report(spec, summary, runs, report_dir or os.path.join(spec["out_dir"], "report"))
