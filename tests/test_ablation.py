@@ -56,6 +56,7 @@ def test_verdict_wording():
     assert "a is lower (better) by 0.2000" in verdict(summary, "m", "a", "b")
     assert "beyond seed noise" in verdict(summary, "m", "a", "b")
     assert "within seed noise" in verdict(summary, "m", "a", "c")
+    assert "seeds per variant would separate it" in verdict(summary, "m", "a", "c")
 
 
 def test_bad_ablation_configs(tmp_path):

@@ -273,8 +273,11 @@ def verdict(summary: dict, metric: str, a: str, b: str) -> str:
     if abs(diff) > 2 * noise:
         return (f"On {metric}, {direction} (mean over {n} seeds; the difference is "
                 f"{abs(diff) / noise:.1f} standard errors, beyond seed noise).")
+    needed = math.ceil(4 * (ma["std"] ** 2 + mb["std"] ** 2) / diff ** 2) if diff else float("inf")
     return (f"On {metric}, {direction}, but that is within seed noise (standard error {noise:.4f}, "
-            f"{n} seeds): this scale does not resolve the difference.")
+            f"{n} seeds): this scale does not resolve the difference. With this seed-to-seed spread, "
+            f"about {needed} seeds per variant would separate it by two standard errors; longer "
+            "training and a larger model (more tokens per parameter) shrink the spread faster.")
 
 
 def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
