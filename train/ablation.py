@@ -136,6 +136,14 @@ def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) ->
     return out
 
 
+def _locate(spec: dict, path: str) -> str:
+    """A path from the config: as given (relative to the working directory) if it exists, else
+    relative to the config file's directory."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return os.path.abspath(path)
+    return os.path.join(spec["_base"], path)
+
+
 def _finished(run_dir: str, steps: int) -> bool:
     from train.checkpoint import latest_checkpoint
 
@@ -177,11 +185,9 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
 
     sp, _ = load_tokenizer(tokenizer)
     ev = spec["eval"]
-    texts = [os.path.join(spec["_base"], t) if not os.path.isabs(t) else t for t in ev.get("texts", [])]
+    texts = [_locate(spec, t) for t in ev.get("texts", [])]
     tasks = ev.get("tasks", [])
-    eval_dir = ev.get("eval_dir")
-    if eval_dir and not os.path.isabs(eval_dir):
-        eval_dir = os.path.join(spec["_base"], eval_dir)
+    eval_dir = _locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
     results: Dict[str, Dict[int, dict]] = {}
     for name, seeds in runs.items():
         for seed, run_dir in seeds.items():
@@ -385,8 +391,8 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None) -> str:
             raise AblationError(f"input {pattern!r} matches no file")
         inputs += [os.path.abspath(m) for m in matches]
     spec["inputs"] = inputs
-    if spec.get("badwords") and not os.path.exists(spec["badwords"]):
-        spec["badwords"] = os.path.join(spec["_base"], spec["badwords"])
+    if spec.get("badwords"):
+        spec["badwords"] = _locate(spec, spec["badwords"])
     corpora = build_corpora(spec, log)
     tokenizer = build_tokenizer(spec, corpora, log)
     tokens = encode_variants(spec, corpora, tokenizer, log)
