@@ -167,9 +167,24 @@ def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, s
             config = build_train_config(base=base)
             steps = total_steps(config, 1)
             runs.setdefault(name, {})[seed] = run_dir
-            if _finished(run_dir, steps):
+            stamp_path = os.path.join(run_dir, "ablation-inputs.json")
+            stamp = {"tokens_manifest_sha256": file_sha256(os.path.join(directory, "manifest.json")),
+                     "train": _plain(spec["train"])}
+            previous = None
+            if os.path.exists(stamp_path):
+                with open(stamp_path, encoding="utf-8") as handle:
+                    previous = json.load(handle)
+            if previous != stamp and os.path.isdir(run_dir):
+                # trained on other tokens or settings (or by an older version): start again
+                import shutil
+
+                shutil.rmtree(run_dir)
+            if previous == stamp and _finished(run_dir, steps):
                 log(f"run {name} seed {seed}: reusing finished run {run_dir}")
                 continue
+            os.makedirs(run_dir, exist_ok=True)
+            with open(stamp_path, "w", encoding="utf-8") as handle:
+                json.dump(stamp, handle)
             resume = os.path.exists(os.path.join(run_dir, "checkpoints", "latest"))
             started = time.time()
             train(config, resume=resume, log=lambda *_: None)
