@@ -332,7 +332,7 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
         pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
     for metric in text_metrics or [m for m in metrics if m.endswith("bits/byte")][:1]:
         for a, b in pairs:
-            lines.append("- " + verdict(summary, metric, a, b))
+            lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b))
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     path = os.path.join(directory, "report.md")
     with open(path, "w", encoding="utf-8") as handle:
