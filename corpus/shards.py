@@ -75,6 +75,12 @@ def parse_shard_name(name: str) -> Optional[dict]:
     return {"split": match["split"], "index": int(match["index"]), "count": int(match["count"])}
 
 
+def document_row(doc) -> dict:
+    """A corpus Document as a shard row."""
+    return {"text": doc.text, "url": doc.url, "timestamp": doc.timestamp, "language": doc.language,
+            "language_score": doc.language_score, "near_dup_cluster_size": doc.near_dup_cluster_size}
+
+
 def to_table(rows: List[dict]) -> pa.Table:
     """Rows (dicts with the schema's keys) as a table sorted by url."""
     rows = sorted(rows, key=lambda r: r["url"])
@@ -195,17 +201,14 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
             groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
         for index, group in groups.items():
             name = shard_name(split, index, count)
-            rows = [{"text": d.text, "url": d.url, "timestamp": d.timestamp, "language": d.language,
-                     "language_score": d.language_score,
-                     "near_dup_cluster_size": d.near_dup_cluster_size} for d in group]
+            rows = [document_row(d) for d in group]
             files[name] = {"documents": len(rows),
                            "bytes": write_shard(os.path.join(directory, name), rows)}
     manifest = dict(manifest, splits=split_summary(files))
-    path = os.path.join(directory, MANIFEST)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-    with open(tmp, "w", encoding="utf-8") as handle:
+    from corpus.io import atomic_write
+
+    with atomic_write(os.path.join(directory, MANIFEST)) as handle:
         handle.write(manifest_json(manifest))
-    os.replace(tmp, path)
     return manifest
 
 

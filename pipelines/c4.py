@@ -19,7 +19,7 @@ from corpus.document import Document
 from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
 from corpus.minhash import MinHasher
 from corpus.near_dedup import bucket_edges, doc_id
-from corpus.shards import DEFAULT_DOCS_PER_SHARD, shard_count, shard_name, write_shard
+from corpus.shards import DEFAULT_DOCS_PER_SHARD, document_row, shard_count, shard_name, write_shard
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
 from corpus.urls import newer_page, split_of
@@ -326,12 +326,6 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8):
     return pages
 
 
-def shard_row(page: Document) -> dict:
-    return {"text": page.text, "url": page.url, "timestamp": page.timestamp,
-            "language": page.language, "language_score": page.language_score,
-            "near_dup_cluster_size": page.near_dup_cluster_size}
-
-
 class WriteShardFn(_Counting, beam.DoFn):
     """((split, index, count), pages) -> one shard file in the staging directory."""
 
@@ -342,7 +336,7 @@ class WriteShardFn(_Counting, beam.DoFn):
         from apache_beam.io.filesystems import FileSystems
 
         (split, index, count), pages = element
-        rows = [shard_row(p) for p in pages]
+        rows = [document_row(p) for p in pages]
         name = shard_name(split, index, count)
         path = FileSystems.join(self.staging, name)
         text_bytes = write_shard(path, rows, create=FileSystems.create,

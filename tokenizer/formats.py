@@ -133,14 +133,10 @@ def iter_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]
 
 
 def write_manifest(directory: str, manifest: dict) -> None:
-    body = json.dumps({"format": FORMAT, "version": VERSION, **manifest}, indent=2) + "\n"
-    path = os.path.join(directory, MANIFEST)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(body)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    from corpus.io import atomic_write
+
+    with atomic_write(os.path.join(directory, MANIFEST)) as handle:
+        handle.write(json.dumps({"format": FORMAT, "version": VERSION, **manifest}, indent=2) + "\n")
 
 
 def shard_files(directory: str) -> List[str]:
