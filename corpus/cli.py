@@ -11,6 +11,8 @@ import click
 
 from corpus.badwords import BadwordsUnavailable
 from corpus.config import PRESETS, ConfigError, build_config
+from corpus.io import atomic_write
+from corpus.outdir import OutputError
 from corpus.wet import CrawlReadError
 
 
@@ -66,23 +68,36 @@ def cli() -> None:
                    "manifest.json as `corpus build`.")
 @click.option("--counters", "counters_path", type=click.Path(dir_okay=False),
               help="Also write the counters as JSON here.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace a corpus already in --output-dir (only its own files are removed).")
+@click.option("--strict", is_flag=True,
+              help="Fail (write nothing) if any input file is unreadable or cut short by an I/O "
+                   "error; by default such files are counted skips and their good records kept.")
 @config_options
-def clean_command(inputs, output, output_dir, counters_path, **config_args) -> None:
+def clean_command(inputs, output, output_dir, counters_path, overwrite, strict,
+                  **config_args) -> None:
     """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words, MinHash
     near-dedup) over WET files in one process, write the kept documents and print what every rule removed.
 
-    INPUTS are paths, globs or URLs (gs://, s3://, https://).
+    INPUTS are paths, globs, directories (their .wet/.warc[.gz] files) or URLs (gs://, s3://,
+    https://).
     """
     from corpus.counters import Counters
-    from corpus.io import atomic_write
     from corpus.local import run_chain
-    from corpus.report import counter_table, page_flow
-    from corpus.urls import split_of
+    from corpus.report import counter_table, page_flow, strict_problem
     from corpus.wet import expand_inputs
 
     config = make_config(**config_args)
     if not output and not output_dir:
         raise click.UsageError("give --output FILE.jsonl and/or --output-dir DIR")
+    if output_dir:  # refuse before the run, not after it
+        from corpus.outdir import claim
+        from corpus.shards import CORPUS_KIND
+
+        try:
+            claim(output_dir, CORPUS_KIND, overwrite)
+        except OutputError as exc:
+            raise click.ClickException(str(exc)) from exc
     counters = Counters()
     started = time.perf_counter()
     try:
@@ -90,6 +105,36 @@ def clean_command(inputs, output, output_dir, counters_path, **config_args) -> N
         documents = run_chain(paths, config, counters)
     except (CrawlReadError, BadwordsUnavailable, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
+    if strict and strict_problem(counters.as_dict()):
+        raise click.ClickException(f"--strict: {strict_problem(counters.as_dict())}; nothing written")
+    try:
+        _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
+                             started)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {exc.filename or output or output_dir}: "
+                                   f"{exc.strerror or exc}") from exc
+    values = counters.as_dict()
+    if counters_path:
+        try:
+            with atomic_write(counters_path) as handle:
+                json.dump({"config": config.to_dict(), "counters": values}, handle, indent=2)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {counters_path}: {exc.strerror or exc}") from exc
+    elapsed = time.perf_counter() - started
+    click.echo(counter_table(values))
+    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values).items())
+    click.echo(f"\npages: {flow}")
+    click.echo(f"{len(documents):,} documents written to {output or output_dir} in {elapsed:.1f}s "
+               f"(preset {config.preset}, {len(paths)} input file(s))")
+
+
+def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
+                         started) -> None:
+    from corpus.outdir import hook_from_env
+    from corpus.urls import split_of
+
     if output_dir:
         from corpus.shards import write_corpus
 
@@ -99,31 +144,26 @@ def clean_command(inputs, output, output_dir, counters_path, **config_args) -> N
             "build": {"runner": "single process (corpus clean)",
                       "seconds": round(time.perf_counter() - started, 1)},
             "inputs": paths, "counters": counters.as_dict()},
-            validation_per_mille=config.validation_per_mille)
-    with (atomic_write(output) if output else open(os.devnull, "w")) as handle:
+            validation_per_mille=config.validation_per_mille, overwrite=overwrite,
+            hook=hook_from_env())
+    if not output:
+        return
+    with atomic_write(output) as handle:
         for doc in documents:
             record = {
                 "url": doc.url, "timestamp": doc.timestamp, "text": doc.text,
                 "language": doc.language, "language_score": doc.language_score,
-                "split": split_of(doc.normalized_url, config.validation_per_mille), "source": doc.source, "offset": doc.offset,
+                "split": split_of(doc.normalized_url, config.validation_per_mille),
+                "source": doc.source, "offset": doc.offset,
                 "near_dup_cluster_size": doc.near_dup_cluster_size,
             }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    values = counters.as_dict()
-    if counters_path:
-        with atomic_write(counters_path) as handle:
-            json.dump({"config": config.to_dict(), "counters": values}, handle, indent=2)
-    elapsed = time.perf_counter() - started
-    click.echo(counter_table(values))
-    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values).items())
-    click.echo(f"\npages: {flow}")
-    click.echo(f"{len(documents):,} documents written to {output or output_dir} in {elapsed:.1f}s "
-               f"(preset {config.preset}, {len(paths)} input file(s))")
 
 
-@cli.command("build", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.option("--input", "-i", "inputs", multiple=True, metavar="GLOB_OR_URL",
-              help="Crawl files: paths, globs, https://, gs://, s3:// (repeatable).")
+@cli.command("build", context_settings={"ignore_unknown_options": True})
+@click.option("--input", "-i", "inputs", multiple=True, metavar="PATH",
+              help="Crawl files: paths, globs, directories (their .wet/.warc[.gz] files), "
+                   "https://, gs://, s3://. Repeatable; several paths may follow one -i.")
 @click.option("--crawl", metavar="CC-MAIN-YYYY-WW", help="Read WET files of this Common Crawl dump.")
 @click.option("--files", default="0:1", show_default=True, metavar="A:B",
               help="With --crawl: which files of its wet.paths.gz listing (A:B or N).")
@@ -139,18 +179,28 @@ def clean_command(inputs, output, output_dir, counters_path, **config_args) -> N
 @click.option("--cc-rounds", default=8, show_default=True, type=int,
               help="Rounds of the near-dedup connected-components step.")
 @click.option("--verbose", "-v", is_flag=True, help="Show Beam's own INFO logging.")
+@click.option("--strict", is_flag=True,
+              help="Fail (output unchanged) if any input file is unreadable or cut short.")
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 @config_options
-@click.pass_context
-def build_command(ctx, inputs, crawl, files, cc_base_url, output, overwrite, runner,
-                  docs_per_shard, num_shards, cc_rounds, verbose, **config_args) -> None:
+def build_command(inputs, crawl, files, cc_base_url, output, overwrite, runner,
+                  docs_per_shard, num_shards, cc_rounds, verbose, strict, extra,
+                  **config_args) -> None:
     """Build a sharded Arrow corpus with Apache Beam: read WET -> length -> URL dedup ->
     clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
 
-    Unknown options are Beam pipeline options (e.g. --project P --region R --temp_location gs://...).
+    EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
+    --temp_location gs://...). An option that is neither ours nor Beam's is an error.
     """
     from corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, wet_urls
     from corpus.wet import expand_inputs
+    from pipelines.build import BuildError, run_build, split_beam_args
 
+    try:
+        more_inputs, beam_args = split_beam_args(extra)
+    except BuildError as exc:
+        raise click.UsageError(str(exc)) from exc
+    inputs = list(inputs) + more_inputs
     config = make_config(**config_args)
     try:
         paths = expand_inputs(inputs) if inputs else []
@@ -168,11 +218,10 @@ def build_command(ctx, inputs, crawl, files, cc_base_url, output, overwrite, run
         except BadwordsUnavailable as exc:
             raise click.ClickException(str(exc)) from exc
 
-    from pipelines.build import BuildError, run_build
     from corpus.report import page_flow
 
     try:
-        manifest = run_build(paths, output, config, runner=runner, beam_args=ctx.args,
+        manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args, strict=strict,
                              overwrite=overwrite, docs_per_shard=docs_per_shard,
                              num_shards=num_shards, cc_rounds=cc_rounds,
                              command=["corpus", *sys.argv[1:]], log=click.echo, verbose=verbose)

@@ -19,8 +19,16 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterato
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def current_umask() -> int:
+    """The process umask (mkstemp creates 0600 files; ours get the user's usual mode)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

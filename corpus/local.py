@@ -17,13 +17,13 @@ from corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, d
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, count_bytes)
 from corpus.urls import newer_page
-from corpus.wet import iter_documents
+from corpus.wet import iter_file_documents
 
 
 def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -> Iterator[Document]:
     inc = counters.inc_fn(NS_READ)
     for path in paths:
-        yield from iter_documents(path, inc, config.read)
+        yield from iter_file_documents(path, inc, config.read)
 
 
 def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]:

@@ -1,7 +1,7 @@
 """Human-readable tables of what each rule removed (Markdown, so they paste into a README)."""
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Dict, Mapping, Optional
 
 from corpus.steps import STAGE_ORDER
 
@@ -88,3 +88,15 @@ def manifest_report(manifest: dict) -> str:
         out += ["", "| output counter | value |", "|---|---:|"]
         out += [f"| {k} | {v:,} |" for k, v in sorted(byte_rows)]
     return "\n".join(out)
+
+
+def strict_problem(counters: Dict[str, int]) -> Optional[str]:
+    """What --strict refuses: any input file skipped whole or cut short by an I/O error."""
+    from corpus.steps import NS_READ
+    from corpus.wet import WHOLE_FILE_SKIPS
+
+    found = {name: counters.get(f"{NS_READ}/{name}", 0) for name in WHOLE_FILE_SKIPS}
+    found = {k: v for k, v in found.items() if v}
+    if not found:
+        return None
+    return "input file(s) skipped: " + ", ".join(f"{v} {k}" for k, v in found.items())

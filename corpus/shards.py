@@ -35,6 +35,8 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from corpus.outdir import OutputError, OutputKind, check_name, resolve, write_directory
+
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 SPLITS = ("train", "validation")
@@ -151,10 +153,26 @@ def read_manifest(directory: str) -> dict:
     return manifest
 
 
+def manifest_files(manifest: dict) -> List[str]:
+    """Every shard file a corpus manifest lists (all splits)."""
+    splits = manifest.get("splits") or {}
+    if not isinstance(splits, dict):
+        raise CorpusFormatError("manifest 'splits' is not a mapping")
+    return [name for entry in splits.values() for name in (entry or {}).get("files", [])]
+
+
+CORPUS_KIND = OutputKind("corpus", MANIFEST, "c4forge-corpus", manifest_files)
+
+
 def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> List[str]:
+    """Paths of a split's shards; every name is checked (a manifest cannot point outside)."""
     manifest = manifest or read_manifest(directory)
-    files = manifest["splits"].get(split, {}).get("files", [])
-    return [os.path.join(directory, name) for name in files]
+    try:
+        check_name(split, "split name")
+        files = manifest["splits"].get(split, {}).get("files", [])
+        return [resolve(directory, manifest, name, "shard name") for name in files]
+    except OutputError as exc:
+        raise CorpusFormatError(f"{directory}: {exc}") from exc
 
 
 def iter_documents(directory: str, split: str = "train",
@@ -180,38 +198,40 @@ def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
 
 
 def write_corpus(directory: str, documents: Iterable, manifest: dict,
-                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, validation_per_mille: int = 1) -> dict:
+                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, validation_per_mille: int = 1,
+                 overwrite: bool = False, hook=None) -> dict:
     """Write Documents as a corpus directory in one process - the same files, split and shard
-    assignment as the Beam writer - then manifest.json (with ``splits`` filled in) last."""
+    assignment as the Beam writer - through the output-directory rule and swap of
+    :mod:`corpus.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
     from corpus.near_dedup import doc_id
     from corpus.urls import split_of
 
     by_split: Dict[str, list] = {}
     for doc in documents:
         by_split.setdefault(split_of(doc.normalized_url, validation_per_mille), []).append(doc)
-    os.makedirs(directory, exist_ok=True)
-    for name in os.listdir(directory):
-        if parse_shard_name(name) or name == MANIFEST:
-            os.remove(os.path.join(directory, name))
-    files: Dict[str, dict] = {}
-    for split, docs in by_split.items():
-        count = shard_count(len(docs), docs_per_shard)
-        groups: Dict[int, list] = {}
-        for doc in docs:
-            groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
-        for index, group in groups.items():
-            name = shard_name(split, index, count)
-            rows = [document_row(d) for d in group]
-            files[name] = {"documents": len(rows),
-                           "bytes": write_shard(os.path.join(directory, name), rows)}
-    manifest = dict(manifest, splits=split_summary(files))
-    from corpus.io import atomic_write
 
-    with atomic_write(os.path.join(directory, MANIFEST)) as handle:
-        handle.write(manifest_json(manifest))
-    return manifest
+    def fill(staging: str) -> dict:
+        files: Dict[str, dict] = {}
+        for split, docs in by_split.items():
+            count = shard_count(len(docs), docs_per_shard)
+            groups: Dict[int, list] = {}
+            for doc in docs:
+                groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
+            for index, group in groups.items():
+                name = shard_name(split, index, count)
+                rows = [document_row(d) for d in group]
+                files[name] = {"documents": len(rows),
+                               "bytes": write_shard(os.path.join(staging, name), rows)}
+        return full_manifest(dict(manifest, splits=split_summary(files)))
+
+    return write_directory(directory, CORPUS_KIND, overwrite, fill, hook)
+
+
+def full_manifest(manifest: dict) -> dict:
+    """The manifest with the format's identification first."""
+    return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
+            **{k: v for k, v in manifest.items() if k not in ("format", "version")}}
 
 
 def manifest_json(manifest: dict) -> str:
-    return json.dumps({"format": "c4forge-corpus", "version": FORMAT_VERSION, **manifest},
-                      indent=2, sort_keys=False) + "\n"
+    return json.dumps(full_manifest(manifest), indent=2, sort_keys=False) + "\n"

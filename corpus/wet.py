@@ -49,6 +49,10 @@ class CrawlReadError(RuntimeError):
     """A crawl file that cannot be opened at all (missing, no permission, unreachable)."""
 
 
+class CrawlReadInterrupted(CrawlReadError):
+    """An I/O error part-way through a file (the records before it were yielded)."""
+
+
 @dataclasses.dataclass
 class WarcRecord:
     """One WARC record: its type, headers (names as written), raw body, and where it starts."""
@@ -79,9 +83,14 @@ class ReadOptions:
 
 # --------------------------------------------------------------------------- inputs
 
+CRAWL_SUFFIXES = (".wet", ".wet.gz", ".warc", ".warc.gz", ".arc", ".arc.gz")
+
+
 def expand_inputs(patterns: Iterable[str]) -> List[str]:
-    """Local globs expanded and sorted; URLs (``scheme://``) passed through unchanged.
-    A local pattern that matches nothing raises :class:`CrawlReadError`."""
+    """Local globs expanded and sorted; a directory expands to the crawl files directly in it
+    (names ending .wet, .wet.gz, .warc, .warc.gz); URLs (``scheme://``) pass through unchanged.
+    Anything named that cannot be read as a file is an error naming it (:class:`CrawlReadError`):
+    a pattern that matches nothing, a dangling symlink, a directory with no crawl files."""
     paths: List[str] = []
     for pattern in patterns:
         if "://" in pattern:
@@ -89,8 +98,24 @@ def expand_inputs(patterns: Iterable[str]) -> List[str]:
             continue
         matches = sorted(glob.glob(os.path.expanduser(pattern)))
         if not matches:
+            if os.path.islink(pattern):
+                raise CrawlReadError(f"{pattern} is a dangling symbolic link")
             raise CrawlReadError(f"no such file: {pattern}")
-        paths.extend(m for m in matches if os.path.isfile(m))
+        for match in matches:
+            if os.path.isdir(match):
+                found = sorted(os.path.join(match, name) for name in os.listdir(match)
+                               if name.endswith(CRAWL_SUFFIXES)
+                               and os.path.isfile(os.path.join(match, name)))
+                if not found:
+                    raise CrawlReadError(f"{match} is a directory with no crawl files "
+                                         f"(names ending {', '.join(CRAWL_SUFFIXES)})")
+                paths.extend(found)
+            elif os.path.isfile(match):
+                paths.append(match)
+            elif os.path.islink(match):
+                raise CrawlReadError(f"{match} is a dangling symbolic link")
+            else:
+                raise CrawlReadError(f"{match} is not a regular file")
     return paths
 
 
@@ -438,7 +463,7 @@ def iter_records(path: str, inc: IncFn = null_inc,
     except OSError as exc:  # network or disk failure mid-file: keep what was read
         inc("skipped:read_error")
         parser.brk()
-        raise CrawlReadError(f"read error in {path}: {exc}") from exc
+        raise CrawlReadInterrupted(f"read error in {path}: {exc}") from exc
     finally:
         raw.close()
 
@@ -504,6 +529,24 @@ def iter_documents(path: str, inc: IncFn = null_inc,
         document = record_to_document(record, inc, options)
         if document is not None:
             yield document
+
+
+def iter_file_documents(path: str, inc: IncFn = null_inc,
+                        options: ReadOptions = ReadOptions()) -> Iterator[Document]:
+    """:func:`iter_documents` that never raises for one bad file: a file that cannot be opened
+    is counted ``skipped:unreadable_file``; an I/O error mid-file keeps every document read
+    before it and is counted ``skipped:read_error``. ``corpus clean`` and ``corpus build``
+    both read through here, so they skip the same files the same way (``--strict`` turns any
+    such skip into a failure, checked by the caller from the counters)."""
+    try:
+        yield from iter_documents(path, inc, options)
+    except CrawlReadInterrupted:
+        pass  # counted skipped:read_error where it happened
+    except CrawlReadError:
+        inc("skipped:unreadable_file")
+
+
+WHOLE_FILE_SKIPS = ("skipped:unreadable_file", "skipped:read_error")
 
 
 def http_payload(record: WarcRecord) -> Tuple[Dict[str, str], bytes]:

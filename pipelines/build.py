@@ -1,9 +1,10 @@
-"""Run ``corpus build``: options, staging, the atomic swap into the output directory, manifest.
+"""Run ``corpus build``: options, staging, the crash-safe swap into the output directory.
 
-Shards are written into ``DIR/.staging-<run id>/`` while the pipeline runs. Only after it
-succeeds are old shards removed (with --overwrite), the new ones renamed into DIR, and
-``manifest.json`` written last. A crashed run leaves DIR as it was plus a staging directory that
-the next run deletes; readers only trust a directory with a manifest.
+The output directory follows the rule of :mod:`corpus.outdir` (new or empty: written; a corpus:
+replaced only with --overwrite, and only its own files; anything else: refused). Shards are
+written into a staging folder inside it while the pipeline runs; only after the pipeline
+succeeds are they swapped in (manifest pointing into staging first, then the files, then the
+final manifest), through Beam's FileSystems so gs:// and s3:// outputs work the same way.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from corpus.config import CorpusConfig
-from corpus.shards import MANIFEST, manifest_json, parse_shard_name, split_summary
+from corpus.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
+from corpus.report import strict_problem
+from corpus.shards import CORPUS_KIND, full_manifest, parse_shard_name, split_summary
 from pipelines.c4 import build_graph
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -54,18 +57,55 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
     return PipelineOptions(args)
 
 
-def _exists(path: str) -> bool:
-    return FileSystems.exists(path)
+class BeamFS:
+    """corpus.outdir's filesystem operations on Beam's FileSystems (local, gs://, s3://)."""
 
+    join = staticmethod(FileSystems.join)
 
-def _list(directory: str, pattern: str) -> List[str]:
-    matches = FileSystems.match([FileSystems.join(directory, pattern)])
-    return sorted(m.path for m in matches[0].metadata_list) if matches else []
+    def exists(self, path: str) -> bool:
+        return FileSystems.exists(path)
 
+    def isdir(self, path: str) -> bool:
+        if "://" not in path:
+            return os.path.isdir(path)
+        return FileSystems.exists(path) and not FileSystems.match([path])[0].metadata_list
 
-def _delete(paths: List[str]) -> None:
-    if paths:
-        FileSystems.delete(paths)
+    def listdir(self, path: str) -> List[str]:
+        if "://" not in path:
+            return sorted(os.listdir(path))
+        matches = FileSystems.match([FileSystems.join(path, "*")])[0].metadata_list
+        prefix = path.rstrip("/") + "/"
+        return sorted({m.path[len(prefix):].split("/", 1)[0] for m in matches})
+
+    def makedirs(self, path: str) -> None:
+        if "://" not in path:
+            os.makedirs(path, exist_ok=True)
+
+    def read_text(self, path: str) -> str:
+        with FileSystems.open(path) as handle:
+            return handle.read().decode("utf-8")
+
+    def write_text(self, path: str, text: str) -> None:
+        if "://" not in path:
+            LOCAL.write_text(path, text)
+            return
+        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+        handle = FileSystems.create(tmp)
+        handle.write(text.encode("utf-8"))
+        handle.close()
+        FileSystems.rename([tmp], [path])
+
+    def place(self, source: str, target: str) -> None:
+        if "://" not in target:
+            LOCAL.place(source, target)
+            return
+        FileSystems.copy([source], [target])
+
+    def remove(self, path: str) -> None:
+        if "://" not in path:
+            LOCAL.remove(path)
+        elif FileSystems.exists(path):
+            FileSystems.delete([path])
 
 
 def _size(path: str) -> int:
@@ -74,18 +114,6 @@ def _size(path: str) -> int:
         return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
     except Exception:  # noqa: BLE001 - unknown scheme or missing file: size unknown
         return 0
-
-
-def _remove_stale_staging(output: str) -> None:
-    """Staging directories left by crashed runs (never read: they hold no manifest)."""
-    if "://" in output:
-        _delete(_list(output, ".staging-*/*"))
-        return
-    import glob
-    import shutil
-
-    for stale in glob.glob(os.path.join(output, ".staging-*")):
-        shutil.rmtree(stale, ignore_errors=True)
 
 
 def versions() -> Dict[str, str]:
@@ -111,22 +139,18 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
               runner: Optional[str] = None, beam_args: Sequence[str] = (),
               overwrite: bool = False, docs_per_shard: int = 50_000,
               num_shards: Optional[int] = None, cc_rounds: int = 8,
-              command: Optional[List[str]] = None, log=print, verbose: bool = False) -> dict:
+              command: Optional[List[str]] = None, log=print, verbose: bool = False,
+              strict: bool = False) -> dict:
     """Build the corpus into ``output``; returns the manifest."""
     if not inputs:
         raise BuildError("no input files")
-    manifest_path = FileSystems.join(output, MANIFEST)
-    if _exists(manifest_path) and not overwrite:
-        raise BuildError(f"{output} already holds a corpus; pass --overwrite to replace it")
-    if not output.startswith(("gs://", "s3://")) and "://" not in output:
-        os.makedirs(output, exist_ok=True)
-    _remove_stale_staging(output)
-    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    staging = FileSystems.join(output, f".staging-{run_id}")
-    if "://" not in staging:
-        os.makedirs(staging, exist_ok=True)
-
+    fs = BeamFS()
+    try:
+        target = claim(output, CORPUS_KIND, overwrite, fs)
+    except OutputError as exc:
+        raise BuildError(str(exc)) from exc
     options = pipeline_options(runner, beam_args, verbose)
+    staging = new_staging(target, fs)
     started = time.time()
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
@@ -137,28 +161,23 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         state = result.wait_until_finish()
     except Exception as exc:  # a worker error surfaces here, with the worker's traceback text
         message = str(exc).strip().splitlines()
+        fs.remove(staging)
         raise BuildError(f"pipeline failed ({type(exc).__name__}: {message[-1] if message else ''}); "
-                         f"{output} is unchanged, partial shards are in {staging}") from exc
+                         f"{output} is unchanged") from exc
     if str(state).split(".")[-1] not in ("DONE", "None"):
+        fs.remove(staging)
         raise BuildError(f"pipeline finished in state {state}; {output} is unchanged")
     counters = counters_of(result)
     elapsed = time.time() - started
+    problem = strict_problem(counters) if strict else None
+    if problem:
+        fs.remove(staging)
+        raise BuildError(f"--strict: {problem}; {output} is unchanged")
 
-    new_shards = _list(staging, "*.arrow")
     files = {}
-    for path in new_shards:
-        with FileSystems.open(path + ".json") as handle:
-            files[os.path.basename(path)] = json.loads(handle.read().decode("utf-8"))
-
-    # Swap: old shards and manifest out, new shards in, manifest last.
-    if _exists(manifest_path):
-        _delete([manifest_path])
-    _delete(_list(output, "*.arrow"))
-    if new_shards:
-        FileSystems.rename(new_shards, [FileSystems.join(output, os.path.basename(p)) for p in new_shards])
-    _delete(_list(staging, "*"))
-    if "://" not in staging and os.path.isdir(staging):
-        os.rmdir(staging)
+    for name in fs.listdir(staging):
+        if parse_shard_name(name):
+            files[name] = json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
 
     read_bytes = sum(_size(p) for p in inputs)
     manifest = {
@@ -173,9 +192,31 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         "splits": split_summary(files),
         "counters": counters,
     }
-    tmp = manifest_path + f".tmp-{run_id}"
-    handle = FileSystems.create(tmp)
-    handle.write(manifest_json(manifest).encode("utf-8"))
-    handle.close()
-    FileSystems.rename([tmp], [manifest_path])
-    return manifest
+    return commit(target, staging, full_manifest(manifest), hook_from_env(), fs)
+
+
+def split_beam_args(tokens: Sequence[str]) -> tuple:
+    """(inputs, beam_args) from the words `corpus build` did not recognise: words that are not
+    options are input files (``-i a b c``, an unquoted glob), options Beam knows are Beam's, and
+    anything else is an error naming it (a misspelled flag must never be swallowed)."""
+    from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    seen = {}
+    for cls in PipelineOptions.__subclasses__():
+        seen.setdefault(str(cls), cls)
+    for cls in seen.values():
+        cls._add_argparse_args(parser)  # noqa: SLF001 - the parser Beam itself builds
+    known, unknown = parser.parse_known_args(list(tokens))
+    bad = [t for t in unknown if t.startswith("-")]
+    if bad:
+        raise BuildError(f"unknown option(s): {', '.join(bad)} (neither a `corpus build` option "
+                         "nor a Beam pipeline option)")
+    inputs = list(unknown)  # argparse keeps their order
+    beam_args, remaining = [], list(inputs)
+    for token in tokens:
+        if remaining and token == remaining[0]:
+            remaining.pop(0)
+        else:
+            beam_args.append(token)
+    return inputs, beam_args

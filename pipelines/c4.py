@@ -23,7 +23,7 @@ from corpus.shards import DEFAULT_DOCS_PER_SHARD, document_row, shard_count, sha
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
 from corpus.urls import newer_page, split_of
-from corpus.wet import CrawlReadError, iter_documents
+from corpus.wet import iter_file_documents
 
 NS_OUTPUT = "output"
 
@@ -50,11 +50,7 @@ class ReadWetFn(_Counting, beam.DoFn):
         self.config = config
 
     def process(self, path: str) -> Iterator[Document]:
-        inc = self.inc_for(NS_READ)
-        try:
-            yield from iter_documents(path, inc, self.config.read)
-        except CrawlReadError:
-            inc("skipped:unreadable_file")
+        yield from iter_file_documents(path, self.inc_for(NS_READ), self.config.read)
 
 
 class StepsFn(_Counting, beam.DoFn):

@@ -103,7 +103,7 @@ def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
     run_build([str(SAMPLE)], str(out), config(near_dedup=False), log=lambda *_: None,
               beam_args=IN_MEMORY)
     first = read_manifest(str(out))
-    with pytest.raises(BuildError, match="already holds a corpus"):
+    with pytest.raises(BuildError, match="already holds a c4forge corpus"):
         run_build([str(SAMPLE)], str(out), config(), log=lambda *_: None, beam_args=IN_MEMORY)
     # A failing pipeline (a bad LID model path) leaves the old corpus as it was.
     bogus = tmp_path / "bogus.bin"
@@ -115,7 +115,7 @@ def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
     assert sum(1 for _ in iter_documents(str(out))) == first["splits"]["train"]["documents"]
     run_build([str(SAMPLE)], str(out), config(), overwrite=True, log=lambda *_: None, beam_args=IN_MEMORY)
     assert read_manifest(str(out))["config"]["near_dedup"] is True
-    assert not list(out.glob(".staging-*"))  # the failed run's staging is cleaned up too
+    assert not list(out.glob(".c4forge-staging-*"))  # the failed run's staging is cleaned up too
 
 
 def test_bad_files_inside_a_build_are_counted(tmp_path, local_server):  # noqa: F811

@@ -149,7 +149,7 @@ def test_tokenizer_dirs_that_do_not_fit(sample_corpus, tmp_path):
     # re-encoding into a directory made with another tokenizer needs --overwrite
     encode_corpus(str(corpus), str(tmp_path / "b"), str(tmp_path / "ids"), workers=1, log=lambda *_: None)
     train_tokenizer(str(corpus), str(tmp_path / "c"), TokenizerConfig(vocab_size=800))
-    with pytest.raises(TokenizerError, match="different tokenizer"):
+    with pytest.raises(TokenizerError, match="a different tokenizer"):
         encode_corpus(str(corpus), str(tmp_path / "c"), str(tmp_path / "ids"), log=lambda *_: None)
     before = read_token_manifest(str(tmp_path / "ids"))
     assert before["tokenizer"]["vocab_size"] == 900

@@ -5,8 +5,9 @@ the SentencePiece model once, encodes its task's documents with EOS appended and
 token shard itself, so only small stats travel between processes. Token shards keep corpus
 order: shard i of a split holds the documents of task i.
 
-Output goes to ``DIR/.staging-<id>/`` and is moved into DIR when every task has finished, old
-shards (with --overwrite) removed first, manifest.json last.
+Output follows the rule of :mod:`corpus.outdir`: an existing token directory is replaced only with
+--overwrite (and then only its own files), any other non-empty directory is refused; shards go
+to a staging folder and are swapped in crash-safely when every task has finished.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import multiprocessing
 import os
 import shutil
 import time
-import uuid
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
@@ -23,8 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from corpus.shards import CorpusFormatError, read_manifest, shard_paths
-from tokenizer.formats import (MANIFEST, read_token_manifest, shard_base, token_dtype,
-                               write_manifest, write_token_shard)
+from tokenizer.formats import shard_base, token_dtype, write_token_shard
 from tokenizer.train import TokenizerError, load_tokenizer
 
 _WORKER: Dict[str, object] = {}
@@ -60,6 +59,15 @@ def _encode_task(task: Tuple[str, int, int, str, str]) -> Dict[str, int]:
     stats = write_token_shard(staging, base, documents, _WORKER["dtype"])
     stats["bytes"] = text_bytes
     return stats
+
+
+def _existing_manifest(directory: str):
+    from tokenizer.formats import TokenFormatError, read_token_manifest
+
+    try:
+        return read_token_manifest(directory)
+    except (TokenFormatError, KeyError):
+        return None
 
 
 def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[Tuple[str, int, int]]]:
@@ -99,15 +107,17 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         raise TokenizerError(str(exc)) from exc
     if not any(s.get("documents") for s in corpus_manifest["splits"].values()):
         raise TokenizerError(f"corpus {corpus} has no documents to encode")
-    if os.path.exists(os.path.join(output, MANIFEST)):
-        previous = read_token_manifest(output)
-        if not overwrite:
-            same = previous["tokenizer"]["model_sha256"] == info["model_sha256"]
-            raise TokenizerError(
-                f"{output} already holds token shards "
-                f"({'same tokenizer' if same else 'made with a different tokenizer'}); "
-                "pass --overwrite to replace them")
-    from tokenizer.formats import file_sha256
+    from corpus.outdir import OutputError, claim, commit, hook_from_env, new_staging
+    from tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
+
+    try:
+        target = claim(output, TOKENS_KIND, overwrite)
+    except OutputError as exc:
+        message = str(exc)
+        if target_manifest := _existing_manifest(output):
+            same = target_manifest["tokenizer"]["model_sha256"] == info["model_sha256"]
+            message += f" (it was made with {'the same' if same else 'a different'} tokenizer)"
+        raise TokenizerError(message) from exc
 
     corpus_sha = file_sha256(os.path.join(corpus, "manifest.json"))
     if corpus_sha != info["corpus"]["manifest_sha256"]:
@@ -115,13 +125,11 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
             "(fine for comparing corpora with one tokenizer)")
 
     workers = workers or os.cpu_count() or 1
-    plan = plan_tasks(corpus, workers, docs_per_task)
-    os.makedirs(output, exist_ok=True)
-    for name in os.listdir(output):  # left by a crashed run; never read
-        if name.startswith(".staging-"):
-            shutil.rmtree(os.path.join(output, name), ignore_errors=True)
-    staging = os.path.join(output, f".staging-{uuid.uuid4().hex[:8]}")
-    os.makedirs(staging)
+    try:
+        plan = plan_tasks(corpus, workers, docs_per_task)
+    except (CorpusFormatError, pa.ArrowInvalid, OSError) as exc:
+        raise TokenizerError(f"corpus {corpus}: {exc}") from exc
+    staging = new_staging(target)
     started = time.time()
     tasks = []
     for split, parts in plan.items():
@@ -154,13 +162,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         text_tokens = entry["tokens"] - entry["documents"]
         entry["bytes_per_token"] = round(entry["bytes"] / text_tokens, 4) if text_tokens else None
 
-    for name in os.listdir(output):
-        if name.endswith((".bin", ".idx")) or name == MANIFEST:
-            os.remove(os.path.join(output, name))
-    for name in os.listdir(staging):
-        os.replace(os.path.join(staging, name), os.path.join(output, name))
-    os.rmdir(staging)
-    manifest = {
+    manifest = full_manifest({
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tokenizer": {"path": os.path.abspath(tokenizer_dir), "model_sha256": info["model_sha256"],
                       "vocab_size": sp.get_piece_size(), "special_ids": info["special_ids"],
@@ -171,6 +173,6 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         "eos_id": info["special_ids"]["</s>"],
         "workers": workers, "mode": mode, "seconds": round(seconds, 2),
         "splits": splits,
-    }
-    write_manifest(output, manifest)
+    })
+    manifest = commit(target, staging, manifest, hook_from_env())
     return manifest

@@ -28,6 +28,8 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from corpus.outdir import OutputError, OutputKind, check_name, resolve
+
 FORMAT = "c4forge-tokens"
 VERSION = 1
 MANIFEST = "manifest.json"
@@ -82,9 +84,25 @@ class TokenShard:
         return self.tokens[self.offsets[k]:self.offsets[k + 1]]
 
 
-def open_token_shard(directory: str, base: str, dtype: np.dtype) -> TokenShard:
-    bin_path = os.path.join(directory, base + ".bin")
-    idx_path = os.path.join(directory, base + ".idx")
+def manifest_files(manifest: dict) -> List[str]:
+    """Every .bin/.idx file a token manifest lists."""
+    splits = manifest.get("splits") or {}
+    if not isinstance(splits, dict):
+        raise TokenFormatError("token manifest 'splits' is not a mapping")
+    return [entry["name"] + ext for split in splits.values()
+            for entry in (split or {}).get("shards", []) for ext in (".bin", ".idx")]
+
+
+TOKENS_KIND = OutputKind("token directory", MANIFEST, FORMAT, manifest_files)
+
+
+def open_token_shard(directory: str, base: str, dtype: np.dtype,
+                     manifest: Optional[dict] = None) -> TokenShard:
+    try:
+        bin_path = resolve(directory, manifest or {}, base + ".bin", "token shard name")
+        idx_path = resolve(directory, manifest or {}, base + ".idx", "token shard name")
+    except OutputError as exc:
+        raise TokenFormatError(f"{directory}: {exc}") from exc
     try:
         offsets = np.memmap(idx_path, dtype=OFFSET_DTYPE, mode="r")
         size = os.path.getsize(bin_path)
@@ -113,6 +131,8 @@ def read_token_manifest(directory: str) -> dict:
     except FileNotFoundError as exc:
         raise TokenFormatError(f"{directory} has no {MANIFEST}: not a token directory, or "
                                "its encode did not finish") from exc
+    except (OSError, ValueError) as exc:
+        raise TokenFormatError(f"{path} is not readable JSON: {exc}") from exc
     if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         raise TokenFormatError(f"{path} is not a c4forge token manifest (version {VERSION})")
     return manifest
@@ -120,9 +140,13 @@ def read_token_manifest(directory: str) -> dict:
 
 def iter_shards(directory: str, split: str, manifest: Optional[dict] = None) -> Iterator[TokenShard]:
     manifest = manifest or read_token_manifest(directory)
+    try:
+        check_name(split, "split name")
+    except OutputError as exc:
+        raise TokenFormatError(str(exc)) from exc
     dtype = np.dtype(manifest["dtype"])
     for entry in manifest["splits"].get(split, {}).get("shards", []):
-        yield open_token_shard(directory, entry["name"], dtype)
+        yield open_token_shard(directory, entry["name"], dtype, manifest)
 
 
 def iter_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]:
@@ -132,13 +156,15 @@ def iter_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]
             yield shard.document(k)
 
 
+def full_manifest(manifest: dict) -> dict:
+    return {"format": FORMAT, "version": VERSION,
+            **{k: v for k, v in manifest.items() if k not in ("format", "version")}}
+
+
 def write_manifest(directory: str, manifest: dict) -> None:
+    """Write a token manifest in place (tests and tools that build a directory by hand;
+    ``tokenizer encode`` goes through the output-directory swap instead)."""
     from corpus.io import atomic_write
 
     with atomic_write(os.path.join(directory, MANIFEST)) as handle:
-        handle.write(json.dumps({"format": FORMAT, "version": VERSION, **manifest}, indent=2) + "\n")
-
-
-def shard_files(directory: str) -> List[str]:
-    return sorted(name for name in os.listdir(directory)
-                  if name.endswith((".bin", ".idx")) and not name.startswith("."))
+        handle.write(json.dumps(full_manifest(manifest), indent=2) + "\n")

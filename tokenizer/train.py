@@ -26,9 +26,9 @@ import io
 import os
 import shutil
 import time
-import uuid
 from typing import Dict, Iterator, List, Optional
 
+from corpus.outdir import OutputKind
 from corpus.shards import CorpusFormatError, iter_documents, read_manifest
 from tokenizer.formats import file_sha256
 
@@ -36,7 +36,9 @@ FORMAT = "c4forge-tokenizer"
 VERSION = 1
 MODEL_FILE = "tokenizer.model"
 VOCAB_FILE = "tokenizer.vocab"
-CONFIG_FILE = "tokenizer.json"
+# c4forge's own description of a tokenizer directory (its manifest). Not "tokenizer.json": that
+# is the name of Hugging Face's fast-tokenizer file, which AutoTokenizer would try to parse.
+CONFIG_FILE = "c4forge-tokenizer.json"
 SPECIAL_IDS = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
 SPECIAL_PIECES = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "\n": 5}
 
@@ -111,7 +113,8 @@ def _vocab_text(model_proto: bytes) -> str:
 
 def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = TokenizerConfig(),
                     overwrite: bool = False, num_threads: Optional[int] = None) -> dict:
-    """Train and write ``output/`` (model, vocab, tokenizer.json); returns tokenizer.json."""
+    """Train and write ``output/`` (model, vocab, c4forge-tokenizer.json) following the
+    output-directory rule of :mod:`corpus.outdir`; returns the settings."""
     import sentencepiece as spm
 
     if config.model_type not in ("bpe", "unigram"):
@@ -124,8 +127,12 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if not split.get("documents"):
         raise TokenizerError(f"corpus {corpus} has no documents in split {config.split!r}: "
                              "nothing to train on")
-    if os.path.exists(os.path.join(output, CONFIG_FILE)) and not overwrite:
-        raise TokenizerError(f"{output} already holds a tokenizer; pass --overwrite to replace it")
+    from corpus.outdir import OutputError, claim, commit, hook_from_env, new_staging
+
+    try:  # refuse before spending time on training
+        target = claim(output, TOKENIZER_KIND, overwrite)
+    except OutputError as exc:
+        raise TokenizerError(str(exc)) from exc
     minimum = 256 + len(SPECIAL_PIECES) + config.t5_sentinels + 1
     if config.vocab_size < minimum:
         raise TokenizerError(f"--vocab-size {config.vocab_size} is too small: the specials and the "
@@ -168,9 +175,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
         raise TokenizerError(f"no non-empty documents sampled from {corpus}")
     seconds = time.time() - started
 
-    parent = os.path.dirname(os.path.abspath(output)) or "."
-    staging = os.path.join(parent, f".{os.path.basename(output)}.tmp-{uuid.uuid4().hex[:8]}")
-    os.makedirs(staging)
+    staging = new_staging(target)
     try:
         model_path = os.path.join(staging, MODEL_FILE)
         with open(model_path, "wb") as handle:
@@ -179,6 +184,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
             handle.write(_vocab_text(proto.getvalue()))
         info = {
             "format": FORMAT, "version": VERSION,
+            "files": [MODEL_FILE, VOCAB_FILE],
             **dataclasses.asdict(config),
             "special_ids": dict(SPECIAL_PIECES) | {
                 f"<extra_id_{i}>": len(SPECIAL_PIECES) + i for i in range(config.t5_sentinels)},
@@ -191,40 +197,59 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
             "sentencepiece": spm.__version__,
             "model_sha256": file_sha256(model_path),
         }
-        import json
-
-        with open(os.path.join(staging, CONFIG_FILE), "w", encoding="utf-8") as handle:
-            json.dump(info, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        if os.path.exists(output):
-            shutil.rmtree(output)
-        os.replace(staging, output)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    info = commit(target, staging, info, hook_from_env())
     return info
 
 
 def load_tokenizer(directory: str):
-    """(SentencePieceProcessor, tokenizer.json) of a tokenizer directory, checked for
-    consistency: a model file that is not the one tokenizer.json describes is refused."""
+    """(SentencePieceProcessor, settings dict) of a tokenizer directory, checked for
+    consistency: a model file that is not the one the settings describe is refused, and so is
+    anything that is not a SentencePiece model (one clear error, never a traceback)."""
     import json
 
     import sentencepiece as spm
 
+    from corpus.outdir import OutputError, resolve
+
     config_path = os.path.join(directory, CONFIG_FILE)
-    model_path = os.path.join(directory, MODEL_FILE)
     try:
         with open(config_path, encoding="utf-8") as handle:
             info = json.load(handle)
     except FileNotFoundError as exc:
-        raise TokenizerError(f"{directory} is not a tokenizer directory (no {CONFIG_FILE}); "
-                             "make one with `tokenizer train`") from exc
-    if info.get("format") != FORMAT:
+        legacy = os.path.exists(os.path.join(directory, "tokenizer.json"))
+        raise TokenizerError(
+            f"{directory} is not a tokenizer directory (no {CONFIG_FILE})" +
+            ("; it looks like one from c4forge < 0.2 (tokenizer.json): retrain it" if legacy
+             else "; make one with `tokenizer train`")) from exc
+    except (OSError, ValueError) as exc:
+        raise TokenizerError(f"{config_path} is not valid JSON: {exc}") from exc
+    if not isinstance(info, dict) or info.get("format") != FORMAT:
         raise TokenizerError(f"{config_path} is not a c4forge tokenizer description")
+    try:
+        model_path = resolve(directory, info, MODEL_FILE)
+    except OutputError as exc:
+        raise TokenizerError(f"{config_path}: {exc}") from exc
     if not os.path.exists(model_path):
         raise TokenizerError(f"{directory} has no {MODEL_FILE}")
     if file_sha256(model_path) != info.get("model_sha256"):
         raise TokenizerError(f"{model_path} is not the model {CONFIG_FILE} describes (files from "
                              "different training runs?); retrain or restore the pair")
-    return spm.SentencePieceProcessor(model_file=model_path), info
+    try:
+        processor = spm.SentencePieceProcessor(model_file=model_path)
+    except (RuntimeError, OSError) as exc:
+        raise TokenizerError(f"{model_path} is not a SentencePiece model: "
+                             f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}") from exc
+    if not isinstance(info.get("special_ids"), dict) or "</s>" not in info["special_ids"]:
+        raise TokenizerError(f"{config_path} lacks special_ids: not a complete tokenizer description")
+    return processor, info
+
+
+def tokenizer_files(info: dict) -> List[str]:
+    """The files a tokenizer directory's settings say it owns."""
+    return list(info.get("files") or [MODEL_FILE, VOCAB_FILE])
+
+
+TOKENIZER_KIND = OutputKind("tokenizer", CONFIG_FILE, FORMAT, tokenizer_files)

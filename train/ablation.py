@@ -102,7 +102,9 @@ def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
     config = TokenizerConfig(**{k: v for k, v in settings.items() if k in TokenizerConfig.__dataclass_fields__})
     directory = os.path.join(spec["out_dir"], "tokenizer")
     corpus_sha = file_sha256(os.path.join(corpora[train_on], "manifest.json"))
-    info_path = os.path.join(directory, "tokenizer.json")
+    from tokenizer.train import CONFIG_FILE
+
+    info_path = os.path.join(directory, CONFIG_FILE)
     if os.path.exists(info_path):
         with open(info_path, encoding="utf-8") as handle:
             info = json.load(handle)
@@ -116,8 +118,9 @@ def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
 
 
 def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) -> Dict[str, str]:
-    with open(os.path.join(tokenizer, "tokenizer.json"), encoding="utf-8") as handle:
-        model_sha = json.load(handle)["model_sha256"]
+    from tokenizer.train import load_tokenizer
+
+    model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
     out = {}
     for name, corpus in corpora.items():
         directory = os.path.join(spec["out_dir"], "tokens", name)

@@ -1,0 +1,319 @@
+"""Output directories: the one rule every c4forge command that writes a directory follows, the
+crash-safe swap from an old output to a new one, and the check on every name that becomes a path.
+
+The rule (:func:`claim`):
+
+- a directory that does not exist, or is empty, is written;
+- a directory that holds c4forge output of the same kind (its manifest says so) is replaced only
+  with ``overwrite``, and then only the files that manifest lists (plus our own staging folders)
+  are removed: anything else in it stays;
+- any other non-empty directory is refused, ``overwrite`` or not.
+
+The swap (:func:`commit`). New files are written into ``DIR/.c4forge-staging-<id>/`` (a marker
+file inside says the folder is ours, so we never delete a folder we did not make). Then:
+
+1. the manifest is replaced (atomic rename) by the new one with ``location`` naming the staging
+   folder and ``superseded`` listing the old files that go: from here the new output is
+   complete (readers resolve files through :func:`resolve`, which honours ``location``);
+2. each new file is hard-linked (copied where links are impossible) to a temporary name in DIR
+   and renamed over its final name;
+3. superseded old files are deleted;
+4. the final manifest (no ``location``) replaces the pointing one;
+5. the staging folder is removed.
+
+Before step 1 the old manifest and its files are untouched; from step 1 on, the manifest in
+place names a complete set of files. A crash leaves at worst a staging folder (removed by the
+next run) and old files the pointing manifest lists as superseded (removed by the next
+``overwrite``). ``hook(step)`` lets tests kill the process at every step.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence
+
+STAGING_PREFIX = ".c4forge-staging-"
+STAGING_MARKER = ".c4forge-staging"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
+_STAGING_NAME = re.compile(r"^\.c4forge-staging-[A-Za-z0-9-]{1,64}$")
+
+
+class OutputError(ValueError):
+    """An output directory that may not be written, or a name that may not become a path."""
+
+
+# --------------------------------------------------------------------------- names
+
+def check_name(name: str, what: str = "name") -> str:
+    """``name`` if it is safe as one path component (letters, digits, ``. _ + -``, no leading dot,
+    no separators, no ``..``); else :class:`OutputError`. Every name read from data or configs
+    that becomes part of a path goes through here."""
+    if not isinstance(name, str) or not _SAFE_NAME.match(name) or ".." in name:
+        raise OutputError(f"unsafe {what} {name!r}: use letters, digits and . _ + - only "
+                          "(no path separators, no '..', not starting with a dot)")
+    return name
+
+
+def resolve(directory: str, manifest: dict, name: str, what: str = "file name") -> str:
+    """The path of a file a manifest lists, honouring a swap in progress (``location``)."""
+    check_name(name, what)
+    location = manifest.get("location")
+    if location:
+        if not isinstance(location, str) or not _STAGING_NAME.match(location):
+            raise OutputError(f"unsafe location {location!r} in the manifest of {directory}")
+        return os.path.join(directory, location, name)
+    return os.path.join(directory, name)
+
+
+# --------------------------------------------------------------------------- filesystems
+
+class LocalFS:
+    """The filesystem operations the swap needs, on local paths. ``pipelines`` passes an
+    equivalent built on Beam's FileSystems for gs:// and s3:// outputs."""
+
+    join = staticmethod(os.path.join)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def listdir(self, path: str) -> List[str]:
+        return sorted(os.listdir(path))
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+
+    def write_text(self, path: str, text: str) -> None:
+        from corpus.io import atomic_write
+
+        with atomic_write(path) as handle:
+            handle.write(text)
+
+    def place(self, source: str, target: str) -> None:
+        """``target`` becomes a copy of ``source`` atomically; ``source`` stays."""
+        tmp = os.path.join(os.path.dirname(target),
+                           f".{os.path.basename(target)}.tmp-{uuid.uuid4().hex[:8]}")
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def remove(self, path: str) -> None:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+
+LOCAL = LocalFS()
+
+
+# --------------------------------------------------------------------------- kinds
+
+@dataclass(frozen=True)
+class OutputKind:
+    """One kind of c4forge output: ``label`` for messages, the manifest's file name and
+    ``format`` value, and ``files_of(manifest)``: the files (names in the directory) it owns."""
+
+    label: str
+    manifest: str
+    format: str
+    files_of: Callable[[dict], List[str]]
+    flag: str = "--overwrite"
+
+
+def read_manifest_json(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[dict]:
+    """The kind's manifest in ``directory`` as a dict, or None when there is none, it is not
+    JSON, or it belongs to another kind."""
+    path = fs.join(directory, kind.manifest)
+    if not fs.exists(path):
+        return None
+    try:
+        manifest = json.loads(fs.read_text(path))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != kind.format:
+        return None
+    return manifest
+
+
+def _is_our_staging(directory: str, name: str, fs) -> bool:
+    return (bool(_STAGING_NAME.match(name))
+            and fs.exists(fs.join(fs.join(directory, name), STAGING_MARKER)))
+
+
+def owned_files(directory: str, manifest: dict, kind: OutputKind) -> List[str]:
+    """Every name in ``directory`` an existing output owns: its manifest, listed files,
+    superseded files of an interrupted swap. Names that are not safe are refused."""
+    names = [kind.manifest]
+    for name in list(kind.files_of(manifest)) + list(manifest.get("superseded") or []):
+        names.append(check_name(name, f"file name in {kind.manifest}"))
+    return sorted(set(names))
+
+
+@dataclass
+class Claim:
+    """What :func:`claim` found: the directory, and the files of an old output it may replace."""
+
+    directory: str
+    kind: OutputKind
+    old_files: List[str]
+    replacing: bool
+
+
+def claim(directory: str, kind: OutputKind, overwrite: bool, fs=LOCAL) -> Claim:
+    """Apply the rule and remove our stale staging folders (the directory itself is created
+    with the first staging folder). Raises :class:`OutputError` with the reason when the
+    directory may not be written."""
+    if fs.exists(directory) and not fs.isdir(directory):
+        raise OutputError(f"{directory} exists and is not a directory; choose another output")
+    if not fs.exists(directory):
+        _check_writable(_existing_ancestor(directory), fs, f"cannot create {directory}: ")
+        return Claim(directory, kind, [], False)
+    try:
+        entries = fs.listdir(directory)
+    except OSError as exc:
+        raise OutputError(f"cannot read {directory}: {exc.strerror or exc}") from exc
+    stale = [e for e in entries if _is_our_staging(directory, e, fs)]
+    others = [e for e in entries if e not in stale]
+    manifest = read_manifest_json(directory, kind, fs)
+    if manifest is None:
+        if others:
+            shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+            raise OutputError(
+                f"{directory} is not empty ({shown}) and holds no c4forge {kind.label}: refusing "
+                f"to write there, {kind.flag} or not; choose a new or empty directory")
+        old: List[str] = []
+    else:
+        if not overwrite:
+            raise OutputError(f"{directory} already holds a c4forge {kind.label}; pass "
+                              f"{kind.flag} to replace it (only its own files are removed)")
+        old = owned_files(directory, manifest, kind)
+    for name in stale:
+        fs.remove(fs.join(directory, name))
+    _check_writable(directory, fs)
+    return Claim(directory, kind, old, manifest is not None)
+
+
+def _existing_ancestor(path: str) -> str:
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def _check_writable(directory: str, fs, prefix: str = "") -> None:
+    if "://" in directory:
+        return
+    if not os.path.isdir(directory):
+        raise OutputError(f"{prefix}{directory} is not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputError(f"{prefix}{directory} is not writable (permission denied)")
+
+
+def new_staging(claim_: Claim, fs=LOCAL) -> str:
+    """A fresh staging folder inside the claimed directory, marked as ours."""
+    name = f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+    path = fs.join(claim_.directory, name)
+    fs.makedirs(path)
+    fs.write_text(fs.join(path, STAGING_MARKER), "c4forge staging folder; safe to delete\n")
+    return path
+
+
+def manifest_text(manifest: dict) -> str:
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+
+
+def commit(claim_: Claim, staging: str, manifest: dict,
+           hook: Optional[Callable[[str], None]] = None, fs=LOCAL) -> dict:
+    """Swap the files in ``staging`` (those ``manifest`` lists) into the directory, crash-safe
+    (see the module docstring); returns the final manifest. ``manifest`` must carry the kind's
+    ``format``."""
+    kind, directory = claim_.kind, claim_.directory
+    hook = hook or (lambda step: None)
+    staging_name = os.path.basename(staging.rstrip("/"))
+    new = [check_name(n, "output file name") for n in kind.files_of(manifest)]
+    superseded = sorted(set(claim_.old_files) - set(new) - {kind.manifest})
+    target = fs.join(directory, kind.manifest)
+    final = {k: v for k, v in manifest.items() if k not in ("location", "superseded")}
+    hook("staged")
+    fs.write_text(target, manifest_text(dict(final, location=staging_name, superseded=superseded)))
+    hook("pointed")
+    for name in new:
+        fs.place(fs.join(staging, name), fs.join(directory, name))
+        hook("placed")
+    for name in superseded:
+        fs.remove(fs.join(directory, name))
+    hook("superseded-removed")
+    fs.write_text(target, manifest_text(final))
+    hook("final")
+    fs.remove(staging)
+    hook("done")
+    return final
+
+
+def write_directory(directory: str, kind: OutputKind, overwrite: bool,
+                    fill: Callable[[str], dict], hook=None, fs=LOCAL) -> dict:
+    """Claim ``directory``, let ``fill(staging)`` write the new files and return their manifest,
+    then swap them in. A failure inside ``fill`` removes the staging folder and leaves the
+    directory as it was."""
+    claim_ = claim(directory, kind, overwrite, fs)
+    staging = new_staging(claim_, fs)
+    try:
+        manifest = fill(staging)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.remove(staging)
+        raise
+    return commit(claim_, staging, manifest, hook, fs)
+
+
+def remove_owned(claim_: Claim, fs=LOCAL) -> None:
+    """Delete the files an old output owns (for outputs written in place, like training runs)."""
+    for name in claim_.old_files:
+        fs.remove(fs.join(claim_.directory, name))
+
+
+def hook_from_env(variable: str = "C4FORGE_SWAP_CRASH_AT") -> Optional[Callable[[str], None]]:
+    """A hook that kills the process at the named swap step (``C4FORGE_SWAP_CRASH_AT=placed``),
+    for crash tests of the CLIs; None when the variable is unset."""
+    crash_at = os.environ.get(variable)
+    if not crash_at:
+        return None
+
+    def hook(step: str) -> None:
+        if step == crash_at:
+            os._exit(99)
+    return hook
+
+
+def names_in(values: Sequence[str], what: str) -> List[str]:
+    return [check_name(v, what) for v in values]
+
+
+def kind_files(*keys: str) -> Callable[[dict], List[str]]:
+    """``files_of`` for manifests that list their files under a top-level ``files`` key."""
+    def files_of(manifest: dict) -> List[str]:
+        out: List[str] = []
+        for key in keys:
+            value = manifest.get(key) or []
+            out += list(value.keys()) if isinstance(value, Dict) else list(value)
+        return out
+    return files_of
