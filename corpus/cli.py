@@ -272,7 +272,9 @@ def show_command(directory, count, split, chars) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    cli.main(args=argv, prog_name="corpus")
+    from corpus.cliutil import guarded_main
+
+    guarded_main(cli, argv, "corpus")
 
 
 if __name__ == "__main__":

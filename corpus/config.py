@@ -160,6 +160,29 @@ def _nest(dotted: Mapping[str, Any]) -> Dict[str, Any]:
     return nested
 
 
+def load_yaml_mapping(path: str) -> dict:
+    """A YAML file of settings as a dict; a syntax error, an unreadable file or a file that is
+    not a mapping is a ConfigError with one line saying what and where. Every ``--config`` of
+    every command is read through here."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{path} is not valid YAML: {problem}{where}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return dict(data)
+
+
 def build_config(preset: str = "c4", file: Optional[str] = None,
                  overrides: Iterable[str] = (), **settings: Any) -> CorpusConfig:
     """Preset, then the YAML file, then ``key=value`` overrides, then keyword settings."""
@@ -167,13 +190,7 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     config = _apply(CorpusConfig(preset=preset), PRESETS[preset])
     if file:
-        import yaml
-
-        with open(file, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{file}: expected a mapping of settings")
-        config = _apply(config, _nest(data))
+        config = _apply(config, _nest(load_yaml_mapping(file)))
     config = _apply(config, parse_overrides(overrides))
     settings = {k: v for k, v in settings.items() if v is not None}
     return _apply(config, _nest(settings))

@@ -276,6 +276,7 @@ class _RecordParser:
         self.record_pos = 0
         self.length = 0
         self.discard = 0
+        self.scanned = 0  # bytes of buf already searched for a following record header
         self.junk = False
 
     # -- inputs
@@ -288,6 +289,11 @@ class _RecordParser:
                 # A member that starts a new record while the last one still wanted bytes:
                 # the last record was truncated (writers put one record per member).
                 self._truncated()
+            if self.state in ("body", "discard") and data.startswith(b"WARC/1."):
+                # Whatever the last record's Content-Length claimed, a new member that starts
+                # with a record header is the next record: resume there.
+                self._drop(len(self.buf))
+                self.state = "seek"
             self.members.append((stream_pos, member_offset))
         self.buf.extend(data)
         yield from self._parse(final=False)
@@ -363,6 +369,7 @@ class _RecordParser:
                     self.state = "seek"
                     continue
                 self._drop(end + sep)
+                self.scanned = 0
                 if self.length > self.options.max_record_bytes:
                     self.inc("skipped:record_too_large")
                     self.discard = self.length
@@ -370,15 +377,36 @@ class _RecordParser:
                 else:
                     self.state = "body"
             if self.state == "discard":
-                n = min(self.discard, len(self.buf))
+                # Skip the over-long record's bytes, but stop at the next record header inside
+                # them: a Content-Length far larger than the body must not swallow the records
+                # that follow it.
+                cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
+                if 0 <= cut <= self.discard:
+                    self._drop(cut)
+                    self.discard = 0
+                    self.state = "seek"
+                    continue
+                n = min(self.discard, max(0, len(self.buf) - _HEADER_OVERLAP))
+                if final:
+                    n = min(self.discard, len(self.buf))
                 self._drop(n)
                 self.discard -= n
+                self.scanned = len(self.buf)
                 if self.discard:
                     return
                 self.state = "seek"
                 continue
             if self.state == "body":
                 if len(self.buf) < self.length:
+                    # Not all bytes yet: if the next record already starts inside what we
+                    # hold, Content-Length was wrong; cut here instead of waiting (possibly
+                    # to the end of the file, losing every record after this one).
+                    cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
+                    self.scanned = len(self.buf)
+                    if cut >= 0:
+                        self._drop(cut)
+                        self._truncated()
+                        continue
                     return
                 body = bytes(self.buf[: self.length])
                 cut = _overrun(body)
@@ -434,11 +462,14 @@ class _RecordParser:
         return True
 
 
-def _overrun(body: bytes) -> int:
+_HEADER_OVERLAP = 512  # a record header split across two reads is still found
+
+
+def _overrun(body, start: int = 0) -> int:
     """Where a following record's header starts inside ``body`` (a wrong Content-Length), or -1.
     Checks only for a full ``WARC/1.x`` line followed by a ``WARC-`` header, so page text that
     merely mentions WARC is not cut."""
-    idx = body.find(b"\nWARC/1.")
+    idx = body.find(b"\nWARC/1.", start)
     while idx >= 0:
         line_end = body.find(b"\n", idx + 1)
         if line_end >= 0 and body[line_end + 1: line_end + 6] == b"WARC-":

@@ -99,7 +99,9 @@ def inspect_command(directory, text_file, as_json) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    cli.main(args=argv, prog_name="tokenizer")
+    from corpus.cliutil import guarded_main
+
+    guarded_main(cli, argv, "tokenizer")
 
 
 if __name__ == "__main__":

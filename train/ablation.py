@@ -20,10 +20,9 @@ import statistics
 import time
 from typing import Dict, List, Optional
 
-import yaml
-
-from corpus.config import build_config, parse_overrides
+from corpus.config import build_config, load_yaml_mapping, parse_overrides
 from corpus.counters import Counters
+from corpus.outdir import OutputError, check_name
 from corpus.local import run_chain
 from corpus.shards import CorpusFormatError, read_manifest, write_corpus
 from tokenizer.encode import encode_corpus
@@ -41,13 +40,21 @@ def _plain(value):
 
 
 def load_ablation(path: str) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        spec = yaml.safe_load(handle) or {}
+    spec = load_yaml_mapping(path)
     for key in ("inputs", "variants", "train", "out_dir"):
         if key not in spec:
             raise AblationError(f"{path}: missing '{key}'")
-    if len(spec["variants"]) < 2:
-        raise AblationError(f"{path}: an ablation needs at least two variants")
+    if not isinstance(spec["variants"], dict) or len(spec["variants"]) < 2:
+        raise AblationError(f"{path}: an ablation needs at least two variants (a mapping of names)")
+    try:  # names become directory names: never a path
+        for name in spec["variants"]:
+            check_name(str(name), "variant name")
+    except OutputError as exc:
+        raise AblationError(f"{path}: {exc}") from exc
+    seeds = spec.get("seeds", [0, 1, 2])
+    if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                               for x in seeds) or not seeds:
+        raise AblationError(f"{path}: seeds must be a non-empty list of integers")
     if not spec["train"].get("max_tokens"):
         raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
     spec.setdefault("seeds", [0, 1, 2])
@@ -155,6 +162,7 @@ def _finished(run_dir: str, steps: int) -> bool:
 
 
 def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, str]]:
+    from train.checkpoint import run_manifest
     from train.config import build_train_config
     from train.trainer import total_steps, train
 
@@ -170,27 +178,17 @@ def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, s
             config = build_train_config(base=base)
             steps = total_steps(config, 1)
             runs.setdefault(name, {})[seed] = run_dir
-            stamp_path = os.path.join(run_dir, "ablation-inputs.json")
             stamp = {"tokens_manifest_sha256": file_sha256(os.path.join(directory, "manifest.json")),
                      "train": _plain(spec["train"])}
-            previous = None
-            if os.path.exists(stamp_path):
-                with open(stamp_path, encoding="utf-8") as handle:
-                    previous = json.load(handle)
-            if previous != stamp and os.path.isdir(run_dir):
-                # trained on other tokens or settings (or by an older version): start again
-                import shutil
-
-                shutil.rmtree(run_dir)
+            previous = (run_manifest(run_dir) or {}).get("meta")
             if previous == stamp and _finished(run_dir, steps):
                 log(f"run {name} seed {seed}: reusing finished run {run_dir}")
                 continue
-            os.makedirs(run_dir, exist_ok=True)
-            with open(stamp_path, "w", encoding="utf-8") as handle:
-                json.dump(stamp, handle)
-            resume = os.path.exists(os.path.join(run_dir, "checkpoints", "latest"))
+            # same inputs: continue an interrupted run; other tokens or settings: start again
+            # (only the run's own files are removed)
+            resume = previous == stamp and os.path.exists(os.path.join(run_dir, "checkpoints", "latest"))
             started = time.time()
-            train(config, resume=resume, log=lambda *_: None)
+            train(config, resume=resume, overwrite=not resume, meta=stamp, log=lambda *_: None)
             log(f"run {name} seed {seed}: {steps} steps in {time.time() - started:.0f}s")
     return runs
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import re
 import shutil
 import uuid
 from typing import Dict, Optional, Tuple
 
 import torch
 
+from corpus.outdir import OutputKind
 from train.config import ModelConfig, TrainConfig, apply_settings
 
 
@@ -59,6 +61,9 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
     model_state, optim_state = _state_dicts(model, optimizer, world)
     if not is_main:
         return None
+    if not (_finite(model_state) and _finite(optim_state)):
+        raise NonFiniteState(f"the model or optimizer state at step {step} is not finite (NaN or "
+                             "inf); no checkpoint written")
     os.makedirs(directory, exist_ok=True)
     name = f"step-{step:06d}"
     final = os.path.join(directory, name)
@@ -89,6 +94,8 @@ def latest_checkpoint(directory: str) -> Optional[str]:
         return None
     with open(pointer, encoding="utf-8") as handle:
         name = handle.read().strip()
+    if not re.fullmatch(r"step-\d{6,}", name):
+        raise CheckpointError(f"{pointer} names {name!r}, not a checkpoint of this run")
     path = os.path.join(directory, name)
     return path if os.path.isdir(path) else None
 
@@ -105,10 +112,33 @@ def resolve_checkpoint(path: str) -> str:
 
 
 def _load(path: str, name: str):
+    """One checkpoint file, weights only. A missing, truncated or foreign file is a
+    CheckpointError with one clear line (never a hint to unpickle arbitrary code)."""
     try:
         return torch.load(os.path.join(path, name), map_location="cpu", weights_only=True)
     except FileNotFoundError as exc:
         raise CheckpointError(f"{path} is incomplete: no {name}") from exc
+    except IsADirectoryError as exc:
+        raise CheckpointError(f"{os.path.join(path, name)} is a directory, not a checkpoint file") from exc
+    except Exception as exc:  # noqa: BLE001 - UnpicklingError, RuntimeError, EOFError, ...
+        raise CheckpointError(
+            f"{os.path.join(path, name)} is not a readable checkpoint file (truncated, corrupt, or "
+            f"not written by c4forge: {type(exc).__name__})") from exc
+
+
+def _finite(state) -> bool:
+    """True when every floating-point tensor in a (nested) state dict is finite."""
+    if isinstance(state, torch.Tensor):
+        return not state.is_floating_point() or bool(torch.isfinite(state).all())
+    if isinstance(state, dict):
+        return all(_finite(v) for v in state.values())
+    if isinstance(state, (list, tuple)):
+        return all(_finite(v) for v in state)
+    return True
+
+
+class NonFiniteState(CheckpointError):
+    """The model or optimizer holds NaN/inf: such a state is never written as a checkpoint."""
 
 
 def config_differences(saved: dict, current: dict, prefix: str = "") -> list:
@@ -141,6 +171,55 @@ def load_checkpoint(path: str, config: TrainConfig, model, optimizer, scheduler,
     return trainer
 
 
+RUN_FORMAT = "c4forge-run"
+RUN_MANIFEST = "c4forge-run.json"
+RUN_FILES = ["checkpoints", "metrics.jsonl", "tensorboard"]
+
+
+def _run_files(manifest: dict) -> list:
+    return list(manifest.get("files") or RUN_FILES)
+
+
+RUN_KIND = OutputKind("training run", RUN_MANIFEST, RUN_FORMAT, _run_files,
+                      flag="--overwrite (or --resume to continue it)")
+
+
+def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[dict] = None) -> dict:
+    """The output-directory rule for a run (written in place, not swapped): a new or empty
+    directory starts a run; one holding a run is continued with ``resume`` or wiped of its own
+    files with ``overwrite``; anything else is refused. Returns the run manifest."""
+    from corpus.outdir import OutputError, claim, read_manifest_json, remove_owned
+
+    existing = read_manifest_json(directory, RUN_KIND)
+    if resume:
+        if existing is None and not os.path.exists(os.path.join(directory, "checkpoints", "latest")):
+            raise CheckpointError(f"--resume: {directory} holds no c4forge training run")
+        manifest = existing or {"format": RUN_FORMAT, "version": 1, "files": RUN_FILES}
+    else:
+        try:
+            found = claim(directory, RUN_KIND, overwrite)
+        except OutputError as exc:
+            raise CheckpointError(str(exc)) from exc
+        remove_owned(found)
+        manifest = {"format": RUN_FORMAT, "version": 1, "files": RUN_FILES}
+    if meta is not None:
+        manifest["meta"] = meta
+    os.makedirs(directory, exist_ok=True)
+    from corpus.io import atomic_write
+    import json
+
+    with atomic_write(os.path.join(directory, RUN_MANIFEST)) as handle:
+        json.dump(manifest, handle, indent=2)
+    return manifest
+
+
+def run_manifest(directory: str) -> Optional[dict]:
+    """The run manifest of ``directory`` (None if it holds no run)."""
+    from corpus.outdir import read_manifest_json
+
+    return read_manifest_json(directory, RUN_KIND)
+
+
 def load_model(path: str, device: str = "cpu") -> Tuple[torch.nn.Module, dict]:
     """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
     from train.model import LM
@@ -149,6 +228,10 @@ def load_model(path: str, device: str = "cpu") -> Tuple[torch.nn.Module, dict]:
     trainer = _load(path, "trainer.pt")
     model_config = apply_settings(ModelConfig(), trainer["config"]["model"])
     model = LM(model_config)
-    model.load_state_dict(_load(path, "model.pt"))
+    try:
+        model.load_state_dict(_load(path, "model.pt"))
+    except (RuntimeError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{path}/model.pt does not match its trainer.pt config: "
+                              f"{str(exc).strip().splitlines()[0]}") from exc
     model.use_kernels(torch.device(device).type)
     return model.to(device).eval(), trainer["config"]

@@ -18,20 +18,30 @@ def cli() -> None:
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="YAML file of settings (see configs/).")
 @click.option("--resume", is_flag=True, help="Continue from the newest checkpoint in out_dir.")
+@click.option("--overwrite", is_flag=True,
+              help="Start again in an out_dir that holds another run (its own files are removed).")
 @click.argument("overrides", nargs=-1)
-def run_command(config_file, resume, overrides) -> None:
+def run_command(config_file, resume, overwrite, overrides) -> None:
     """Train a model. OVERRIDES are KEY=VALUE settings, e.g. optim.lr=3e-4 data.batch_size=16.
 
     Under torchrun (several processes) it runs DDP (or FSDP2 with distributed=fsdp)."""
+    from tokenizer.formats import TokenFormatError
     from train.checkpoint import CheckpointError
     from train.config import build_train_config
     from train.trainer import TrainingError, train
 
+    if resume and overwrite:
+        raise click.UsageError("--resume and --overwrite exclude each other")
+    bad = [o for o in overrides if o.startswith("-")]
+    if bad:
+        raise click.UsageError(f"unknown option(s): {', '.join(bad)}")
     try:
         config = build_train_config(config_file, overrides)
-        last = train(config, resume=resume, log=click.echo)
-    except (ConfigError, TrainingError, CheckpointError, ValueError) as exc:
+        last = train(config, resume=resume, overwrite=overwrite, log=click.echo)
+    except (ConfigError, TrainingError, CheckpointError, ValueError, TokenFormatError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
     if last:
         click.echo("final: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                         for k, v in last.items()))
@@ -70,7 +80,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
         if tokenizer_dir is None:
             tokenizer_dir = read_token_manifest(config["data"]["train"])["tokenizer"]["path"]
         sp, _ = load_tokenizer(tokenizer_dir)
-    except (CheckpointError, TokenizerError, TokenFormatError) as exc:
+    except (CheckpointError, TokenizerError, TokenFormatError, KeyError) as exc:
         raise click.ClickException(str(exc)) from exc
     results = {"checkpoint": os.path.abspath(checkpoint), "seq_len": seq_len, "data": {}, "tasks": {}}
     for item in data:
@@ -103,8 +113,11 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
     if output:
         from corpus.io import atomic_write
 
-        with atomic_write(output) as handle:
-            json.dump(results, handle, indent=2)
+        try:
+            with atomic_write(output) as handle:
+                json.dump(results, handle, indent=2)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
 
 
 @cli.command("export")
@@ -112,16 +125,22 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False),
               help="Default: the tokenizer of the training tokens.")
-def export_command(checkpoint, output, tokenizer_dir) -> None:
+@click.option("--overwrite", is_flag=True, help="Replace an earlier export in --output (only its files).")
+def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
     lm-eval-harness."""
+    from corpus.outdir import OutputError
+    from tokenizer.formats import TokenFormatError
+    from tokenizer.train import TokenizerError
     from train.checkpoint import CheckpointError
     from train.export import export_hf
 
     try:
-        path = export_hf(checkpoint, output, tokenizer_dir)
-    except (CheckpointError, FileNotFoundError) as exc:
+        path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
+    except (CheckpointError, OutputError, TokenizerError, TokenFormatError, KeyError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or output}: {exc.strerror or exc}") from exc
     click.echo(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
 
 
@@ -144,7 +163,9 @@ def ablate_command(config_file, report_dir) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    cli.main(args=argv, prog_name="train")
+    from corpus.cliutil import guarded_main
+
+    guarded_main(cli, argv, "train")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Iterable, Optional
 
-from corpus.config import ConfigError, apply_settings, parse_overrides
+from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
 
 KERNEL_CHOICES = ("auto", "torch", "triton")
 
@@ -130,15 +130,9 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
                        base: Optional[Dict[str, Any]] = None) -> TrainConfig:
     """Defaults, then the YAML file, then ``key=value`` overrides. ``model_preset`` fills the
     model's shape before the file's and overrides' own model settings apply."""
-    import yaml
-
     data: Dict[str, Any] = dict(base or {})
     if file:
-        with open(file, encoding="utf-8") as handle:
-            loaded = yaml.safe_load(handle) or {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{file}: expected a mapping of settings")
-        data = _merge(data, loaded)
+        data = _merge(data, load_yaml_mapping(file))
     data = _merge(data, parse_overrides(overrides))
     preset = data.get("model_preset", TrainConfig.model_preset)
     if preset not in MODEL_PRESETS:
@@ -151,9 +145,64 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     for name in ("rmsnorm", "rope", "swiglu", "cross_entropy"):
         if getattr(config.model, name) not in KERNEL_CHOICES:
             raise ConfigError(f"model.{name} must be one of {', '.join(KERNEL_CHOICES)}")
+    validate_numbers(config)
     if config.data.seq_len > config.model.max_seq_len:
         raise ConfigError(f"data.seq_len {config.data.seq_len} > model.max_seq_len {config.model.max_seq_len}")
     return config
+
+
+_POSITIVE = ("data.seq_len", "data.batch_size", "data.grad_accum", "model.d_model", "model.n_layers",
+             "model.n_heads", "model.max_seq_len", "model.pad_vocab_to", "model.ce_chunk_tokens",
+             "model.vocab_size", "model.rope_theta", "model.norm_eps", "optim.lr", "optim.eps",
+             "optim.grad_clip", "eval_every", "eval_batches", "checkpoint_every", "log_every")
+_NON_NEGATIVE = ("max_tokens", "optim.warmup_steps", "optim.weight_decay", "model.init_std")
+_UNIT = ("optim.min_lr_ratio", "optim.beta1", "optim.beta2")
+
+
+def _get(config: TrainConfig, dotted: str):
+    value = config
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def validate_numbers(config: TrainConfig) -> None:
+    """Every numeric setting in range, with a message naming it (``batch_size=0`` would divide
+    by zero, ``steps=-5`` would silently train nothing)."""
+    def bad(name, value, rule):
+        raise ConfigError(f"{name}={value!r}: must be {rule}")
+
+    for name in _POSITIVE + _NON_NEGATIVE + _UNIT + ("steps",):
+        value = _get(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            bad(name, value, "a number")
+        if value != value:  # NaN
+            bad(name, value, "a number")
+    for name in _POSITIVE:
+        if _get(config, name) <= 0:
+            bad(name, _get(config, name), "> 0")
+    for name in _NON_NEGATIVE:
+        if _get(config, name) < 0:
+            bad(name, _get(config, name), ">= 0")
+    for name in _UNIT:
+        if not 0 <= _get(config, name) <= 1:
+            bad(name, _get(config, name), "between 0 and 1")
+    if config.max_tokens == 0 and config.steps <= 0:
+        bad("steps", config.steps, "> 0 (or set max_tokens)")
+    for name in ("n_kv_heads", "d_ff"):
+        value = getattr(config.model, name)
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            bad(f"model.{name}", value, "a positive integer or null")
+    if config.model.d_model % config.model.n_heads:
+        raise ConfigError(f"model.d_model {config.model.d_model} is not divisible by "
+                          f"model.n_heads {config.model.n_heads}")
+    if config.model.n_heads % config.model.kv_heads:
+        raise ConfigError(f"model.n_heads {config.model.n_heads} is not divisible by "
+                          f"model.n_kv_heads {config.model.kv_heads}")
+    if config.precision not in ("auto", "bf16", "fp32"):
+        raise ConfigError(f"precision={config.precision!r}: choose auto, bf16 or fp32")
+    if config.distributed not in ("ddp", "fsdp"):
+        raise ConfigError(f"distributed={config.distributed!r}: choose ddp or fsdp")
 
 
 def _merge(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Dict
+from typing import Dict, List
 
 import torch
 
+from corpus.outdir import OutputKind, hook_from_env, resolve, write_directory
 from train.checkpoint import load_model
 
 _NAMES = {
@@ -54,28 +55,49 @@ def hf_config(model_config, eos_id: int = 2) -> dict:
     }
 
 
-def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None) -> str:
+EXPORT_FORMAT = "c4forge-export"
+EXPORT_MANIFEST = "c4forge-export.json"
+
+
+def _export_files(manifest: dict) -> List[str]:
+    return list(manifest.get("files") or [])
+
+
+EXPORT_KIND = OutputKind("export", EXPORT_MANIFEST, EXPORT_FORMAT, _export_files)
+
+
+def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
+              overwrite: bool = False) -> str:
+    """Write the export into ``output`` following the output-directory rule of
+    :mod:`corpus.outdir`: a new or empty directory, or (with ``overwrite``) an earlier export,
+    whose own files alone are replaced."""
     from safetensors.torch import save_file
 
     from tokenizer.formats import read_token_manifest
+    from tokenizer.train import load_tokenizer
 
     model, config = load_model(checkpoint)
     if tokenizer_dir is None:
         tokenizer_dir = read_token_manifest(config["data"]["train"])["tokenizer"]["path"]
-    tmp = output.rstrip("/") + ".tmp-export"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    save_file(hf_state_dict(model), os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
-    with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as handle:
-        json.dump(hf_config(model.config), handle, indent=2)
-    shutil.copy(os.path.join(tokenizer_dir, "tokenizer.model"), os.path.join(tmp, "tokenizer.model"))
-    with open(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
-        json.dump({"tokenizer_class": "LlamaTokenizer", "legacy": True, "add_bos_token": False,
-                   "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-                   "pad_token": "<pad>", "model_max_length": model.config.max_seq_len}, handle, indent=2)
-    with open(os.path.join(tmp, "generation_config.json"), "w", encoding="utf-8") as handle:
-        json.dump({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
-    if os.path.exists(output):
-        shutil.rmtree(output)
-    os.replace(tmp, output)
+    _, info = load_tokenizer(tokenizer_dir)
+    model_file = resolve(tokenizer_dir, info, "tokenizer.model")
+
+    def fill(tmp: str) -> dict:
+        save_file(hf_state_dict(model), os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as handle:
+            json.dump(hf_config(model.config), handle, indent=2)
+        shutil.copyfile(model_file, os.path.join(tmp, "tokenizer.model"))
+        with open(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
+            json.dump({"tokenizer_class": "LlamaTokenizer", "legacy": True, "add_bos_token": False,
+                       "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                       "pad_token": "<pad>", "model_max_length": model.config.max_seq_len}, handle, indent=2)
+        with open(os.path.join(tmp, "generation_config.json"), "w", encoding="utf-8") as handle:
+            json.dump({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
+        return {"format": EXPORT_FORMAT, "version": 1,
+                "files": ["model.safetensors", "config.json", "tokenizer.model",
+                          "tokenizer_config.json", "generation_config.json"],
+                "checkpoint": os.path.abspath(checkpoint),
+                "tokenizer_model_sha256": info["model_sha256"]}
+
+    write_directory(output, EXPORT_KIND, overwrite, fill, hook_from_env())
     return output

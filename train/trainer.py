@@ -21,7 +21,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from train.checkpoint import (CheckpointError, NonFiniteState, latest_checkpoint, load_checkpoint,
+                              save_checkpoint, start_run_dir)
 from train.config import TrainConfig
 from train.data import Batch, PackedLoader, TokenDocuments
 from train.model import LM, flops_per_token
@@ -112,11 +113,18 @@ def evaluate_loss(model: torch.nn.Module, loader: PackedLoader, batches: int,
     return {"loss": float(total / count), "tokens": int(count)}
 
 
-def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, float]:
+def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool = False,
+          meta: Optional[dict] = None) -> Dict[str, float]:
+    """Train per ``config``. ``out_dir`` follows the run-directory rule
+    (:func:`train.checkpoint.start_run_dir`): a directory holding another run is refused unless
+    ``resume`` (continue it) or ``overwrite`` (remove its files first). ``meta`` is stored in the
+    run manifest (the ablation records what a run was trained on)."""
     rank, world, local, device = setup_distributed()
     is_main = rank == 0
     if not config.data.train:
         raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
+    if is_main:
+        start_run_dir(config.out_dir, resume, overwrite, meta)
     docs = TokenDocuments(config.data.train, config.data.train_split)
     if config.model.vocab_size != docs.vocab_size:
         from dataclasses import replace
@@ -179,6 +187,8 @@ def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, flo
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     os.makedirs(config.out_dir, exist_ok=True)
     metrics_path = os.path.join(config.out_dir, "metrics.jsonl")
+    if is_main and resume:
+        _truncate_metrics(metrics_path, start_step)
     metrics_file = open(metrics_path, "a", encoding="utf-8") if is_main else None
     tensorboard = None
     if is_main:
@@ -225,10 +235,13 @@ def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, flo
             loss_value = float(_all_reduce(loss_total, world) / global_count)
             if not math.isfinite(loss_value):
                 raise TrainingError(
-                    f"loss is {loss_value} at step {step + 1}; stopping. The last good checkpoint "
-                    f"({latest_checkpoint(checkpoint_dir) or 'none yet'}) is kept; lower optim.lr "
-                    "or check the data")
+                    f"loss is {loss_value} at step {step + 1}; stopping. "
+                    f"{_last_good(checkpoint_dir)}; lower optim.lr or check the data")
             grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip))
+            if not math.isfinite(grad_norm):
+                raise TrainingError(
+                    f"gradient norm is {grad_norm} at step {step + 1}; stopping before the update. "
+                    f"{_last_good(checkpoint_dir)}; lower optim.lr or check the data")
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
@@ -261,8 +274,12 @@ def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, flo
                                          tok_s=f"{last.get('tokens_per_second', 0):,.0f}")
             stopping = _agree(stop.requested, world, device)
             if step % config.checkpoint_every == 0 or step == steps or stopping:
-                save_checkpoint(checkpoint_dir, step, config, model, optimizer, scheduler, loader,
-                                is_main=is_main, world=world)
+                try:
+                    save_checkpoint(checkpoint_dir, step, config, model, optimizer, scheduler, loader,
+                                    is_main=is_main, world=world)
+                except NonFiniteState as exc:
+                    raise TrainingError(f"{exc}; stopping. {_last_good(checkpoint_dir)}; lower "
+                                        "optim.lr or check the data") from exc
             if stopping:
                 if is_main:
                     log(f"stop requested: checkpoint saved at step {step}; resume with --resume")
@@ -277,6 +294,33 @@ def train(config: TrainConfig, resume: bool = False, log=print) -> Dict[str, flo
         if tensorboard:
             tensorboard.close()
     return last
+
+
+def _truncate_metrics(path: str, step: int) -> None:
+    """On resume, drop records of steps after the checkpoint (they are trained again)."""
+    if not os.path.exists(path):
+        return
+    from corpus.io import atomic_write
+
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.readlines()
+    kept = []
+    for line in lines:
+        try:
+            if json.loads(line).get("step", 0) <= step:
+                kept.append(line)
+        except ValueError:
+            continue
+    with atomic_write(path) as handle:
+        handle.writelines(kept)
+
+
+def _last_good(checkpoint_dir: str) -> str:
+    """Names the last checkpoint on disk (every one written is finite: save_checkpoint refuses
+    non-finite states)."""
+    latest = latest_checkpoint(checkpoint_dir)
+    return (f"The last good checkpoint is {latest} (resume with --resume)" if latest
+            else "No checkpoint was written before this step")
 
 
 def _agree(flag: bool, world: int, device: torch.device) -> bool:
