@@ -35,8 +35,7 @@ demo: $(STAMP)
 	$(BIN)/tokenizer encode --corpus demo-out/c4-noclean --tokenizer demo-out/tokenizer \
 		-o demo-out/c4-noclean-tokens --overwrite
 	$(BIN)/tokenizer inspect demo-out/tokenizer
-	rm -rf demo-out/run
-	$(BIN)/train run --config configs/demo.yaml progress=false
+	$(BIN)/train run --config configs/demo.yaml --overwrite progress=false
 	$(BIN)/train eval --checkpoint demo-out/run --data demo-out/c4-noclean-tokens --split train \
 		-o demo-out/run/eval.json
 	$(BIN)/train ablate --config configs/ablation-demo.yaml

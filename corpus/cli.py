@@ -210,6 +210,14 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, runner,
         raise click.ClickException(str(exc)) from exc
     if not paths:
         raise click.UsageError("give --input files or --crawl")
+    from corpus.outdir import claim
+    from corpus.shards import CORPUS_KIND
+    from pipelines.build import BeamFS
+
+    try:  # refuse before anything else runs (run_build claims again when it starts)
+        claim(output, CORPUS_KIND, overwrite, BeamFS())
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from exc
     if config.badwords_fraction > 0:
         from corpus.steps import PageSteps
 

@@ -146,8 +146,12 @@ def read_manifest(directory: str) -> dict:
     except FileNotFoundError as exc:
         raise CorpusFormatError(
             f"{directory} has no {MANIFEST}: not a corpus, or its build did not finish") from exc
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorpusFormatError(f"{path} is not valid JSON: {exc}") from exc
+    except OSError as exc:
+        raise CorpusFormatError(f"{directory} is not a corpus directory: {exc.strerror or exc}") from exc
+    if not isinstance(manifest, dict):
+        raise CorpusFormatError(f"{path}: not a c4forge corpus manifest")
     if manifest.get("format") != "c4forge-corpus" or manifest.get("version") != FORMAT_VERSION:
         raise CorpusFormatError(f"{path}: not a c4forge corpus manifest (version {FORMAT_VERSION})")
     return manifest

@@ -285,13 +285,12 @@ class _RecordParser:
         whose records are located by their stream position."""
         stream_pos = self.buf_pos + len(self.buf)
         if member_offset is not None and (not self.members or self.members[-1][1] != member_offset):
-            if self.state == "body" and data.startswith(b"WARC/1."):
-                # A member that starts a new record while the last one still wanted bytes:
-                # the last record was truncated (writers put one record per member).
-                self._truncated()
             if self.state in ("body", "discard") and data.startswith(b"WARC/1."):
-                # Whatever the last record's Content-Length claimed, a new member that starts
-                # with a record header is the next record: resume there.
+                # A member that starts a new record while the last one still wanted bytes:
+                # whatever its Content-Length claimed, the last record ends here (writers put
+                # one record per member); resume at the new one.
+                if self.state == "body":
+                    self._truncated()
                 self._drop(len(self.buf))
                 self.state = "seek"
             self.members.append((stream_pos, member_offset))
