@@ -35,7 +35,7 @@ import re
 import shutil
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, List, Optional
 
 STAGING_PREFIX = ".c4forge-staging-"
 STAGING_MARKER = ".c4forge-staging"
@@ -302,18 +302,3 @@ def hook_from_env(variable: str = "C4FORGE_SWAP_CRASH_AT") -> Optional[Callable[
         if step == crash_at:
             os._exit(99)
     return hook
-
-
-def names_in(values: Sequence[str], what: str) -> List[str]:
-    return [check_name(v, what) for v in values]
-
-
-def kind_files(*keys: str) -> Callable[[dict], List[str]]:
-    """``files_of`` for manifests that list their files under a top-level ``files`` key."""
-    def files_of(manifest: dict) -> List[str]:
-        out: List[str] = []
-        for key in keys:
-            value = manifest.get(key) or []
-            out += list(value.keys()) if isinstance(value, Dict) else list(value)
-        return out
-    return files_of
