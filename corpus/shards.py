@@ -20,8 +20,9 @@ Rows inside a shard are sorted by url, so a build is byte-for-byte reproducible.
 split is md5(normalised url) % 1000 < validation_per_mille -> validation (tfds: 1, i.e. == 0);
 its shard is doc id % shards.
 
-``manifest.json`` is written last, after every shard is in place, so a directory with a manifest
-is complete. It records: format version, the command's config, input files, library versions,
+``manifest.json`` always names a complete set of shards: outputs are swapped in by
+:mod:`corpus.outdir` (during a swap it carries ``location``, the staging folder its shards are
+in; read shard paths through :func:`shard_paths`, never by joining names yourself). It records: format version, the command's config, input files, library versions,
 per-split documents/bytes/shard files, and every pipeline counter.
 """
 from __future__ import annotations

@@ -10,7 +10,8 @@ A token directory holds, per split, shards written in corpus order::
 
 Every document's ids end with the EOS id, so the boundaries are also in the token stream. Both
 files are memory-mappable with numpy (``np.memmap(path, dtype=..., mode="r")``) and are written
-atomically (temp name, fsync, rename); ``manifest.json`` is written last.
+atomically (temp name, fsync, rename); ``tokenizer encode`` swaps a finished directory in through
+:mod:`corpus.outdir`, so ``manifest.json`` always names a complete set of shards.
 
 manifest.json: format/version, the tokenizer (path, model sha256, vocab size, special ids),
 the corpus (path and manifest sha256), dtype, per split: documents, tokens, text bytes,
