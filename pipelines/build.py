@@ -150,7 +150,10 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     except OutputError as exc:
         raise BuildError(str(exc)) from exc
     options = pipeline_options(runner, beam_args, verbose)
-    staging = new_staging(target, fs)
+    try:
+        staging = new_staging(target, fs)
+    except OSError as exc:
+        raise BuildError(f"cannot write into {output}: {exc.strerror or exc}") from exc
     started = time.time()
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
