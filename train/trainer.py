@@ -123,9 +123,9 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     is_main = rank == 0
     if not config.data.train:
         raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
-    if is_main:
-        start_run_dir(config.out_dir, resume, overwrite, meta)
     docs = TokenDocuments(config.data.train, config.data.train_split)
+    if is_main:  # after the data opened: a bad token directory leaves no run behind
+        start_run_dir(config.out_dir, resume, overwrite, meta)
     if config.model.vocab_size != docs.vocab_size:
         from dataclasses import replace
 
