@@ -25,6 +25,7 @@ Run: make bench   (or: .venv-bench/bin/python benchmarks/bench_clean.py [--repea
 from __future__ import annotations
 
 import argparse
+import os
 import hashlib
 import json
 import subprocess
@@ -176,7 +177,7 @@ def main() -> int:
 
     ours, plain = results["c4forge (shared fastText build)"][0], results["plain tfds loop"][0]
     identical = ours == plain
-    print(f"input: {len(pages):,} pages, {megabytes:.2f} MB of text from {args.crawl} "
+    print(f"input: {len(pages):,} pages, {megabytes:.2f} MB of text from {os.path.relpath(args.crawl, ROOT)} "
           f"(best CPU time of {args.repeat} runs, one process = one core)\n")
     print("| pipeline | kept pages | seconds | pages/s | MB/s per core | vs datatrove |")
     print("|---|---:|---:|---:|---:|---:|")
