@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from typing import Optional, Sequence
@@ -90,14 +89,8 @@ def clean_command(inputs, output, output_dir, counters_path, overwrite, strict,
     config = make_config(**config_args)
     if not output and not output_dir:
         raise click.UsageError("give --output FILE.jsonl and/or --output-dir DIR")
-    if output_dir:  # refuse before the run, not after it
-        from corpus.outdir import claim
-        from corpus.shards import CORPUS_KIND
-
-        try:
-            claim(output_dir, CORPUS_KIND, overwrite)
-        except OutputError as exc:
-            raise click.ClickException(str(exc)) from exc
+    if output_dir:
+        refuse_early(output_dir, overwrite)
     counters = Counters()
     started = time.perf_counter()
     try:
@@ -105,8 +98,9 @@ def clean_command(inputs, output, output_dir, counters_path, overwrite, strict,
         documents = run_chain(paths, config, counters)
     except (CrawlReadError, BadwordsUnavailable, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
-    if strict and strict_problem(counters.as_dict()):
-        raise click.ClickException(f"--strict: {strict_problem(counters.as_dict())}; nothing written")
+    problem = strict_problem(counters.as_dict()) if strict else None
+    if problem:
+        raise click.ClickException(f"--strict: {problem}; nothing written")
     try:
         _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
                              started)
@@ -128,6 +122,18 @@ def clean_command(inputs, output, output_dir, counters_path, overwrite, strict,
     click.echo(f"\npages: {flow}")
     click.echo(f"{len(documents):,} documents written to {output or output_dir} in {elapsed:.1f}s "
                f"(preset {config.preset}, {len(paths)} input file(s))")
+
+
+def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
+    """Apply the output-directory rule before the work starts, not after it (the writer
+    claims the directory again when it writes)."""
+    from corpus.outdir import LOCAL, claim
+    from corpus.shards import CORPUS_KIND
+
+    try:
+        claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
@@ -210,14 +216,9 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, runner,
         raise click.ClickException(str(exc)) from exc
     if not paths:
         raise click.UsageError("give --input files or --crawl")
-    from corpus.outdir import claim
-    from corpus.shards import CORPUS_KIND
     from pipelines.build import BeamFS
 
-    try:  # refuse before anything else runs (run_build claims again when it starts)
-        claim(output, CORPUS_KIND, overwrite, BeamFS())
-    except OutputError as exc:
-        raise click.ClickException(str(exc)) from exc
+    refuse_early(output, overwrite, BeamFS())
     if config.badwords_fraction > 0:
         from corpus.steps import PageSteps
 

@@ -236,7 +236,3 @@ def full_manifest(manifest: dict) -> dict:
     """The manifest with the format's identification first."""
     return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
             **{k: v for k, v in manifest.items() if k not in ("format", "version")}}
-
-
-def manifest_json(manifest: dict) -> str:
-    return json.dumps(full_manifest(manifest), indent=2, sort_keys=False) + "\n"

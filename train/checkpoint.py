@@ -22,7 +22,7 @@ from typing import Dict, Optional, Tuple
 
 import torch
 
-from corpus.outdir import OutputKind
+from corpus.outdir import LOCAL, OutputKind, manifest_text
 from train.config import ModelConfig, TrainConfig, apply_settings
 
 
@@ -204,12 +204,7 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
         manifest = {"format": RUN_FORMAT, "version": 1, "files": RUN_FILES}
     if meta is not None:
         manifest["meta"] = meta
-    os.makedirs(directory, exist_ok=True)
-    from corpus.io import atomic_write
-    import json
-
-    with atomic_write(os.path.join(directory, RUN_MANIFEST)) as handle:
-        json.dump(manifest, handle, indent=2)
+    LOCAL.write_text(os.path.join(directory, RUN_MANIFEST), manifest_text(manifest))
     return manifest
 
 

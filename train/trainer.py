@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from train.checkpoint import (CheckpointError, NonFiniteState, latest_checkpoint, load_checkpoint,
+from train.checkpoint import (NonFiniteState, latest_checkpoint, load_checkpoint,
                               save_checkpoint, start_run_dir)
 from train.config import TrainConfig
 from train.data import Batch, PackedLoader, TokenDocuments
