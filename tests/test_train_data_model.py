@@ -44,8 +44,9 @@ def test_best_fit_keeps_short_documents_whole(tmp_path):
     loader = PackedLoader(docs, seq_len=32, batch_size=1, packing="best_fit", seed=0)
     assert loader.stats()["cropped_share"] < 0.2  # only the 40-token documents are cut
     seen = []
-    e = loader._epoch(0)
-    for tokens, docs_row in zip(e["tokens"], e["docs"]):
+    chunk = loader.streams[0].chunk(0, 0)
+    tokens_rows, doc_rows = chunk.materialize(np.arange(chunk.rows))
+    for tokens, docs_row in zip(tokens_rows, doc_rows):
         for d in np.unique(docs_row[docs_row >= 0]):
             seen.append(tokens[docs_row == d].tolist())
     whole = {tuple(d) for d in raw if len(d) <= 33}

@@ -78,9 +78,12 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
         model, config = load_model(checkpoint, device)
         seq_len = seq_len or config["data"]["seq_len"]
         if tokenizer_dir is None:
-            tokenizer_dir = read_token_manifest(config["data"]["train"])["tokenizer"]["path"]
+            from train.data import mixture_entries
+
+            first_source = mixture_entries(config["data"]["train"])[0][0]
+            tokenizer_dir = read_token_manifest(first_source)["tokenizer"]["path"]
         sp, _ = load_tokenizer(tokenizer_dir)
-    except (CheckpointError, TokenizerError, TokenFormatError, KeyError) as exc:
+    except (CheckpointError, TokenizerError, TokenFormatError, KeyError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     results = {"checkpoint": os.path.abspath(checkpoint), "seq_len": seq_len, "data": {}, "tasks": {}}
     for item in data:

@@ -72,11 +72,15 @@ MODEL_PRESETS: Dict[str, Dict[str, Any]] = {
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    """train/validation: token directories (from `tokenizer encode`) and their splits.
+    """train: a token directory (from `tokenizer encode`), or a weighted mixture of them
+        (``a@0.8,b@0.2`` or a YAML list of {path, weight}; see train.data.mixture).
+    validation: one token directory; *_split: the splits read.
     packing: "concat" (concatenate and chunk) or "best_fit" (whole documents, padded).
-    batch_size: sequences per micro-batch per process; grad_accum: micro-batches per step."""
+    batch_size: sequences per micro-batch per process; grad_accum: micro-batches per step.
+    best_fit_chunk: documents packed together by best_fit (larger packs tighter; README).
+    prefetch: batches a background thread assembles ahead (0: none)."""
 
-    train: str = ""
+    train: Any = ""
     train_split: str = "train"
     validation: str = ""
     validation_split: str = "validation"
@@ -84,6 +88,8 @@ class DataConfig:
     batch_size: int = 8
     grad_accum: int = 1
     packing: str = "concat"
+    best_fit_chunk: int = 8192
+    prefetch: int = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +148,13 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     config = apply_settings(TrainConfig(), data)
     if config.data.packing not in ("concat", "best_fit"):
         raise ConfigError("data.packing must be concat or best_fit")
+    if config.data.train not in ("", None):
+        from train.data.mixture import MixtureError, mixture_entries
+
+        try:
+            mixture_entries(config.data.train)
+        except MixtureError as exc:
+            raise ConfigError(str(exc)) from exc
     for name in ("rmsnorm", "rope", "swiglu", "cross_entropy"):
         if getattr(config.model, name) not in KERNEL_CHOICES:
             raise ConfigError(f"model.{name} must be one of {', '.join(KERNEL_CHOICES)}")
@@ -151,11 +164,11 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     return config
 
 
-_POSITIVE = ("data.seq_len", "data.batch_size", "data.grad_accum", "model.d_model", "model.n_layers",
+_POSITIVE = ("data.seq_len", "data.batch_size", "data.grad_accum", "data.best_fit_chunk", "model.d_model", "model.n_layers",
              "model.n_heads", "model.max_seq_len", "model.pad_vocab_to", "model.ce_chunk_tokens",
              "model.vocab_size", "model.rope_theta", "model.norm_eps", "optim.lr", "optim.eps",
              "optim.grad_clip", "eval_every", "eval_batches", "checkpoint_every", "log_every")
-_NON_NEGATIVE = ("max_tokens", "optim.warmup_steps", "optim.weight_decay", "model.init_std")
+_NON_NEGATIVE = ("data.prefetch", "max_tokens", "optim.warmup_steps", "optim.weight_decay", "model.init_std")
 _UNIT = ("optim.min_lr_ratio", "optim.beta1", "optim.beta2")
 
 

@@ -15,7 +15,7 @@ import random
 import signal
 import time
 from dataclasses import asdict
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -24,7 +24,7 @@ import torch.distributed as dist
 from train.checkpoint import (NonFiniteState, latest_checkpoint, load_checkpoint,
                               save_checkpoint, start_run_dir)
 from train.config import TrainConfig
-from train.data import Batch, PackedLoader, TokenDocuments
+from train.data import IGNORE, Batch, PackedLoader, TokenDocuments, mixture_entries
 from train.model import LM, flops_per_token
 
 # Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
@@ -67,9 +67,35 @@ def lr_at(step: int, config: TrainConfig, total_steps: int) -> float:
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def to_device(batch: Batch, device: torch.device) -> Dict[str, torch.Tensor]:
+BATCH_FIELDS = ("input_ids", "targets", "doc_ids", "positions")
+
+
+def pinned(batch: Batch) -> Dict[str, torch.Tensor]:
+    """Host tensors in page-locked memory (made in the prefetch thread on CUDA), so the copy to
+    the GPU is asynchronous."""
+    return {name: torch.from_numpy(np.asarray(getattr(batch, name))).pin_memory()
+            for name in BATCH_FIELDS}
+
+
+def to_device(batch, device: torch.device) -> Dict[str, torch.Tensor]:
+    """A Batch (numpy) or pinned host tensors -> int64 tensors on ``device``."""
+    if isinstance(batch, dict):
+        return {name: t.to(device, torch.long, non_blocking=True) for name, t in batch.items()}
     return {name: torch.from_numpy(np.asarray(getattr(batch, name))).to(device, torch.long, non_blocking=True)
-            for name in ("input_ids", "targets", "doc_ids", "positions")}
+            for name in BATCH_FIELDS}
+
+
+def _target_tokens(batch) -> int:
+    if isinstance(batch, dict):
+        return int((batch["targets"] != IGNORE).sum())
+    return batch.target_tokens
+
+
+def open_train_data(config: TrainConfig) -> Tuple[List[TokenDocuments], List[float]]:
+    """The token directories of data.train (one, or a weighted mixture) and their weights."""
+    entries = mixture_entries(config.data.train)
+    return ([TokenDocuments(path, config.data.train_split) for path, _ in entries],
+            [weight for _, weight in entries])
 
 
 def total_steps(config: TrainConfig, world: int) -> int:
@@ -123,7 +149,8 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     is_main = rank == 0
     if not config.data.train:
         raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
-    docs = TokenDocuments(config.data.train, config.data.train_split)
+    sources, weights = open_train_data(config)
+    docs = sources[0]
     if is_main:  # after the data opened: a bad token directory leaves no run behind
         start_run_dir(config.out_dir, resume, overwrite, meta)
     if config.model.vocab_size != docs.vocab_size:
@@ -136,8 +163,11 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     random.seed(config.seed)
     model = LM(config.model).to(device)
     kernels = model.use_kernels(device.type)
-    loader = PackedLoader(docs, config.data.seq_len, config.data.batch_size, config.data.packing,
-                          seed=config.seed, rank=rank, world_size=world)
+    loader = PackedLoader(sources, config.data.seq_len, config.data.batch_size, config.data.packing,
+                          seed=config.seed, rank=rank, world_size=world,
+                          chunk_docs=config.data.best_fit_chunk, weights=weights,
+                          prefetch=config.data.prefetch,
+                          transform=pinned if device.type == "cuda" else None)
     val_loader_args = None
     if config.data.validation:
         val_docs = TokenDocuments(config.data.validation, config.data.validation_split)
@@ -163,6 +193,8 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
         start_step = state["step"]
         if is_main:
             log(f"resumed from {path} at step {start_step}")
+            if loader.notice:
+                log(loader.notice)
 
     train_model = model
     if world > 1:
@@ -219,7 +251,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     try:
         while step < steps:
             micro = [next(iterator) for _ in range(config.data.grad_accum)]
-            count = torch.tensor(float(sum(b.target_tokens for b in micro)), device=device)
+            count = torch.tensor(float(sum(_target_tokens(b) for b in micro)), device=device)
             global_count = _all_reduce(count.clone(), world)
             loss_total = torch.zeros((), device=device, dtype=torch.float64)
             for i, batch in enumerate(micro):
@@ -248,7 +280,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
             step += 1
             window_tokens += tokens_per_step
             last = {"step": step, "loss": loss_value, "lr": scheduler.get_last_lr()[0], "grad_norm": grad_norm,
-                    "tokens": step * tokens_per_step}
+                    "tokens": loader.sequences * config.data.seq_len}
 
             if step % config.log_every == 0 or step == steps:
                 elapsed = time.perf_counter() - window_start
@@ -285,6 +317,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
                     log(f"stop requested: checkpoint saved at step {step}; resume with --resume")
                 break
     finally:
+        iterator.close()  # stops the prefetch thread
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if progress:

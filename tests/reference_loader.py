@@ -1,22 +1,12 @@
-"""Packed batches from token shards, deterministic and resumable.
+"""The test oracle for train.data: the in-memory packed loader c4forge shipped before the data
+path was rebuilt for scale (issue 10), kept verbatim except for two things:
 
-Each epoch shuffles the documents with a generator seeded by (seed, epoch), then packs them into
-sequences of ``seq_len`` inputs (and ``seq_len`` shifted targets):
+- best_fit's buffer is counted in documents of the permuted order (``best_fit_buffer``
+  documents, all their pieces), as the new loader's chunks are, instead of in pieces;
+- it reads documents through the new :class:`train.data.TokenDocuments`.
 
-- ``concat``: documents (each ending in EOS) are concatenated and cut into windows of
-  seq_len + 1 tokens with stride seq_len; nothing is padded. A document cut by a window edge
-  continues in the next window as a fragment that cannot see its beginning ("cropped" tokens).
-- ``best_fit``: whole documents are placed into sequences of seq_len + 1 slots, each into the
-  fullest sequence where it still fits (best-fit decreasing over a buffer of documents); the rest
-  is padding. Only documents longer than a sequence are cut (their later pieces are "cropped").
-
-Every token carries a document id (unique within its sequence; -1 for padding) and a position
-that restarts at 0 where its document (or fragment) starts, so attention can be masked per
-document and rotary embeddings restart. Targets are -100 on padding.
-
-Distributed runs: global batch g holds windows [g * B * world, (g + 1) * B * world); rank r takes
-its B-sized slice, so N ranks see exactly the sequences one process would see with batch B * N.
-``state_dict()`` records (epoch, next batch) for an exact resume.
+It materialises a whole epoch in memory (about 60 bytes per token), so it only runs on small
+token directories: the tests and the 100M-token comparison row of benchmarks/bench_loader.py.
 """
 from __future__ import annotations
 
@@ -25,47 +15,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from tokenizer.formats import iter_shards, read_token_manifest
-
-IGNORE = -100
-
-
-@dataclasses.dataclass
-class Batch:
-    """numpy arrays of shape (B, T): int64 input_ids/targets, int32 doc_ids/positions."""
-
-    input_ids: np.ndarray
-    targets: np.ndarray
-    doc_ids: np.ndarray
-    positions: np.ndarray
-
-    @property
-    def target_tokens(self) -> int:
-        return int((self.targets != IGNORE).sum())
-
-
-class TokenDocuments:
-    """All documents of a split, memory-mapped: ``document(k)`` is a uint16/uint32 view."""
-
-    def __init__(self, directory: str, split: str) -> None:
-        self.manifest = read_token_manifest(directory)
-        self.shards = list(iter_shards(directory, split, self.manifest))
-        if not self.shards or not sum(len(s) for s in self.shards):
-            raise ValueError(f"{directory} has no documents in split {split!r}")
-        self.index: List[Tuple[int, int]] = [(i, k) for i, s in enumerate(self.shards)
-                                             for k in range(len(s))]
-        self.eos_id = int(self.manifest["eos_id"])
-        self.vocab_size = int(self.manifest["tokenizer"]["vocab_size"])
-        split_info = self.manifest["splits"][split]
-        self.text_bytes = int(split_info["bytes"])
-        self.total_tokens = int(split_info["tokens"])
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def document(self, k: int) -> np.ndarray:
-        shard, doc = self.index[k]
-        return self.shards[shard].document(doc)
+from train.data.batch import IGNORE, Batch  # noqa: F401 - same Batch type as the new loader
+from train.data.documents import TokenDocuments
 
 
 def _positions_and_ids(doc_of_token: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -94,8 +45,8 @@ def rows_to_batch(tokens: np.ndarray, docs: np.ndarray) -> Batch:
     return Batch(np.ascontiguousarray(inputs), targets, doc_ids, positions)
 
 
-class PackedLoader:
-    """Deterministic packed batches of one split for one rank."""
+class ReferenceLoader:
+    """The old loader: deterministic packed batches of one split for one rank."""
 
     def __init__(self, documents: TokenDocuments, seq_len: int, batch_size: int,
                  packing: str = "concat", seed: int = 0, rank: int = 0, world_size: int = 1,
@@ -147,16 +98,16 @@ class PackedLoader:
     def _best_fit(self, epoch: int) -> dict:
         order = self._order(epoch)
         width = self.seq_len + 1
-        pieces: List[Tuple[int, np.ndarray, bool]] = []  # (doc, tokens, cropped piece?)
-        for k in order:
-            doc = np.asarray(self.docs.document(int(k)), dtype=np.int64)
-            for start in range(0, len(doc), width):
-                pieces.append((int(k), doc[start:start + width], start > 0))
         rows: List[List[Tuple[int, np.ndarray]]] = []
         free: List[int] = []
         cropped = 0
-        for b in range(0, len(pieces), self.best_fit_buffer):
-            buffer = sorted(pieces[b:b + self.best_fit_buffer], key=lambda p: -len(p[1]))
+        for b in range(0, len(order), self.best_fit_buffer):
+            pieces: List[Tuple[int, np.ndarray, bool]] = []  # (doc, tokens, cropped piece?)
+            for k in order[b:b + self.best_fit_buffer]:
+                doc = np.asarray(self.docs.document(int(k)), dtype=np.int64)
+                for start in range(0, len(doc), width):
+                    pieces.append((int(k), doc[start:start + width], start > 0))
+            buffer = sorted(pieces, key=lambda p: -len(p[1]))
             open_rows: List[int] = []
             for doc, toks, was_cut in buffer:
                 need = len(toks)
