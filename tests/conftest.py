@@ -26,3 +26,24 @@ def shared_path(*parts: str) -> Path:
 def _isolated_cache(tmp_path, monkeypatch):
     """Downloads (bad-word lists) go to a per-test cache, never the user's."""
     monkeypatch.setenv("C4FORGE_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="session")
+def sample_tokens(tmp_path_factory) -> str:
+    """Real token shards, made once per session: the embedded sample crawl through the c4 chain,
+    a 600-piece tokenizer, one encode. Tests must not write into it."""
+    from corpus.config import build_config
+    from corpus.counters import Counters
+    from corpus.local import run_chain
+    from corpus.shards import write_corpus
+    from tokenizer.encode import encode_corpus
+    from tokenizer.train import TokenizerConfig, train_tokenizer
+
+    root = tmp_path_factory.mktemp("sample-tokens")
+    docs = run_chain([str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")],
+                     build_config("c4", badwords=str(ROOT / "corpus/data/demo-badwords")), Counters())
+    write_corpus(str(root / "corpus"), docs, {"config": {"preset": "c4"}, "counters": {}})
+    train_tokenizer(str(root / "corpus"), str(root / "tok"), TokenizerConfig(vocab_size=600))
+    encode_corpus(str(root / "corpus"), str(root / "tok"), str(root / "ids"), workers=1,
+                  log=lambda *_: None)
+    return str(root / "ids")

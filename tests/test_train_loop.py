@@ -26,14 +26,8 @@ SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
 
 
 @pytest.fixture(scope="module")
-def tokens(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tok")
-    docs = run_chain([str(SAMPLE)], build_config("c4", badwords=str(ROOT / "corpus/data/demo-badwords")),
-                     Counters())
-    write_corpus(str(root / "corpus"), docs, {"config": {"preset": "c4"}, "counters": {}})
-    train_tokenizer(str(root / "corpus"), str(root / "tok"), TokenizerConfig(vocab_size=600))
-    encode_corpus(str(root / "corpus"), str(root / "tok"), str(root / "ids"), workers=1, log=lambda *_: None)
-    return str(root / "ids")
+def tokens(sample_tokens):
+    return sample_tokens
 
 
 def settings(tokens, out, *extra):
@@ -152,3 +146,34 @@ def test_tiny_model_learns_below_unigram_entropy(tmp_path):
         "data.batch_size=16", "steps=250", "eval_every=250", "eval_batches=30", "progress=false",
         "optim.lr=3e-3", "log_every=50"]), log=lambda *_: None)
     assert last["val_loss"] < unigram - 0.6, (last["val_loss"], unigram)
+
+
+def test_a_run_from_two_ranks_resumes_on_one(tokens, tmp_path):
+    """Pre-empted on 2 ranks x batch 2, resumed on 1 rank x batch 4 (same global batch): the
+    losses after the resume are those of an uninterrupted single-process run. A constant
+    learning rate after warm-up (min_lr_ratio=1) keeps the schedule independent of steps."""
+    common = ("optim.min_lr_ratio=1", "checkpoint_every=2")
+    whole = tmp_path / "whole"
+    train(build_train_config(overrides=settings(tokens, whole, "steps=4", "data.batch_size=4", *common)),
+          log=lambda *_: None)
+    moved = tmp_path / "moved"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29523",
+           "-m", "train.cli", "run", *settings(tokens, moved, "steps=2", "data.batch_size=2", *common)]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    said = []
+    train(build_train_config(overrides=settings(tokens, moved, "steps=4", "data.batch_size=4", *common)),
+          resume=True, log=said.append)
+    assert not any("global batch changed" in line for line in said)
+    a, b = losses(whole), losses(moved)
+    assert sorted(b) == [1, 2, 3, 4]
+    np.testing.assert_allclose([a[s] for s in (3, 4)], [b[s] for s in (3, 4)], rtol=1e-4)
+    # another global batch: said, and the run goes on from the same sequence
+    later = []
+    train(build_train_config(overrides=settings(tokens, moved, "steps=5", "data.batch_size=2", *common)),
+          resume=True, log=later.append)
+    assert any("global batch changed from 4 to 2" in line for line in later)
+    with open(os.path.join(moved, "metrics.jsonl")) as handle:
+        tokens_seen = [json.loads(line)["tokens"] for line in handle]
+    assert tokens_seen[-2:] == [4 * 4 * 32, 4 * 4 * 32 + 2 * 32]
