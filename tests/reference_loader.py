@@ -10,8 +10,7 @@ token directories: the tests and the 100M-token comparison row of benchmarks/ben
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
 
