@@ -107,8 +107,9 @@ def test_tokenizer_overwrite_removes_only_its_own_files(stages, tmp_path):
     train_tokenizer(str(stages / "corpus"), str(target), TokenizerConfig(vocab_size=700), overwrite=True)
     assert json.loads((target / CONFIG_FILE).read_text())["vocab_size"] == 700
     assert_untouched(target)
-    assert sorted(p.name for p in target.iterdir()) == [CONFIG_FILE, "notes.txt", "tokenizer.model",
-                                                        "tokenizer.vocab"]
+    assert sorted(p.name for p in target.iterdir()) == sorted([
+        CONFIG_FILE, "notes.txt", "tokenizer.model", "tokenizer.vocab", "tokenizer.json",
+        "tokenizer_config.json", "special_tokens_map.json"])
 
 
 def test_train_export_refuses_a_foreign_directory_and_replaces_its_own(stages, tmp_path):

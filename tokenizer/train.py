@@ -31,6 +31,7 @@ from typing import Dict, Iterator, List, Optional
 from corpus.outdir import OutputKind
 from corpus.shards import CorpusFormatError, iter_documents, read_manifest
 from tokenizer.formats import file_sha256
+from tokenizer.hf import hf_tokenizer_files
 
 FORMAT = "c4forge-tokenizer"
 VERSION = 1
@@ -182,9 +183,13 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
             handle.write(proto.getvalue())
         with open(os.path.join(staging, VOCAB_FILE), "w", encoding="utf-8") as handle:
             handle.write(_vocab_text(proto.getvalue()))
+        hf_files = hf_tokenizer_files(model_path, config.model_type, user_symbols(config.t5_sentinels))
+        for name, text in hf_files.items():
+            with open(os.path.join(staging, name), "w", encoding="utf-8") as handle:
+                handle.write(text)
         info = {
             "format": FORMAT, "version": VERSION,
-            "files": [MODEL_FILE, VOCAB_FILE],
+            "files": [MODEL_FILE, VOCAB_FILE, *hf_files],
             **dataclasses.asdict(config),
             "special_ids": dict(SPECIAL_PIECES) | {
                 f"<extra_id_{i}>": len(SPECIAL_PIECES) + i for i in range(config.t5_sentinels)},
@@ -202,6 +207,11 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
         raise
     info = commit(target, staging, info, hook_from_env())
     return info
+
+
+def tokenizer_user_symbols(info: dict) -> List[str]:
+    """The user-defined pieces of a trained tokenizer, from its settings."""
+    return user_symbols(int(info.get("t5_sentinels") or 0))
 
 
 def load_tokenizer(directory: str):

@@ -173,7 +173,48 @@ def load_checkpoint(path: str, config: TrainConfig, model, optimizer, scheduler,
 
 RUN_FORMAT = "c4forge-run"
 RUN_MANIFEST = "c4forge-run.json"
-RUN_FILES = ["checkpoints", "metrics.jsonl", "tensorboard"]
+RUN_FILES = ["checkpoints", "metrics.jsonl", "tensorboard", "tokenizer"]
+RUN_TOKENIZER = "tokenizer"  # a copy of the tokenizer the run's data was encoded with
+
+
+def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
+    """Copy the tokenizer's own files into RUN/tokenizer (once; atomically: a temporary folder
+    renamed into place), so a run exports and evaluates after being moved or copied to another
+    machine. Returns the copy's path, or None if the tokenizer directory is gone."""
+    from tokenizer.train import TokenizerError, load_tokenizer
+
+    target = os.path.join(run_dir, RUN_TOKENIZER)
+    if os.path.exists(os.path.join(target, "c4forge-tokenizer.json")):
+        return target
+    try:
+        _, info = load_tokenizer(tokenizer_dir)
+    except TokenizerError:
+        return None
+    tmp = f"{target}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
+        source = os.path.join(tokenizer_dir, name)
+        if os.path.isfile(source):
+            shutil.copyfile(source, os.path.join(tmp, name))
+    if os.path.exists(target):
+        shutil.rmtree(target)
+    os.replace(tmp, target)
+    return target
+
+
+def run_tokenizer_dir(checkpoint: str, config: dict) -> str:
+    """The tokenizer of a run: its own copy (RUN/tokenizer) if there, else the directory named
+    by the token manifest of its (first) training source."""
+    from tokenizer.formats import read_token_manifest
+    from train.data import mixture_entries
+
+    step = resolve_checkpoint(checkpoint)
+    copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
+    if os.path.exists(os.path.join(copy, "c4forge-tokenizer.json")):
+        return copy
+    first = mixture_entries(config["data"]["train"])[0][0]
+    return read_token_manifest(first)["tokenizer"]["path"]
 
 
 def _run_files(manifest: dict) -> list:

@@ -68,9 +68,9 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 
     import torch
 
-    from tokenizer.formats import TokenFormatError, read_token_manifest
+    from tokenizer.formats import TokenFormatError
     from tokenizer.train import TokenizerError, load_tokenizer
-    from train.checkpoint import CheckpointError, load_model
+    from train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
     from train.evaluate import TASK_FILES, eval_text, eval_tokens, run_tasks
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -78,10 +78,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
         model, config = load_model(checkpoint, device)
         seq_len = seq_len or config["data"]["seq_len"]
         if tokenizer_dir is None:
-            from train.data import mixture_entries
-
-            first_source = mixture_entries(config["data"]["train"])[0][0]
-            tokenizer_dir = read_token_manifest(first_source)["tokenizer"]["path"]
+            tokenizer_dir = run_tokenizer_dir(checkpoint, config)
         sp, _ = load_tokenizer(tokenizer_dir)
     except (CheckpointError, TokenizerError, TokenFormatError, KeyError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -1,5 +1,7 @@
 """Export a checkpoint as a Hugging Face transformers Llama model (safetensors + config.json +
-the SentencePiece tokenizer), so lm-eval-harness and the HF ecosystem can load it.
+a fast tokenizer.json that reproduces the SentencePiece ids exactly, see tokenizer/hf.py, and
+the SentencePiece model itself), so AutoTokenizer, AutoModelForCausalLM, lm-eval-harness and the
+rest of the HF ecosystem load it by default.
 
 Our architecture is Llama's: RMSNorm, rotate-half rotary embeddings, SwiGLU (gate, up, down),
 no biases, tied embeddings. Parameter names map one to one; the exported vocabulary is the padded
@@ -15,7 +17,7 @@ from typing import Dict, List
 import torch
 
 from corpus.outdir import OutputKind, hook_from_env, resolve, write_directory
-from train.checkpoint import load_model
+from train.checkpoint import load_model, run_tokenizer_dir
 
 _NAMES = {
     "attn_norm.weight": "input_layernorm.weight",
@@ -73,12 +75,12 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
     whose own files alone are replaced."""
     from safetensors.torch import save_file
 
-    from tokenizer.formats import read_token_manifest
-    from tokenizer.train import load_tokenizer
+    from tokenizer.hf import hf_tokenizer_files
+    from tokenizer.train import load_tokenizer, tokenizer_user_symbols
 
     model, config = load_model(checkpoint)
     if tokenizer_dir is None:
-        tokenizer_dir = read_token_manifest(config["data"]["train"])["tokenizer"]["path"]
+        tokenizer_dir = run_tokenizer_dir(checkpoint, config)
     _, info = load_tokenizer(tokenizer_dir)
     model_file = resolve(tokenizer_dir, info, "tokenizer.model")
 
@@ -87,15 +89,16 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as handle:
             json.dump(hf_config(model.config), handle, indent=2)
         shutil.copyfile(model_file, os.path.join(tmp, "tokenizer.model"))
-        with open(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
-            json.dump({"tokenizer_class": "LlamaTokenizer", "legacy": True, "add_bos_token": False,
-                       "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-                       "pad_token": "<pad>", "model_max_length": model.config.max_seq_len}, handle, indent=2)
+        tokenizer_files = hf_tokenizer_files(model_file, info["model_type"], tokenizer_user_symbols(info),
+                                             model_max_length=model.config.max_seq_len)
+        for name, text in tokenizer_files.items():
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as handle:
+                handle.write(text)
         with open(os.path.join(tmp, "generation_config.json"), "w", encoding="utf-8") as handle:
             json.dump({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
         return {"format": EXPORT_FORMAT, "version": 1,
-                "files": ["model.safetensors", "config.json", "tokenizer.model",
-                          "tokenizer_config.json", "generation_config.json"],
+                "files": ["model.safetensors", "config.json", "tokenizer.model", *tokenizer_files,
+                          "generation_config.json"],
                 "checkpoint": os.path.abspath(checkpoint),
                 "tokenizer_model_sha256": info["model_sha256"]}
 

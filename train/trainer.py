@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from train.checkpoint import (NonFiniteState, latest_checkpoint, load_checkpoint,
-                              save_checkpoint, start_run_dir)
+from train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpoint,
+                              load_checkpoint, save_checkpoint, start_run_dir)
 from train.config import TrainConfig
 from train.data import IGNORE, Batch, PackedLoader, TokenDocuments, mixture_entries
 from train.model import LM, flops_per_token
@@ -91,6 +91,18 @@ def _target_tokens(batch) -> int:
     return batch.target_tokens
 
 
+def with_absolute_data_paths(config: TrainConfig) -> TrainConfig:
+    """The config with absolute token directories, as checkpoints store it: a run evaluates and
+    exports from any working directory (its tokenizer is copied into the run as well)."""
+    from dataclasses import replace
+
+    entries = mixture_entries(config.data.train)
+    train_value = (os.path.abspath(entries[0][0]) if len(entries) == 1 else
+                   [{"path": os.path.abspath(p), "weight": w} for p, w in entries])
+    validation = os.path.abspath(config.data.validation) if config.data.validation else ""
+    return replace(config, data=replace(config.data, train=train_value, validation=validation))
+
+
 def open_train_data(config: TrainConfig) -> Tuple[List[TokenDocuments], List[float]]:
     """The token directories of data.train (one, or a weighted mixture) and their weights."""
     entries = mixture_entries(config.data.train)
@@ -149,10 +161,12 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     is_main = rank == 0
     if not config.data.train:
         raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
+    config = with_absolute_data_paths(config)
     sources, weights = open_train_data(config)
     docs = sources[0]
     if is_main:  # after the data opened: a bad token directory leaves no run behind
         start_run_dir(config.out_dir, resume, overwrite, meta)
+        copy_run_tokenizer(config.out_dir, docs.manifest["tokenizer"].get("path", ""))
     if config.model.vocab_size != docs.vocab_size:
         from dataclasses import replace
 

@@ -1,0 +1,108 @@
+"""Hugging Face fast-tokenizer files for a c4forge SentencePiece model, converted without
+protobuf or transformers (only the `tokenizers` library), so that
+``AutoTokenizer.from_pretrained(DIR)`` gives exactly sentencepiece's ids.
+
+How each sentencepiece setting is reproduced:
+
+- pieces and ids: the vocabulary in id order; BPE merges are every split of a piece into two
+  pieces, ranked as sentencepiece ranks merges (by the merged piece's score = its id, then the
+  ids of the two halves); unigram keeps the scores;
+- identity normalisation, ``remove_extra_whitespaces=False``: no normaliser; spaces become
+  ``▁`` (Metaspace, no splitting on it);
+- ``add_dummy_prefix``: one ``▁`` before the text, only at its very start (Metaspace
+  ``prepend_scheme="first"``): not after a newline, which is what HF's Llama converters get
+  wrong for this model (they prepend after every added token);
+- ``\\n``, ``<mask>``, ``<extra_id_N>`` (user-defined pieces, matched anywhere in the text) are
+  added tokens; ``<pad>`` ``<s>`` ``</s>`` ``<unk>`` are special tokens;
+- ``byte_fallback``: BPE/unigram byte fallback to ``<0xXX>`` pieces, fused back on decode;
+- decode: ``▁`` -> space, bytes fused, the dummy-prefix space stripped.
+
+Known difference: sentencepiece spells a literal ``</s>`` (or ``<s>``, ``<pad>``) in the text as
+characters, while HF matches special tokens anywhere in the text; the exported tokenizer sets
+``split_special_tokens`` so that transformers does the same as sentencepiece.
+"""
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Tuple
+
+TOKENIZER_JSON = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+HF_FILES = [TOKENIZER_JSON, TOKENIZER_CONFIG, SPECIAL_TOKENS_MAP]
+
+_CONTROL = {"<pad>", "<s>", "</s>", "<unk>"}
+
+
+def _pieces(model_file: str):
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=model_file)
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    scores = [sp.get_score(i) for i in range(sp.get_piece_size())]
+    return sp, pieces, scores
+
+
+def _bpe_merges(pieces: List[str], skip: set) -> List[Tuple[str, str]]:
+    ids = {p: i for i, p in enumerate(pieces)}
+    merges = []
+    for merged_id, piece in enumerate(pieces):
+        if merged_id in skip or len(piece) < 2:
+            continue
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in ids and right in ids and ids[left] not in skip and ids[right] not in skip:
+                merges.append((merged_id, ids[left], ids[right], left, right))
+    merges.sort()
+    return [(left, right) for _, _, _, left, right in merges]
+
+
+def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[str]):
+    """A ``tokenizers.Tokenizer`` equal to the sentencepiece model in ``model_file``."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    sp, pieces, scores = _pieces(model_file)
+    unk_id = sp.unk_id()
+    special_ids = {i for i, p in enumerate(pieces) if sp.is_control(i) or sp.is_unknown(i)}
+    added_ids = special_ids | {pieces.index(p) for p in user_defined if p in pieces}
+    if model_type == "bpe":
+        vocab = {p: i for i, p in enumerate(pieces)}
+        model = models.BPE(vocab=vocab, merges=_bpe_merges(pieces, added_ids | {
+            i for i in range(len(pieces)) if sp.is_byte(i)}), unk_token=pieces[unk_id],
+            byte_fallback=True, fuse_unk=True, dropout=None)
+    elif model_type == "unigram":
+        model = models.Unigram([(p, s) for p, s in zip(pieces, scores)], unk_id=unk_id,
+                               byte_fallback=True)
+    else:
+        raise ValueError(f"model type {model_type!r}: bpe or unigram")
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first",
+                                                       split=False)
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                           decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    added = []
+    for i in sorted(added_ids):
+        piece = pieces[i]
+        special = piece in _CONTROL or piece != "\n"
+        added.append(AddedToken(piece, special=special, normalized=False, single_word=False,
+                                lstrip=False, rstrip=False))
+    tokenizer.add_special_tokens([t for t in added if t.special])
+    tokenizer.add_tokens([t for t in added if not t.special])
+    return tokenizer
+
+
+def hf_tokenizer_files(model_file: str, model_type: str, user_defined: List[str],
+                       model_max_length: int = 1_000_000_000) -> Dict[str, str]:
+    """File name -> text of the three files AutoTokenizer reads."""
+    tokenizer = build_fast_tokenizer(model_file, model_type, user_defined)
+    specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
+    extra = [p for p in user_defined if p != "\n"]
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", **specials,
+              "additional_special_tokens": extra, "add_bos_token": False,
+              "add_eos_token": False, "clean_up_tokenization_spaces": False,
+              "split_special_tokens": True, "model_max_length": model_max_length,
+              "model_input_names": ["input_ids", "attention_mask"]}
+    return {TOKENIZER_JSON: tokenizer.to_str(pretty=True),
+            TOKENIZER_CONFIG: json.dumps(config, indent=2, ensure_ascii=False) + "\n",
+            SPECIAL_TOKENS_MAP: json.dumps({**specials, "additional_special_tokens": extra},
+                                           indent=2, ensure_ascii=False) + "\n"}
