@@ -83,7 +83,7 @@ def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
 
     out = export_hf(str(trained), str(tmp_path / "hf"))
     hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
-    tok = transformers.AutoTokenizer.from_pretrained(out, use_fast=False)
+    tok = transformers.AutoTokenizer.from_pretrained(out)  # the fast tokenizer.json, by default
     ours, _ = load_model(str(trained))
     text = "The council met on Tuesday to discuss the budget for the new library."
     ids = tok(text, add_special_tokens=False)["input_ids"]

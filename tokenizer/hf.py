@@ -7,19 +7,21 @@ How each sentencepiece setting is reproduced:
 - pieces and ids: the vocabulary in id order; BPE merges are every split of a piece into two
   pieces, ranked as sentencepiece ranks merges (by the merged piece's score = its id, then the
   ids of the two halves); unigram keeps the scores;
-- identity normalisation, ``remove_extra_whitespaces=False``: no normaliser; spaces become
-  ``▁`` (Metaspace, no splitting on it);
-- ``add_dummy_prefix``: one ``▁`` before the text, only at its very start (Metaspace
-  ``prepend_scheme="first"``): not after a newline, which is what HF's Llama converters get
-  wrong for this model (they prepend after every added token);
-- ``\\n``, ``<mask>``, ``<extra_id_N>`` (user-defined pieces, matched anywhere in the text) are
-  added tokens; ``<pad>`` ``<s>`` ``</s>`` ``<unk>`` are special tokens;
+- identity normalisation, ``remove_extra_whitespaces=False``, ``add_dummy_prefix``: the
+  normaliser puts one ``▁`` before the text (also before a leading space, which HF's Metaspace
+  would skip) and turns spaces into ``▁``; nothing else is rewritten;
+- ``\n`` (a user-defined piece) is split off by the pre-tokeniser and is an ordinary piece, so
+  no ``▁`` is inserted after a newline (HF's Llama converters insert one after every added
+  token, which is how 0 of 127 demo documents got our ids);
+- ``<mask>``, ``<extra_id_N>`` and ``<pad>`` ``<s>`` ``</s>`` ``<unk>`` are special tokens;
 - ``byte_fallback``: BPE/unigram byte fallback to ``<0xXX>`` pieces, fused back on decode;
 - decode: ``▁`` -> space, bytes fused, the dummy-prefix space stripped.
 
-Known difference: sentencepiece spells a literal ``</s>`` (or ``<s>``, ``<pad>``) in the text as
-characters, while HF matches special tokens anywhere in the text; the exported tokenizer sets
-``split_special_tokens`` so that transformers does the same as sentencepiece.
+Known difference, only for text that spells a special token literally: ``</s>``, ``<s>``,
+``<pad>`` are spelled as characters by both (``split_special_tokens`` is set, tested); a literal
+``<mask>`` or ``<extra_id_N>`` is one piece for sentencepiece (user-defined) but spelled as
+characters by transformers. Web text practically never contains them; pass
+``split_special_tokens=False`` to get the piece.
 """
 from __future__ import annotations
 
@@ -31,7 +33,6 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 HF_FILES = [TOKENIZER_JSON, TOKENIZER_CONFIG, SPECIAL_TOKENS_MAP]
 
-_CONTROL = {"<pad>", "<s>", "</s>", "<unk>"}
 
 
 def _pieces(model_file: str):
@@ -59,7 +60,7 @@ def _bpe_merges(pieces: List[str], skip: set) -> List[Tuple[str, str]]:
 
 def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[str]):
     """A ``tokenizers.Tokenizer`` equal to the sentencepiece model in ``model_file``."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     sp, pieces, scores = _pieces(model_file)
     unk_id = sp.unk_id()
@@ -76,18 +77,16 @@ def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[st
     else:
         raise ValueError(f"model type {model_type!r}: bpe or unigram")
     tokenizer = Tokenizer(model)
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first",
-                                                       split=False)
+    # One "▁" before the whole text (also before a leading space: Metaspace would skip that)
+    # and spaces as "▁"; newlines split off as their own piece, never merged.
+    tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                                 normalizers.Replace(" ", "▁")])
+    tokenizer.pre_tokenizer = pre_tokenizers.Split("\n", behavior="isolated")
     tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
                                            decoders.Fuse(), decoders.Strip(" ", 1, 0)])
-    added = []
-    for i in sorted(added_ids):
-        piece = pieces[i]
-        special = piece in _CONTROL or piece != "\n"
-        added.append(AddedToken(piece, special=special, normalized=False, single_word=False,
-                                lstrip=False, rstrip=False))
-    tokenizer.add_special_tokens([t for t in added if t.special])
-    tokenizer.add_tokens([t for t in added if not t.special])
+    tokenizer.add_special_tokens([
+        AddedToken(pieces[i], special=True, normalized=False, single_word=False, lstrip=False,
+                   rstrip=False) for i in sorted(added_ids) if pieces[i] != "\n"])
     return tokenizer
 
 
