@@ -1,0 +1,30 @@
+"""The README's "Use with other tools" snippets for pyarrow (corpus shards) and numpy (token
+shards), run as written on real outputs."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from corpus.shards import iter_documents
+from train.data import TokenDocuments
+
+
+def test_pyarrow_reads_a_corpus_shard(sample_tokens):
+    corpus = Path(sample_tokens).parent / "corpus"
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    name = manifest["splits"]["train"]["files"][0]
+    table = pa.ipc.open_file(str(corpus / name)).read_all()
+    ours = [d["text"] for d in iter_documents(str(corpus), "train", columns=("text",))]
+    assert table.column("text").to_pylist() == ours[:table.num_rows]
+    assert {"url", "text", "timestamp"} <= set(table.column_names)
+
+
+def test_numpy_reads_a_token_shard(sample_tokens):
+    manifest = json.loads((Path(sample_tokens) / "manifest.json").read_text())
+    base = Path(sample_tokens) / manifest["splits"]["train"]["shards"][0]["name"]
+    ids = np.memmap(f"{base}.bin", dtype=manifest["dtype"], mode="r")
+    offsets = np.memmap(f"{base}.idx", dtype="<u8", mode="r")
+    document_3 = ids[offsets[3]:offsets[4]]
+    assert document_3[-1] == manifest["eos_id"]
+    assert np.array_equal(document_3, TokenDocuments(sample_tokens, "train").document(3))
