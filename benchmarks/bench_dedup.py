@@ -18,7 +18,8 @@ Speed: signatures of 2 KB documents at 112 permutations. c4forge is timed includ
 normalisation and shingling; datasketch's MinHash.bulk (its fastest path) is timed on shingles
 prepared beforehand, and again including its Python shingling.
 
-Run: .venv/bin/python benchmarks/bench_dedup.py
+Run: .venv-bench/bin/python benchmarks/bench_dedup.py (`make bench` makes .venv-bench with the [bench]
+extra, datasketch included; or `pip install datasketch==2.0.0` into .venv)
 """
 from __future__ import annotations
 

@@ -54,6 +54,7 @@ def make_config(preset, config_file, overrides, badwords, badwords_fraction, lan
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="c4forge", message="%(prog)s (c4forge %(version)s)")
 def cli() -> None:
     """Build C4-style corpora from Common Crawl WET files and inspect them."""
 

@@ -28,3 +28,18 @@ def test_numpy_reads_a_token_shard(sample_tokens):
     document_3 = ids[offsets[3]:offsets[4]]
     assert document_3[-1] == manifest["eos_id"]
     assert np.array_equal(document_3, TokenDocuments(sample_tokens, "train").document(3))
+
+
+def test_every_cli_says_its_version():
+    from importlib import metadata
+
+    from click.testing import CliRunner
+
+    from corpus.cli import cli as corpus_cli
+    from tokenizer.cli import cli as tokenizer_cli
+    from train.cli import cli as train_cli
+
+    version = metadata.version("c4forge")
+    for cli in (corpus_cli, tokenizer_cli, train_cli):
+        result = CliRunner().invoke(cli, ["--version"])
+        assert result.exit_code == 0 and f"c4forge {version}" in result.output, result.output

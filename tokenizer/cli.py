@@ -11,6 +11,7 @@ from tokenizer.train import TokenizerConfig, TokenizerError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="c4forge", message="%(prog)s (c4forge %(version)s)")
 def cli() -> None:
     """Train SentencePiece vocabularies from corpus shards and encode corpora into token shards."""
 

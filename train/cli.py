@@ -10,6 +10,7 @@ from corpus.config import ConfigError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="c4forge", message="%(prog)s (c4forge %(version)s)")
 def cli() -> None:
     """Pretrain, evaluate and export small decoder LMs on token shards."""
 
