@@ -243,6 +243,8 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
             raise CheckpointError(str(exc)) from exc
         remove_owned(found)
         manifest = {"format": RUN_FORMAT, "version": 1, "files": RUN_FILES}
+    if RUN_TOKENIZER not in _run_files(manifest):  # a run from before runs kept a tokenizer copy
+        manifest["files"] = [*_run_files(manifest), RUN_TOKENIZER]
     if meta is not None:
         manifest["meta"] = meta
     LOCAL.write_text(os.path.join(directory, RUN_MANIFEST), manifest_text(manifest))
