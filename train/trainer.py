@@ -91,6 +91,13 @@ def _target_tokens(batch) -> int:
     return batch.target_tokens
 
 
+def describe_packing(stats: dict) -> str:
+    """The loader's packing statistics for people: percentages, rounded."""
+    text = (f"{stats['real_token_share']:.1%} real tokens, {stats['cropped_share']:.1%} cropped"
+            + (" (estimated from the first chunks)" if stats.get("estimated") else ""))
+    return text + (f", {len(stats['sources'])} sources" if "sources" in stats else "")
+
+
 def with_absolute_data_paths(config: TrainConfig) -> TrainConfig:
     """The config with absolute token directories, as checkpoints store it: a run evaluates and
     exports from any working directory (its tokenizer is copied into the run as well)."""
@@ -250,7 +257,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     if is_main:
         log(f"model {model.num_parameters():,} parameters ({model.num_parameters(True):,} non-embedding), "
             f"kernels {kernels}, device {device}, world {world}, {steps} steps x "
-            f"{tokens_per_step:,} tokens; packing {loader.stats()}")
+            f"{tokens_per_step:,} tokens; packing {describe_packing(loader.stats())}")
 
     progress = None
     if is_main and config.progress:
