@@ -152,8 +152,8 @@ class PackedLoader:
 
     # ---------------------------------------------------------------- batches
     def _plan(self, state: dict) -> Tuple[List[np.ndarray], dict]:
-        """Row addresses of the next global batch, per source, in slot order, and the state
-        after it. Returns (sources of the slots, rows (G, 3) in slot order)."""
+        """The next global batch as [source index per slot (G,), row address per slot (G, 3)],
+        and the state after it."""
         g = self.global_batch
         new = copy.deepcopy(state)
         if self.schedule is None:
