@@ -66,6 +66,9 @@ def cli() -> None:
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Also (or instead) write a corpus directory: the same Arrow shards and "
                    "manifest.json as `corpus build`.")
+@click.option("--format", "shard_format", type=click.Choice(["arrow", "parquet"]), default="arrow",
+              show_default=True, help="Shard format of --output-dir: Arrow IPC streams (HF "
+              "datasets, pyarrow, polars) or Parquet (duckdb, Spark, BigQuery).")
 @click.option("--counters", "counters_path", type=click.Path(dir_okay=False),
               help="Also write the counters as JSON here.")
 @click.option("--overwrite", is_flag=True,
@@ -74,7 +77,7 @@ def cli() -> None:
               help="Fail (write nothing) if any input file is unreadable or cut short by an I/O "
                    "error; by default such files are counted skips and their good records kept.")
 @config_options
-def clean_command(inputs, output, output_dir, counters_path, overwrite, strict,
+def clean_command(inputs, output, output_dir, shard_format, counters_path, overwrite, strict,
                   **config_args) -> None:
     """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words, MinHash
     near-dedup) over WET files in one process, write the kept documents and print what every rule removed.
@@ -104,7 +107,7 @@ def clean_command(inputs, output, output_dir, counters_path, overwrite, strict,
         raise click.ClickException(f"--strict: {problem}; nothing written")
     try:
         _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
-                             started)
+                             started, shard_format)
     except OutputError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
@@ -138,7 +141,7 @@ def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
 
 
 def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
-                         started) -> None:
+                         started, shard_format="arrow") -> None:
     from corpus.outdir import hook_from_env
     from corpus.urls import split_of
 
@@ -152,7 +155,7 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
                       "seconds": round(time.perf_counter() - started, 1)},
             "inputs": paths, "counters": counters.as_dict()},
             validation_per_mille=config.validation_per_mille, overwrite=overwrite,
-            hook=hook_from_env())
+            hook=hook_from_env(), shard_format=shard_format)
     if not output:
         return
     with atomic_write(output) as handle:
@@ -178,6 +181,9 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
               help="Common Crawl server (default https://data.commoncrawl.org).")
 @click.option("--output", "-o", required=True, help="Corpus directory (local, gs://, s3://).")
 @click.option("--overwrite", is_flag=True, help="Replace a corpus already in --output.")
+@click.option("--format", "shard_format", type=click.Choice(["arrow", "parquet"]), default="arrow",
+              show_default=True, help="Shard format: Arrow IPC streams (HF datasets, pyarrow, "
+              "polars) or Parquet (duckdb, Spark, BigQuery).")
 @click.option("--runner", default=None,
               help="Beam runner: DirectRunner (default, all cores), DataflowRunner, FlinkRunner, "
                    "SparkRunner. Other Beam options pass through, e.g. --project, --region.")
@@ -190,7 +196,7 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
               help="Fail (output unchanged) if any input file is unreadable or cut short.")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 @config_options
-def build_command(inputs, crawl, files, cc_base_url, output, overwrite, runner,
+def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_format, runner,
                   docs_per_shard, num_shards, cc_rounds, verbose, strict, extra,
                   **config_args) -> None:
     """Build a sharded Arrow corpus with Apache Beam: read WET -> length -> URL dedup ->
@@ -233,7 +239,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, runner,
     try:
         manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args, strict=strict,
                              overwrite=overwrite, docs_per_shard=docs_per_shard,
-                             num_shards=num_shards, cc_rounds=cc_rounds,
+                             num_shards=num_shards, cc_rounds=cc_rounds, shard_format=shard_format,
                              command=["corpus", *sys.argv[1:]], log=click.echo, verbose=verbose)
     except BuildError as exc:
         raise click.ClickException(str(exc)) from exc

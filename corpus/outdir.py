@@ -35,7 +35,7 @@ import re
 import shutil
 import uuid
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 STAGING_PREFIX = ".c4forge-staging-"
 STAGING_MARKER = ".c4forge-staging"
@@ -137,14 +137,18 @@ class OutputKind:
     format: str
     files_of: Callable[[dict], List[str]]
     flag: str = "--overwrite"
+    # Names the manifest had in older format versions: still recognised (so such an output can
+    # be read and replaced), and removed when the output is replaced.
+    legacy_manifests: Tuple[str, ...] = ()
 
 
 def read_manifest_json(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[dict]:
     """The kind's manifest in ``directory`` as a dict, or None when there is none, it is not
     JSON, or it belongs to another kind."""
-    path = fs.join(directory, kind.manifest)
-    if not fs.exists(path):
+    name = manifest_name(directory, kind, fs)
+    if name is None:
         return None
+    path = fs.join(directory, name)
     try:
         manifest = json.loads(fs.read_text(path))
     except (OSError, ValueError):
@@ -152,6 +156,14 @@ def read_manifest_json(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[d
     if not isinstance(manifest, dict) or manifest.get("format") != kind.format:
         return None
     return manifest
+
+
+def manifest_name(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[str]:
+    """The name of the kind's manifest present in ``directory`` (current name first), or None."""
+    for name in (kind.manifest, *kind.legacy_manifests):
+        if fs.exists(fs.join(directory, name)):
+            return name
+    return None
 
 
 def _is_our_staging(directory: str, name: str, fs) -> bool:
@@ -206,6 +218,7 @@ def claim(directory: str, kind: OutputKind, overwrite: bool, fs=LOCAL) -> Claim:
             raise OutputError(f"{directory} already holds a c4forge {kind.label}; pass "
                               f"{kind.flag} to replace it (only its own files are removed)")
         old = owned_files(directory, manifest, kind)
+        old += [n for n in kind.legacy_manifests if n in entries and n not in old]
     for name in stale:
         fs.remove(fs.join(directory, name))
     _check_writable(directory, fs)

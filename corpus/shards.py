@@ -1,32 +1,42 @@
-"""The corpus shard format: Arrow IPC files plus ``manifest.json``. This module owns it; every
-other stage reads corpora through it.
+"""The corpus shard format: Arrow or Parquet shards plus ``manifest.json``. This module owns it;
+every other stage reads corpora through it.
 
 A corpus directory holds::
 
     train-00000-of-00004.arrow ... train-00003-of-00004.arrow
     validation-00000-of-00001.arrow
-    manifest.json
+    _manifest.json
 
-Each shard is an Arrow IPC *file* (random access, memory-mappable) with one row per document:
+Shards are Arrow IPC *streams* by default - the format Hugging Face ``datasets`` writes and
+memory-maps (``Dataset.from_file``, ``load_dataset("arrow", ...)``), which pyarrow and polars
+read too - or Parquet (``--format parquet``: duckdb, Spark, BigQuery). One row per document:
 
-    text                   string   the cleaned page text, lines joined by "\\n"
-    url                    string   WARC-Target-URI as crawled
-    timestamp              string   WARC-Date (ISO 8601)
-    language               string   fastText lid.176 label
-    language_score         float32  its score
-    near_dup_cluster_size  int32    documents in this document's MinHash cluster (1: none)
+    text                   string     the cleaned page text, lines joined by "\\n"
+    id                     string     md5 of the normalised URL, hex (stable across builds)
+    url                    string     WARC-Target-URI as crawled
+    timestamp              timestamp  WARC-Date (second precision, UTC; null if unparseable)
+    language               string     fastText lid.176 label
+    language_score         float32    its score
+    near_dup_cluster_size  int32      documents in this document's MinHash cluster (1: none)
+    source                 string     the crawl file the page was read from
+    offset                 int64      byte offset of its gzip member (or record) in that file
 
-Rows inside a shard are sorted by url, so a build is byte-for-byte reproducible. A document's
-split is md5(normalised url) % 1000 < validation_per_mille -> validation (tfds: 1, i.e. == 0);
-its shard is doc id % shards.
+Every shard describes itself: its schema metadata ``c4forge`` holds the format name and version,
+the shard format and the hash of the config that built it. Rows inside a shard are sorted by
+url, so a build is byte-for-byte reproducible. A document's split is md5(normalised url) % 1000
+< validation_per_mille -> validation (tfds: 1, i.e. == 0); its shard is doc id % shards.
 
-``manifest.json`` always names a complete set of shards: outputs are swapped in by
+``_manifest.json`` always names a complete set of shards: outputs are swapped in by
 :mod:`corpus.outdir` (during a swap it carries ``location``, the staging folder its shards are
-in; read shard paths through :func:`shard_paths`, never by joining names yourself). It records: format version, the command's config, input files, library versions,
-per-split documents/bytes/shard files, and every pipeline counter.
+in; read shard paths through :func:`shard_paths`, never by joining names yourself). It records:
+format version, shard format, the command's config and its hash, input files, library versions,
+per-split documents/bytes/shard files, and every pipeline counter. Version 1 corpora (Arrow IPC
+*files*, no id/source/offset, timestamp as a string) are still read.
 """
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
 import os
 import re
@@ -35,23 +45,38 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
 
-from corpus.outdir import OutputError, OutputKind, check_name, resolve, write_directory
+from corpus.outdir import (OutputError, OutputKind, check_name, manifest_name, resolve,
+                           write_directory)
 
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+# Underscore-prefixed, as Hadoop's _SUCCESS: pyarrow.dataset, Spark and HF datasets skip it when
+# they read the directory's shards. Version 1 corpora named it manifest.json.
+MANIFEST = "_manifest.json"
+LEGACY_MANIFEST = "manifest.json"
 SPLITS = ("train", "validation")
+SHARD_FORMATS = {"arrow": ".arrow", "parquet": ".parquet"}
+DEFAULT_SHARD_FORMAT = "arrow"
 SCHEMA = pa.schema([
     ("text", pa.string()),
+    ("id", pa.string()),
     ("url", pa.string()),
-    ("timestamp", pa.string()),
+    ("timestamp", pa.timestamp("s", tz="UTC")),
     ("language", pa.string()),
     ("language_score", pa.float32()),
     ("near_dup_cluster_size", pa.int32()),
+    ("source", pa.string()),
+    ("offset", pa.int64()),
 ])
 COLUMNS = [field.name for field in SCHEMA]
-_SHARD_RE = re.compile(r"^(?P<split>[a-z]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.arrow$")
+METADATA_KEY = b"c4forge"
+_SHARD_RE = re.compile(
+    r"^(?P<split>[a-z]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.(?P<format>arrow|parquet)$")
 BATCH_ROWS = 1024
+_PARQUET_MAGIC = b"PAR1"
+_ARROW_FILE_MAGIC = b"ARROW1"
 
 
 class CorpusFormatError(ValueError):
@@ -67,80 +92,187 @@ def shard_count(documents: int, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
     return fixed or max(1, -(-documents // docs_per_shard))
 
 
-def shard_name(split: str, index: int, count: int) -> str:
-    return f"{split}-{index:05d}-of-{count:05d}.arrow"
+def check_shard_format(shard_format: str) -> str:
+    if shard_format not in SHARD_FORMATS:
+        raise CorpusFormatError(f"unknown shard format {shard_format!r} "
+                                f"(one of: {', '.join(SHARD_FORMATS)})")
+    return shard_format
+
+
+def shard_name(split: str, index: int, count: int, shard_format: str = DEFAULT_SHARD_FORMAT) -> str:
+    return f"{split}-{index:05d}-of-{count:05d}{SHARD_FORMATS[check_shard_format(shard_format)]}"
 
 
 def parse_shard_name(name: str) -> Optional[dict]:
     match = _SHARD_RE.match(os.path.basename(name))
     if not match:
         return None
-    return {"split": match["split"], "index": int(match["index"]), "count": int(match["count"])}
+    return {"split": match["split"], "index": int(match["index"]), "count": int(match["count"]),
+            "format": match["format"]}
+
+
+def document_key(normalized_url: str) -> str:
+    """The stable ``id`` column: md5 of the normalised URL in hex (the split and the shard are
+    drawn from the same digest)."""
+    return hashlib.md5(normalized_url.encode("utf-8")).hexdigest()
+
+
+def parse_timestamp(value: str) -> Optional[datetime.datetime]:
+    """WARC-Date (ISO 8601, e.g. ``2019-04-18T12:34:56Z``) as an aware UTC datetime; None when
+    it is missing or not a date (the page is kept, the cell is null)."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.astimezone(datetime.timezone.utc).replace(microsecond=0)
 
 
 def document_row(doc) -> dict:
     """A corpus Document as a shard row."""
-    return {"text": doc.text, "url": doc.url, "timestamp": doc.timestamp, "language": doc.language,
-            "language_score": doc.language_score, "near_dup_cluster_size": doc.near_dup_cluster_size}
+    return {"text": doc.text, "id": document_key(doc.normalized_url), "url": doc.url,
+            "timestamp": parse_timestamp(doc.timestamp), "language": doc.language,
+            "language_score": doc.language_score,
+            "near_dup_cluster_size": doc.near_dup_cluster_size,
+            "source": doc.source, "offset": doc.offset}
 
 
-def to_table(rows: List[dict]) -> pa.Table:
+def config_hash(config: dict) -> str:
+    """A short, order-independent hash of a build's config (16 hex digits of sha256)."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> Dict[str, str]:
+    """What every shard says about itself (stored in its schema metadata under ``c4forge``)."""
+    return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
+            "shard_format": check_shard_format(shard_format), "config_hash": config_hash(config)}
+
+
+def to_table(rows: List[dict], metadata: Optional[dict] = None) -> pa.Table:
     """Rows (dicts with the schema's keys) as a table sorted by url."""
     rows = sorted(rows, key=lambda r: r["url"])
+    schema = SCHEMA
+    if metadata is not None:
+        schema = SCHEMA.with_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
     return pa.Table.from_pydict({name: [r.get(name) for r in rows] for name in COLUMNS},
-                                schema=SCHEMA)
+                                schema=schema)
 
 
-def write_table(sink, table: pa.Table) -> None:
-    """Write an Arrow IPC file to an open binary file object."""
-    with ipc.new_file(sink, SCHEMA) as writer:
+def write_table(sink, table: pa.Table, shard_format: str = DEFAULT_SHARD_FORMAT) -> None:
+    """Write a shard to an open binary file object: an Arrow IPC stream or a Parquet file."""
+    if check_shard_format(shard_format) == "parquet":
+        pq.write_table(table, sink, row_group_size=BATCH_ROWS * 8, compression="zstd")
+        return
+    with ipc.new_stream(sink, table.schema) as writer:
         for batch in table.to_batches(max_chunksize=BATCH_ROWS):
             writer.write_batch(batch)
 
 
 def write_shard(path: str, rows: List[dict],
                 create: Optional[Callable[[str], object]] = None,
-                rename: Optional[Callable[[str, str], None]] = None) -> int:
+                rename: Optional[Callable[[str, str], None]] = None,
+                metadata: Optional[dict] = None) -> int:
     """Write rows as one shard atomically (temp name, then rename); returns text bytes written.
+    The shard format follows the name's extension (see :func:`shard_name`).
 
     ``create``/``rename`` default to the local filesystem; the Beam pipeline passes its
     FileSystems functions so gs:// and s3:// outputs work the same way.
     """
-    table = to_table(rows)
+    info = parse_shard_name(path)
+    shard_format = info["format"] if info else DEFAULT_SHARD_FORMAT
+    table = to_table(rows, metadata)
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
     if create is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(tmp, "wb") as handle:
-            write_table(handle, table)
+            write_table(handle, table, shard_format)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     else:
         handle = create(tmp)
         try:
-            write_table(handle, table)
+            write_table(handle, table, shard_format)
         finally:
             handle.close()
         rename(tmp, path)
     return sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
 
 
-def read_shard(path: str) -> pa.Table:
-    """One shard as a table (memory-mapped for local paths)."""
+def _read_source(source, columns: Optional[List[str]]) -> pa.Table:
+    """A table from an Arrow stream, Arrow file (version 1) or Parquet source, told apart by
+    their magic bytes."""
+    head = source.read(6)
+    source.seek(0)
+    if head[:4] == _PARQUET_MAGIC:
+        return pq.read_table(source, columns=columns)
+    if head == _ARROW_FILE_MAGIC:
+        table = ipc.open_file(source).read_all()
+    else:
+        table = ipc.open_stream(source).read_all()
+    return table.select(columns) if columns else table
+
+
+def read_shard(path: str, columns: Optional[Iterable[str]] = None) -> pa.Table:
+    """One shard as a table (memory-mapped for local paths), any shard format."""
+    wanted = list(columns) if columns else None
     try:
         if "://" in path:
             import smart_open
 
             with smart_open.open(path, "rb") as handle:
-                return ipc.open_file(pa.BufferReader(handle.read())).read_all()
+                return _read_source(pa.BufferReader(handle.read()), wanted)
         with pa.memory_map(path) as source:
-            return ipc.open_file(source).read_all()
+            return _read_source(source, wanted)
+    except (pa.ArrowInvalid, OSError, KeyError) as exc:
+        raise CorpusFormatError(f"{path} is not a readable corpus shard: {exc}") from exc
+
+
+def shard_rows(path: str) -> int:
+    """Documents in one shard (Parquet: from its footer; Arrow: batch headers, memory-mapped)."""
+    try:
+        with pa.memory_map(path) as source:
+            head = source.read(6)
+            source.seek(0)
+            if head[:4] == _PARQUET_MAGIC:
+                return pq.ParquetFile(source).metadata.num_rows
+            reader = ipc.open_file(source) if head == _ARROW_FILE_MAGIC else None
+            if reader is not None:
+                return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            return sum(batch.num_rows for batch in ipc.open_stream(source))
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorpusFormatError(f"{path} is not a readable corpus shard: {exc}") from exc
 
 
+def shard_info(path: str) -> dict:
+    """The ``c4forge`` schema metadata of a shard ({} for version 1 shards, which had none)."""
+    try:
+        with pa.memory_map(path) as source:
+            head = source.read(6)
+            source.seek(0)
+            if head[:4] == _PARQUET_MAGIC:
+                schema = pq.read_schema(source)
+            elif head == _ARROW_FILE_MAGIC:
+                schema = ipc.open_file(source).schema
+            else:
+                schema = ipc.open_stream(source).schema
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorpusFormatError(f"{path} is not a readable corpus shard: {exc}") from exc
+    raw = (schema.metadata or {}).get(METADATA_KEY)
+    return json.loads(raw) if raw else {}
+
+
+def manifest_path(directory: str) -> str:
+    """The corpus manifest's path (``_manifest.json``; ``manifest.json`` in version 1 corpora)."""
+    return os.path.join(directory, manifest_name(directory, CORPUS_KIND) or MANIFEST)
+
+
 def read_manifest(directory: str) -> dict:
-    path = os.path.join(directory, MANIFEST)
+    path = manifest_path(directory)
     try:
         with open(path, encoding="utf-8") as handle:
             manifest = json.load(handle)
@@ -153,8 +285,9 @@ def read_manifest(directory: str) -> dict:
         raise CorpusFormatError(f"{directory} is not a corpus directory: {exc.strerror or exc}") from exc
     if not isinstance(manifest, dict):
         raise CorpusFormatError(f"{path}: not a c4forge corpus manifest")
-    if manifest.get("format") != "c4forge-corpus" or manifest.get("version") != FORMAT_VERSION:
-        raise CorpusFormatError(f"{path}: not a c4forge corpus manifest (version {FORMAT_VERSION})")
+    if manifest.get("format") != "c4forge-corpus" or manifest.get("version") not in READABLE_VERSIONS:
+        raise CorpusFormatError(f"{path}: not a c4forge corpus manifest (versions "
+                                f"{', '.join(map(str, READABLE_VERSIONS))} are read)")
     return manifest
 
 
@@ -166,7 +299,8 @@ def manifest_files(manifest: dict) -> List[str]:
     return [name for entry in splits.values() for name in (entry or {}).get("files", [])]
 
 
-CORPUS_KIND = OutputKind("corpus", MANIFEST, "c4forge-corpus", manifest_files)
+CORPUS_KIND = OutputKind("corpus", MANIFEST, "c4forge-corpus", manifest_files,
+                         legacy_manifests=(LEGACY_MANIFEST,))
 
 
 def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> List[str]:
@@ -182,12 +316,18 @@ def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> 
 
 def iter_documents(directory: str, split: str = "train",
                    columns: Optional[Iterable[str]] = None) -> Iterator[dict]:
-    """Documents of one split, shard by shard, as dicts."""
+    """Documents of one split, shard by shard, as dicts (columns a version 1 shard lacks are
+    None; its timestamp stays a string)."""
     wanted = list(columns) if columns else COLUMNS
     for path in shard_paths(directory, split):
         table = read_shard(path)
-        for batch in table.select(wanted).to_batches(max_chunksize=BATCH_ROWS):
-            yield from batch.to_pylist()
+        present = [c for c in wanted if c in table.column_names]
+        missing = [c for c in wanted if c not in table.column_names]
+        for batch in table.select(present).to_batches(max_chunksize=BATCH_ROWS):
+            for row in batch.to_pylist():
+                if missing:
+                    row.update(dict.fromkeys(missing))
+                yield row
 
 
 def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
@@ -204,13 +344,16 @@ def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
 
 def write_corpus(directory: str, documents: Iterable, manifest: dict,
                  docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, validation_per_mille: int = 1,
-                 overwrite: bool = False, hook=None) -> dict:
+                 overwrite: bool = False, hook=None,
+                 shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - through the output-directory rule and swap of
     :mod:`corpus.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
     from corpus.near_dedup import doc_id
     from corpus.urls import split_of
 
+    check_shard_format(shard_format)
+    metadata = shard_metadata(manifest.get("config") or {}, shard_format)
     by_split: Dict[str, list] = {}
     for doc in documents:
         by_split.setdefault(split_of(doc.normalized_url, validation_per_mille), []).append(doc)
@@ -223,16 +366,21 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
             for doc in docs:
                 groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
             for index, group in groups.items():
-                name = shard_name(split, index, count)
+                name = shard_name(split, index, count, shard_format)
                 rows = [document_row(d) for d in group]
                 files[name] = {"documents": len(rows),
-                               "bytes": write_shard(os.path.join(staging, name), rows)}
-        return full_manifest(dict(manifest, splits=split_summary(files)))
+                               "bytes": write_shard(os.path.join(staging, name), rows,
+                                                    metadata=metadata)}
+        return full_manifest(dict(manifest, shard_format=shard_format,
+                                  splits=split_summary(files)))
 
     return write_directory(directory, CORPUS_KIND, overwrite, fill, hook)
 
 
 def full_manifest(manifest: dict) -> dict:
-    """The manifest with the format's identification first."""
-    return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
-            **{k: v for k, v in manifest.items() if k not in ("format", "version")}}
+    """The manifest with the format's identification (and the config's hash) first."""
+    head = {"format": "c4forge-corpus", "version": FORMAT_VERSION,
+            "shard_format": manifest.get("shard_format", DEFAULT_SHARD_FORMAT)}
+    if "config" in manifest:
+        head["config_hash"] = config_hash(manifest["config"])
+    return {**head, **{k: v for k, v in manifest.items() if k not in head}}

@@ -25,7 +25,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from corpus.config import CorpusConfig
 from corpus.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
 from corpus.report import strict_problem
-from corpus.shards import CORPUS_KIND, full_manifest, parse_shard_name, split_summary
+from corpus.shards import (CORPUS_KIND, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
+                           split_summary)
 from pipelines.c4 import build_graph
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -140,7 +141,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
               overwrite: bool = False, docs_per_shard: int = 50_000,
               num_shards: Optional[int] = None, cc_rounds: int = 8,
               command: Optional[List[str]] = None, log=print, verbose: bool = False,
-              strict: bool = False) -> dict:
+              strict: bool = False, shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
     """Build the corpus into ``output``; returns the manifest."""
     if not inputs:
         raise BuildError("no input files")
@@ -158,7 +159,8 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
     pipeline = beam.Pipeline(options=options)
-    build_graph(pipeline, inputs, config, staging, docs_per_shard, num_shards, cc_rounds)
+    build_graph(pipeline, inputs, config, staging, docs_per_shard, num_shards, cc_rounds,
+                shard_format)
     try:
         result = pipeline.run()
         state = result.wait_until_finish()
@@ -187,6 +189,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": command or sys.argv,
         "config": config.to_dict(),
+        "shard_format": shard_format,
         "build": {"runner": options.get_all_options().get("runner"), "seconds": round(elapsed, 1),
                   "docs_per_shard": docs_per_shard, "num_shards": num_shards,
                   "cc_rounds": cc_rounds, "input_bytes": read_bytes},

@@ -19,7 +19,8 @@ from corpus.document import Document
 from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
 from corpus.minhash import MinHasher
 from corpus.near_dedup import bucket_edges, doc_id
-from corpus.shards import DEFAULT_DOCS_PER_SHARD, document_row, shard_count, shard_name, write_shard
+from corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
+                           shard_metadata, shard_name, write_shard)
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
 from corpus.urls import newer_page, split_of
@@ -325,18 +326,21 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8):
 class WriteShardFn(_Counting, beam.DoFn):
     """((split, index, count), pages) -> one shard file in the staging directory."""
 
-    def __init__(self, staging: str) -> None:
+    def __init__(self, staging: str, shard_format: str, metadata: dict) -> None:
         self.staging = staging
+        self.shard_format = shard_format
+        self.metadata = metadata
 
     def process(self, element):
         from apache_beam.io.filesystems import FileSystems
 
         (split, index, count), pages = element
         rows = [document_row(p) for p in pages]
-        name = shard_name(split, index, count)
+        name = shard_name(split, index, count, self.shard_format)
         path = FileSystems.join(self.staging, name)
         text_bytes = write_shard(path, rows, create=FileSystems.create,
-                                 rename=lambda a, b: FileSystems.rename([a], [b]))
+                                 rename=lambda a, b: FileSystems.rename([a], [b]),
+                                 metadata=self.metadata)
         stats = {"documents": len(rows), "bytes": text_bytes}
         handle = FileSystems.create(path + ".json")
         handle.write(json.dumps(stats).encode("utf-8"))
@@ -355,7 +359,8 @@ def _assign_shard(page: Document, counts: Dict[str, int], docs_per_shard: int,
 
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
-                 num_shards: Optional[int] = None, per_mille: int = 1):
+                 num_shards: Optional[int] = None, per_mille: int = 1,
+                 shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None):
     """Split and shard the pages; returns a PCollection of (file name, stats)."""
     counts = (pages
               | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url, per_mille), 1))
@@ -365,13 +370,14 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
                                          docs_per_shard=docs_per_shard, fixed=num_shards,
                                          per_mille=per_mille)
             | "group shards" >> beam.GroupByKey()
-            | "write shards" >> beam.ParDo(WriteShardFn(staging)))
+            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {})))
 
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
-                cc_rounds: int = 8):
+                cc_rounds: int = 8, shard_format: str = DEFAULT_SHARD_FORMAT):
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
     pages = c4_pages(files, config, cc_rounds)
-    return write_shards(pages, staging, docs_per_shard, num_shards, config.validation_per_mille)
+    return write_shards(pages, staging, docs_per_shard, num_shards, config.validation_per_mille,
+                        shard_format, shard_metadata(config.to_dict(), shard_format))

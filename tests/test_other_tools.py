@@ -12,9 +12,9 @@ from train.data import TokenDocuments
 
 def test_pyarrow_reads_a_corpus_shard(sample_tokens):
     corpus = Path(sample_tokens).parent / "corpus"
-    manifest = json.loads((corpus / "manifest.json").read_text())
+    manifest = json.loads((corpus / "_manifest.json").read_text())
     name = manifest["splits"]["train"]["files"][0]
-    table = pa.ipc.open_file(str(corpus / name)).read_all()
+    table = pa.ipc.open_stream(str(corpus / name)).read_all()
     ours = [d["text"] for d in iter_documents(str(corpus), "train", columns=("text",))]
     assert table.column("text").to_pylist() == ours[:table.num_rows]
     assert {"url", "text", "timestamp"} <= set(table.column_names)

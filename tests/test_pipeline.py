@@ -15,7 +15,7 @@ from corpus.config import build_config
 from corpus.counters import Counters
 from corpus.line_dedup import owner_of
 from corpus.local import run_chain
-from corpus.shards import iter_documents, read_manifest
+from corpus.shards import iter_documents, read_manifest, shard_info, shard_paths, write_corpus
 from pipelines.build import BuildError, counters_of, run_build
 from pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path
@@ -84,14 +84,25 @@ def test_test_pipeline_exact_documents_and_counters(tmp_path):
 def test_build_equals_single_process_chain_on_sample(tmp_path):
     cfg = config()
     out = tmp_path / "corpus"
-    manifest = run_build([str(SAMPLE)], str(out), cfg, log=lambda *_: None)
+    manifest = run_build([str(SAMPLE)], str(out), cfg, log=lambda *_: None, shard_format="parquet",
+                         docs_per_shard=50)
     counters = Counters()
-    local = {d.url: d for d in run_chain([str(SAMPLE)], cfg, counters)}
+    docs = run_chain([str(SAMPLE)], cfg, counters)
+    local = {d.url: d for d in docs}
     built = list(iter_documents(str(out), "train")) + list(iter_documents(str(out), "validation"))
     assert len(built) == len(local) == manifest["counters"]["near-dedup/passed"]
     for doc in built:
         mine = local[doc["url"]]
         assert (doc["text"], doc["near_dup_cluster_size"]) == (mine.text, mine.near_dup_cluster_size)
+    # The same rows, every column, in the same shards as the single-process writer's Arrow files.
+    write_corpus(str(tmp_path / "single"), docs, {"config": cfg.to_dict()}, docs_per_shard=50)
+    for split in ("train", "validation"):
+        beam_paths = shard_paths(str(out), split)
+        assert [p.replace(".parquet", ".arrow").rsplit("/", 1)[1] for p in beam_paths] == \
+            [p.rsplit("/", 1)[1] for p in shard_paths(str(tmp_path / "single"), split)]
+        assert list(iter_documents(str(out), split)) == list(iter_documents(str(tmp_path / "single"), split))
+    assert manifest["shard_format"] == "parquet"
+    assert shard_info(shard_paths(str(out), "train")[0])["config_hash"] == manifest["config_hash"]
     expected = counters.as_dict()
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == expected
     assert manifest["splits"]["train"]["documents"] + manifest["splits"]["validation"]["documents"] == len(built)
@@ -165,7 +176,7 @@ def test_stats_and_show(tmp_path):
     show = CliRunner().invoke(cli, ["show", str(out), "-n", "2"])
     assert show.exit_code == 0 and show.output.count("--- http") == 2
     missing = CliRunner().invoke(cli, ["stats", str(tmp_path)])
-    assert missing.exit_code != 0 and "no manifest.json" in missing.output
+    assert missing.exit_code != 0 and "no _manifest.json" in missing.output
 
 
 def test_build_equals_chain_on_shared_crawl(tmp_path):

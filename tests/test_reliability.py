@@ -156,7 +156,7 @@ def test_corpus_clean_needs_overwrite_and_keeps_other_files(stages, tmp_path):
     assert read_manifest(str(target))["config"]["preset"] == "c4-noclean"
     assert_untouched(target)
     listed = set(CORPUS_KIND.files_of(read_manifest(str(target))))
-    assert {p.name for p in target.iterdir()} == listed | {"manifest.json", "notes.txt"}
+    assert {p.name for p in target.iterdir()} == listed | {"_manifest.json", "notes.txt"}
 
 
 def test_train_run_refuses_another_run_without_resume_or_overwrite(stages, tmp_path):
@@ -212,7 +212,7 @@ def test_swap_is_crash_safe_at_every_step(docs, tmp_path, step):
     # The next run cleans up whatever the crash left, and nothing else.
     write_corpus(str(target), old_docs, {"config": {"preset": "again"}, "counters": {}}, overwrite=True)
     names = {p.name for p in target.iterdir()}
-    assert names == set(CORPUS_KIND.files_of(read_manifest(str(target)))) | {"manifest.json", "notes.txt"}
+    assert names == set(CORPUS_KIND.files_of(read_manifest(str(target)))) | {"_manifest.json", "notes.txt"}
 
 
 def test_killed_cli_swap_leaves_a_complete_corpus(stages, tmp_path):
@@ -364,9 +364,9 @@ def test_lying_content_length_in_one_whole_file_member(tmp_path):
 def hostile_corpus(stages, tmp_path, mutate):
     target = tmp_path / "hostile"
     shutil.copytree(stages / "corpus", target)
-    manifest = json.loads((target / "manifest.json").read_text())
+    manifest = json.loads((target / "_manifest.json").read_text())
     mutate(manifest)
-    (target / "manifest.json").write_text(json.dumps(manifest))
+    (target / "_manifest.json").write_text(json.dumps(manifest))
     return target
 
 

@@ -18,21 +18,14 @@ import shutil
 import time
 from typing import Dict, List, Optional, Tuple
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 
-from corpus.shards import CorpusFormatError, read_manifest, shard_paths
+from corpus.shards import (CorpusFormatError, manifest_path, read_manifest, read_shard, shard_paths,
+                           shard_rows)
 from tokenizer.formats import shard_base, token_dtype, write_token_shard
 from tokenizer.train import TokenizerError, load_tokenizer
 
 _WORKER: Dict[str, object] = {}
-
-
-def _rows(path: str) -> int:
-    with pa.memory_map(path) as source:
-        reader = ipc.open_file(source)
-        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
 
 
 def _init_worker(tokenizer_dir: str, threads: int = 1) -> None:
@@ -46,10 +39,9 @@ def _init_worker(tokenizer_dir: str, threads: int = 1) -> None:
 def _encode_task(task: Tuple[str, int, int, str, str]) -> Dict[str, int]:
     """Encode rows [start, stop) of one corpus shard into staging/BASE.{bin,idx}."""
     path, start, stop, staging, base = task
-    with pa.memory_map(path) as source:
-        column = ipc.open_file(source).read_all().slice(start, stop - start).column("text")
-        texts = column.to_pylist()
-        text_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
+    column = read_shard(path, columns=["text"]).slice(start, stop - start).column("text")
+    texts = column.to_pylist()
+    text_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
     sp, eos = _WORKER["sp"], _WORKER["eos"]
     # One thread per worker: the processes are the parallelism (sentencepiece would otherwise
     # start a thread per core in every worker).
@@ -78,7 +70,7 @@ def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[
     plan: Dict[str, List[Tuple[str, int, int]]] = {}
     for split in manifest["splits"]:
         paths = shard_paths(corpus, split, manifest)
-        sizes = [(p, _rows(p)) for p in paths]
+        sizes = [(p, shard_rows(p)) for p in paths]
         total = sum(n for _, n in sizes)
         if not total:
             continue
@@ -119,7 +111,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
             message += f" (it was made with {'the same' if same else 'a different'} tokenizer)"
         raise TokenizerError(message) from exc
 
-    corpus_sha = file_sha256(os.path.join(corpus, "manifest.json"))
+    corpus_sha = file_sha256(manifest_path(corpus))
     if corpus_sha != info["corpus"]["manifest_sha256"]:
         log(f"note: the tokenizer was trained on {info['corpus']['path']}, not on this corpus "
             "(fine for comparing corpora with one tokenizer)")
@@ -127,7 +119,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
     workers = workers or os.cpu_count() or 1
     try:
         plan = plan_tasks(corpus, workers, docs_per_task)
-    except (CorpusFormatError, pa.ArrowInvalid, OSError) as exc:
+    except (CorpusFormatError, OSError) as exc:
         raise TokenizerError(f"corpus {corpus}: {exc}") from exc
     staging = new_staging(target)
     started = time.time()

@@ -29,7 +29,7 @@ import time
 from typing import Dict, Iterator, List, Optional
 
 from corpus.outdir import OutputKind
-from corpus.shards import CorpusFormatError, iter_documents, read_manifest
+from corpus.shards import CorpusFormatError, iter_documents, manifest_path, read_manifest
 from tokenizer.formats import file_sha256
 from tokenizer.hf import hf_tokenizer_files
 
@@ -196,7 +196,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
             "normalization": "identity", "remove_extra_whitespaces": False,
             "add_dummy_prefix": True, "byte_fallback": True, "split_digits": True,
             "corpus": {"path": os.path.abspath(corpus), "preset": manifest["config"].get("preset"),
-                       "manifest_sha256": file_sha256(os.path.join(corpus, "manifest.json"))},
+                       "manifest_sha256": file_sha256(manifest_path(corpus))},
             "sample": stats,
             "train_seconds": round(seconds, 2),
             "sentencepiece": spm.__version__,

@@ -24,7 +24,7 @@ from corpus.config import build_config, load_yaml_mapping, parse_overrides
 from corpus.counters import Counters
 from corpus.outdir import OutputError, check_name
 from corpus.local import run_chain
-from corpus.shards import CorpusFormatError, read_manifest, write_corpus
+from corpus.shards import CorpusFormatError, manifest_path, read_manifest, write_corpus
 from tokenizer.encode import encode_corpus
 from tokenizer.formats import TokenFormatError, file_sha256, read_token_manifest
 from tokenizer.train import TokenizerConfig, train_tokenizer
@@ -108,7 +108,7 @@ def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
         raise AblationError(f"tokenizer.train_on {train_on!r} is not a variant")
     config = TokenizerConfig(**{k: v for k, v in settings.items() if k in TokenizerConfig.__dataclass_fields__})
     directory = os.path.join(spec["out_dir"], "tokenizer")
-    corpus_sha = file_sha256(os.path.join(corpora[train_on], "manifest.json"))
+    corpus_sha = file_sha256(manifest_path(corpora[train_on]))
     from tokenizer.train import CONFIG_FILE
 
     info_path = os.path.join(directory, CONFIG_FILE)
@@ -134,7 +134,7 @@ def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) ->
         try:
             manifest = read_token_manifest(directory)
             if (manifest["tokenizer"]["model_sha256"] == model_sha and
-                    manifest["corpus"]["manifest_sha256"] == file_sha256(os.path.join(corpus, "manifest.json"))):
+                    manifest["corpus"]["manifest_sha256"] == file_sha256(manifest_path(corpus))):
                 log(f"tokens {name}: reusing {directory}")
                 out[name] = directory
                 continue

@@ -1,0 +1,176 @@
+"""The corpus shard format (corpus/shards.py): self-describing Arrow-stream and Parquet shards
+that Hugging Face datasets, pyarrow, polars and duckdb open as they are; the id, source, offset
+and timestamp columns; version 1 corpora still read and replaced safely."""
+import datetime
+import gzip
+import hashlib
+import json
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+from corpus.config import build_config
+from corpus.counters import Counters
+from corpus.local import run_chain
+from corpus.shards import (CORPUS_KIND, COLUMNS, MANIFEST, CorpusFormatError, config_hash,
+                           iter_documents, parse_timestamp, read_manifest, shard_info,
+                           shard_paths, shard_rows, write_corpus)
+from tests.conftest import ROOT
+
+SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
+BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
+CONFIG = build_config("c4", badwords=str(BADWORDS)).to_dict()
+
+
+@pytest.fixture(scope="module")
+def sample_docs():
+    return run_chain([str(SAMPLE)], build_config("c4", badwords=str(BADWORDS)), Counters())
+
+
+@pytest.fixture(scope="module")
+def corpora(sample_docs, tmp_path_factory):
+    """The sample crawl's c4 documents written once as Arrow and once as Parquet, with a
+    validation split large enough to have rows (200 per mille)."""
+    root = tmp_path_factory.mktemp("formats")
+    out = {}
+    for shard_format in ("arrow", "parquet"):
+        write_corpus(str(root / shard_format), sample_docs, {"config": CONFIG, "counters": {}},
+                     docs_per_shard=40, validation_per_mille=200, shard_format=shard_format)
+        out[shard_format] = root / shard_format
+    return out
+
+
+def ours(directory, split="train"):
+    return list(iter_documents(str(directory), split))
+
+
+def test_arrow_and_parquet_hold_the_same_documents(corpora):
+    for split in ("train", "validation"):
+        arrow, parquet = ours(corpora["arrow"], split), ours(corpora["parquet"], split)
+        assert arrow and arrow == parquet
+    names = [p.rsplit(".", 1)[1] for p in shard_paths(str(corpora["parquet"]), "train")]
+    assert len(names) > 1 and set(names) == {"parquet"}
+
+
+def test_every_shard_describes_itself(corpora):
+    for shard_format, directory in corpora.items():
+        manifest = read_manifest(str(directory))
+        assert manifest["version"] == 2 and manifest["shard_format"] == shard_format
+        assert manifest["config_hash"] == config_hash(CONFIG)
+        for path in shard_paths(str(directory), "train", manifest):
+            assert shard_info(path) == {"format": "c4forge-corpus", "version": 2,
+                                        "shard_format": shard_format,
+                                        "config_hash": manifest["config_hash"]}
+            assert shard_rows(path) > 0
+    total = sum(shard_rows(p) for p in shard_paths(str(corpora["arrow"]), "train"))
+    assert total == read_manifest(str(corpora["arrow"]))["splits"]["train"]["documents"]
+
+
+def test_id_source_offset_and_timestamp_columns(corpora, sample_docs):
+    by_url = {d.url: d for d in sample_docs}
+    rows = ours(corpora["arrow"]) + ours(corpora["arrow"], "validation")
+    assert len(rows) == len(sample_docs)
+    raw = SAMPLE.read_bytes()
+    for row in rows:
+        doc = by_url[row["url"]]
+        assert row["id"] == hashlib.md5(doc.normalized_url.encode()).hexdigest()
+        assert row["source"] == str(SAMPLE)
+        # The offset is the page's gzip member: decompressing from it gives that page's record.
+        member = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(raw[row["offset"]:], 1 << 16)
+        assert f"WARC-Target-URI: {row['url']}".encode() in member[:4096]
+        assert isinstance(row["timestamp"], datetime.datetime)
+        assert row["timestamp"] == datetime.datetime.fromisoformat(doc.timestamp.replace("Z", "+00:00"))
+    assert len({r["id"] for r in rows}) == len(rows)
+
+
+def test_timestamps_that_are_not_dates_become_null():
+    assert parse_timestamp("2019-07-13T08:00:00Z") == datetime.datetime(
+        2019, 7, 13, 8, tzinfo=datetime.timezone.utc)
+    assert parse_timestamp("2019-07-13T10:00:00+02:00").hour == 8
+    assert parse_timestamp("yesterday") is None and parse_timestamp("") is None
+
+
+def test_hugging_face_datasets_opens_shards_and_directory(corpora):
+    datasets = pytest.importorskip("datasets", reason="datasets is in the dev extra")
+    directory = corpora["arrow"]
+    first = shard_paths(str(directory), "train")[0]
+    table = ipc.open_stream(first).read_all()
+    shard = datasets.Dataset.from_file(first)
+    assert shard.num_rows == table.num_rows and shard.column_names == COLUMNS
+    assert shard["text"] == table.column("text").to_pylist()
+    for builder, fmt in (("arrow", "arrow"), ("parquet", "parquet")):
+        loaded = datasets.load_dataset(builder, data_dir=str(corpora[fmt]),
+                                       cache_dir=str(directory.parent / f"hf-cache-{fmt}"))
+        assert set(loaded) == {"train", "validation"}
+        for split in loaded:
+            assert sorted(loaded[split]["url"]) == sorted(d["url"] for d in ours(directory, split))
+
+
+def test_pyarrow_polars_and_duckdb_read_them(corpora):
+    import pyarrow.dataset as ds
+
+    expected = sorted(d["url"] for d in ours(corpora["arrow"]) + ours(corpora["arrow"], "validation"))
+    parquet_dir = str(corpora["parquet"])
+    # The manifest's leading underscore keeps it out of directory scans.
+    assert sorted(ds.dataset(parquet_dir, format="parquet").to_table().column("url").to_pylist()) == expected
+    stream = shard_paths(str(corpora["arrow"]), "train")[0]
+    assert pa.ipc.open_stream(stream).read_all().num_rows == shard_rows(stream)
+
+    pl = pytest.importorskip("polars", reason="polars is in the dev extra")
+    assert pl.read_ipc_stream(stream).height == shard_rows(stream)
+    frame = pl.scan_parquet(f"{parquet_dir}/*.parquet").select("url").collect()
+    assert sorted(frame["url"].to_list()) == expected
+    assert frame.height == len(expected)
+
+    duckdb = pytest.importorskip("duckdb", reason="duckdb is in the dev extra")
+    rows = duckdb.sql(f"SELECT url, timestamp FROM read_parquet('{parquet_dir}/*.parquet') "
+                      "ORDER BY url").fetchall()
+    assert [r[0] for r in rows] == expected
+    assert all(isinstance(r[1], datetime.datetime) for r in rows)
+
+
+def write_version_1(directory: Path, docs) -> None:
+    """A corpus exactly as format version 1 wrote it: manifest.json, Arrow IPC files, no
+    id/source/offset, timestamp strings."""
+    schema = pa.schema([("text", pa.string()), ("url", pa.string()), ("timestamp", pa.string()),
+                        ("language", pa.string()), ("language_score", pa.float32()),
+                        ("near_dup_cluster_size", pa.int32())])
+    directory.mkdir(parents=True)
+    rows = sorted(docs, key=lambda d: d.url)
+    table = pa.Table.from_pydict({
+        "text": [d.text for d in rows], "url": [d.url for d in rows],
+        "timestamp": [d.timestamp for d in rows], "language": [d.language for d in rows],
+        "language_score": [d.language_score for d in rows],
+        "near_dup_cluster_size": [d.near_dup_cluster_size for d in rows]}, schema=schema)
+    with ipc.new_file(str(directory / "train-00000-of-00001.arrow"), schema) as writer:
+        writer.write_table(table)
+    (directory / "manifest.json").write_text(json.dumps({
+        "format": "c4forge-corpus", "version": 1, "config": {"preset": "c4"}, "counters": {},
+        "splits": {"train": {"documents": len(rows), "bytes": 0,
+                             "files": ["train-00000-of-00001.arrow"]}}}))
+
+
+def test_version_1_corpora_are_read_and_replaced_cleanly(sample_docs, tmp_path):
+    old = tmp_path / "v1"
+    write_version_1(old, sample_docs)
+    (old / "notes.txt").write_text("mine")
+    rows = ours(old)
+    assert len(rows) == len(sample_docs) and rows[0]["id"] is None
+    assert isinstance(rows[0]["timestamp"], str)
+    assert shard_rows(str(old / "train-00000-of-00001.arrow")) == len(sample_docs)
+    with pytest.raises(Exception, match="--overwrite"):
+        write_corpus(str(old), sample_docs, {"config": CONFIG, "counters": {}})
+    write_corpus(str(old), sample_docs, {"config": CONFIG, "counters": {}}, overwrite=True)
+    names = {p.name for p in old.iterdir()}
+    assert names == set(CORPUS_KIND.files_of(read_manifest(str(old)))) | {MANIFEST, "notes.txt"}
+    assert ours(old)[0]["id"] is not None
+
+
+def test_a_shard_that_is_not_arrow_or_parquet_is_a_clear_error(corpora, tmp_path):
+    bad = tmp_path / "train-00000-of-00001.arrow"
+    bad.write_bytes(gzip.compress(b"not a shard"))
+    with pytest.raises(CorpusFormatError, match="not a readable corpus shard"):
+        shard_rows(str(bad))
