@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Iterator, List
 
+from corpus import progress
 from corpus.config import CorpusConfig
 from corpus.counters import Counters
 from corpus.document import Document
@@ -15,15 +16,23 @@ from corpus.line_dedup import LineOwners, keep_owned_lines
 from corpus.minhash import MinHasher, batched
 from corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
-                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, count_bytes)
+                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, count_bytes,
+                          text_bytes)
 from corpus.urls import newer_page
 from corpus.wet import iter_file_documents
 
 
 def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -> Iterator[Document]:
+    """Every page of every file, with a progress bar (files, pages, MB/s) when bars are on."""
     inc = counters.inc_fn(NS_READ)
-    for path in paths:
-        yield from iter_file_documents(path, inc, config.read)
+    paths = list(paths)
+    with progress.bar(total=len(paths), desc="reading crawl files", unit=" files") as bar:
+        rate = progress.Throughput(bar, "pages")
+        for path in paths:
+            for page in iter_file_documents(path, inc, config.read):
+                rate.add(text_bytes(page))
+                yield page
+            bar.update(1)
 
 
 def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]:
@@ -77,7 +86,7 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
     inc_lang = counters.inc_fn(NS_LANG)
     inc_bad = counters.inc_fn(NS_BADWORDS)
     out = []
-    for page in kept:
+    for page in progress.bar(kept, desc="language ID and bad words", unit=" pages"):
         page = steps.identify_language(page, inc_lang)
         if page is not None and steps.badwords_ok(page, inc_bad, counters.inc_fn):
             out.append(page)

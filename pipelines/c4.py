@@ -47,11 +47,24 @@ class _Counting:
 class ReadWetFn(_Counting, beam.DoFn):
     """One crawl file -> its documents. An unreadable file is counted, never fatal."""
 
-    def __init__(self, config: CorpusConfig) -> None:
+    def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None) -> None:
         self.config = config
+        self.progress_dir = progress_dir
+        self.reporter = None
+
+    def setup(self) -> None:
+        if self.progress_dir:
+            from pipelines.progress import ProgressReporter
+
+            self.reporter = ProgressReporter(self.progress_dir)
 
     def process(self, path: str) -> Iterator[Document]:
-        yield from iter_file_documents(path, self.inc_for(NS_READ), self.config.read)
+        for page in iter_file_documents(path, self.inc_for(NS_READ), self.config.read):
+            if self.reporter:
+                self.reporter.page(text_bytes(page))
+            yield page
+        if self.reporter:
+            self.reporter.file_done()
 
 
 class StepsFn(_Counting, beam.DoFn):
@@ -295,11 +308,13 @@ class _CountUnconverged(_Counting, beam.DoFn):
             self.inc_for(NS_NEAR)("unconverged-nodes", changed)
 
 
-def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8):
-    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths."""
+def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8,
+             progress_dir: Optional[str] = None):
+    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
+    (``progress_dir``: where the reading step reports, see pipelines/progress.py)."""
     pages = (pipeline_or_paths
              | "reshuffle files" >> beam.Reshuffle()
-             | "read wet" >> beam.ParDo(ReadWetFn(config))
+             | "read wet" >> beam.ParDo(ReadWetFn(config, progress_dir))
              | "length limit" >> beam.ParDo(LengthFn(config)))
     if config.dedupe_urls:
         pages = (pages
@@ -375,9 +390,10 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
-                cc_rounds: int = 8, shard_format: str = DEFAULT_SHARD_FORMAT):
+                cc_rounds: int = 8, shard_format: str = DEFAULT_SHARD_FORMAT,
+                progress_dir: Optional[str] = None):
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds)
+    pages = c4_pages(files, config, cc_rounds, progress_dir)
     return write_shards(pages, staging, docs_per_shard, num_shards, config.validation_per_mille,
                         shard_format, shard_metadata(config.to_dict(), shard_format))

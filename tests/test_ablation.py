@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT
 from train.ablation import verdict
-from train.cli import cli
+from c4forge.cli.train import cli
 
 
 def small_config(tmp_path):

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from tests.conftest import shared_path
 from tests.test_train_loop import settings, tokens  # noqa: F401 (fixture)
 from train.checkpoint import load_model
-from train.cli import cli
+from c4forge.cli.train import cli
 from train.config import build_train_config
 from train.evaluate import (_split_pair, continuation_logprobs, eval_text, eval_tokens, read_hellaswag,
                             run_tasks)

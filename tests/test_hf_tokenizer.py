@@ -88,7 +88,7 @@ def test_a_moved_run_exports_and_evaluates_without_its_data(sample_tokens, tmp_p
     import transformers
     from click.testing import CliRunner
 
-    from train.cli import cli
+    from c4forge.cli.train import cli
 
     root = Path(sample_tokens).parent
     work = tmp_path / "work"

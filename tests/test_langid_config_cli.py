@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from corpus import langid
-from corpus.cli import cli
+from c4forge.cli.corpus import cli
 from corpus.config import ConfigError, build_config
 from corpus.document import Document
 from tests.conftest import shared_path
@@ -100,7 +100,7 @@ def test_corpus_clean_command(tmp_path):
     path, badwords = sample_crawl(tmp_path)
     out = tmp_path / "out.jsonl"
     counters = tmp_path / "counters.json"
-    result = CliRunner().invoke(cli, ["clean", str(path), "-o", str(out), "--badwords", str(badwords),
+    result = CliRunner().invoke(cli, ["clean", str(path), "--jsonl", str(out), "--badwords", str(badwords),
                                       "--counters", str(counters)])
     assert result.exit_code == 0, result.output
     docs = [json.loads(line) for line in out.read_text().splitlines()]
@@ -117,7 +117,7 @@ def test_corpus_clean_command(tmp_path):
 def test_corpus_clean_noclean_keeps_boilerplate(tmp_path):
     path, badwords = sample_crawl(tmp_path)
     out = tmp_path / "out.jsonl"
-    result = CliRunner().invoke(cli, ["clean", str(path), "-o", str(out), "--preset", "c4-noclean"])
+    result = CliRunner().invoke(cli, ["clean", str(path), "--jsonl", str(out), "--preset", "c4-noclean"])
     assert result.exit_code == 0, result.output
     docs = [json.loads(line) for line in out.read_text().splitlines()]
     texts = {d["url"]: d["text"] for d in docs}
@@ -125,9 +125,9 @@ def test_corpus_clean_noclean_keeps_boilerplate(tmp_path):
 
 
 def test_corpus_clean_errors_are_clear(tmp_path):
-    result = CliRunner().invoke(cli, ["clean", str(tmp_path / "none.wet.gz"), "-o", str(tmp_path / "o")])
+    result = CliRunner().invoke(cli, ["clean", str(tmp_path / "none.wet.gz"), "--jsonl", str(tmp_path / "o")])
     assert result.exit_code != 0 and "no such file" in result.output
-    result = CliRunner().invoke(cli, ["clean", "x", "-o", "o", "--set", "bogus=1"])
+    result = CliRunner().invoke(cli, ["clean", "x", "--jsonl", "o", "--set", "bogus=1"])
     assert result.exit_code == 2 and "unknown setting" in result.output
     assert not (tmp_path / "o").exists()
 
@@ -135,7 +135,7 @@ def test_corpus_clean_errors_are_clear(tmp_path):
 def test_corpus_clean_on_shared_crawl(tmp_path):
     crawl = shared_path("crawl")
     out = tmp_path / "c4.jsonl"
-    result = CliRunner().invoke(cli, ["clean", *map(str, sorted(crawl.glob("*.wet.gz"))), "-o", str(out),
+    result = CliRunner().invoke(cli, ["clean", *map(str, sorted(crawl.glob("*.wet.gz"))), "--jsonl", str(out),
                                       "--badwords", str(shared_path("badwords"))])
     assert result.exit_code == 0, result.output
     docs = [json.loads(line) for line in out.read_text().splitlines()]

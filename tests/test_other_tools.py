@@ -35,9 +35,9 @@ def test_every_cli_says_its_version():
 
     from click.testing import CliRunner
 
-    from corpus.cli import cli as corpus_cli
-    from tokenizer.cli import cli as tokenizer_cli
-    from train.cli import cli as train_cli
+    from c4forge.cli.corpus import cli as corpus_cli
+    from c4forge.cli.tokenizer import cli as tokenizer_cli
+    from c4forge.cli.train import cli as train_cli
 
     version = metadata.version("c4forge")
     for cli in (corpus_cli, tokenizer_cli, train_cli):

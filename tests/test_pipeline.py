@@ -10,7 +10,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from click.testing import CliRunner
 
-from corpus.cli import cli
+from c4forge.cli.corpus import cli
 from corpus.config import build_config
 from corpus.counters import Counters
 from corpus.line_dedup import owner_of

@@ -15,7 +15,7 @@ import torch
 from click.testing import CliRunner
 
 from corpus import outdir
-from corpus.cli import cli as corpus_cli
+from c4forge.cli.corpus import cli as corpus_cli
 from corpus.config import ConfigError, build_config
 from corpus.counters import Counters
 from corpus.local import run_chain
@@ -24,11 +24,11 @@ from corpus.shards import (CORPUS_KIND, CorpusFormatError, iter_documents, read_
 from corpus.wet import iter_documents as wet_documents
 from tests.conftest import ROOT
 from tests.wetfiles import gzip_member, page, record, wet_file
-from tokenizer.cli import cli as tokenizer_cli
+from c4forge.cli.tokenizer import cli as tokenizer_cli
 from tokenizer.encode import encode_corpus
 from tokenizer.formats import iter_documents as token_documents
 from tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
-from train.cli import cli as train_cli
+from c4forge.cli.train import cli as train_cli
 from train.config import build_train_config
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
@@ -148,7 +148,7 @@ def test_corpus_clean_needs_overwrite_and_keeps_other_files(stages, tmp_path):
     shutil.copytree(stages / "corpus", target)
     user_dir(target)
     before = read_manifest(str(target))
-    args = ["clean", SAMPLE, "--output-dir", target, "--badwords", BADWORDS, "--preset", "c4-noclean"]
+    args = ["clean", SAMPLE, "-o", target, "--badwords", BADWORDS, "--preset", "c4-noclean"]
     refused = invoke(corpus_cli, args)
     assert refused.exit_code != 0 and "--overwrite" in refused.output
     assert read_manifest(str(target)) == before
@@ -220,7 +220,7 @@ def test_killed_cli_swap_leaves_a_complete_corpus(stages, tmp_path):
     target = tmp_path / "corpus"
     shutil.copytree(stages / "corpus", target)
     env = dict(os.environ, C4FORGE_SWAP_CRASH_AT="placed")
-    proc = subprocess.run([sys.executable, "-m", "corpus.cli", "clean", str(SAMPLE), "--output-dir",
+    proc = subprocess.run([sys.executable, "-m", "c4forge.cli.corpus", "clean", str(SAMPLE), "-o",
                            str(target), "--overwrite", "--preset", "c4-noclean"],
                           env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 99, proc.stderr
@@ -264,13 +264,13 @@ def test_directories_expand_and_dangling_links_fail(tmp_path):
     crawl.mkdir()
     copies(crawl, 2)
     out = tmp_path / "out.jsonl"
-    result = invoke(corpus_cli, ["clean", crawl, "-o", out, "--preset", "c4-noclean"])
+    result = invoke(corpus_cli, ["clean", crawl, "--jsonl", out, "--preset", "c4-noclean"])
     assert result.exit_code == 0 and "2 input file(s)" in result.output
     (tmp_path / "empty").mkdir()
-    result = invoke(corpus_cli, ["clean", tmp_path / "empty", "-o", out])
+    result = invoke(corpus_cli, ["clean", tmp_path / "empty", "--jsonl", out])
     assert result.exit_code != 0 and "no crawl files" in result.output
     os.symlink(tmp_path / "gone.wet.gz", tmp_path / "link.wet.gz")
-    for cli, args in ((corpus_cli, ["clean", tmp_path / "link.wet.gz", "-o", out]),
+    for cli, args in ((corpus_cli, ["clean", tmp_path / "link.wet.gz", "--jsonl", out]),
                       (corpus_cli, ["build", "-i", tmp_path / "link.wet.gz", "-o", tmp_path / "b"])):
         result = invoke(cli, args)
         assert result.exit_code != 0 and "dangling" in result.output
@@ -289,16 +289,16 @@ def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
 
     monkeypatch.setattr(wet, "open_raw", open_raw)
     out = tmp_path / "out.jsonl"
-    alone = invoke(corpus_cli, ["clean", good, "-o", out, "--preset", "c4-noclean"])
+    alone = invoke(corpus_cli, ["clean", good, "--jsonl", out, "--preset", "c4-noclean"])
     expected = out.read_text()
-    result = invoke(corpus_cli, ["clean", good, unreadable, "-o", out, "--preset", "c4-noclean",
+    result = invoke(corpus_cli, ["clean", good, unreadable, "--jsonl", out, "--preset", "c4-noclean",
                                  "--counters", tmp_path / "counters.json"])
     assert alone.exit_code == 0 and result.exit_code == 0, result.output
     assert out.read_text() == expected  # every good record kept
     counters = json.loads((tmp_path / "counters.json").read_text())["counters"]
     assert counters["split-wet-file/skipped:unreadable_file"] == 1
     out.unlink()
-    strict = invoke(corpus_cli, ["clean", good, unreadable, "-o", out, "--preset", "c4-noclean", "--strict"])
+    strict = invoke(corpus_cli, ["clean", good, unreadable, "--jsonl", out, "--preset", "c4-noclean", "--strict"])
     assert strict.exit_code == 1 and "--strict: input file(s) skipped: 1 skipped:unreadable_file" in strict.output
     assert not out.exists()
 
@@ -472,7 +472,7 @@ def test_disk_full_in_corpus_clean_is_one_line(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(shards, "write_shard", full)
-    result = invoke(corpus_cli, ["clean", SAMPLE, "--output-dir", tmp_path / "c", "--preset", "c4-noclean"])
+    result = invoke(corpus_cli, ["clean", SAMPLE, "-o", tmp_path / "c", "--preset", "c4-noclean"])
     assert result.exit_code == 1 and "No space left on device" in result.output
     assert not [p for p in (tmp_path / "c").iterdir()] if (tmp_path / "c").exists() else True
 
@@ -529,7 +529,7 @@ def test_damaged_checkpoints_are_one_line_everywhere(stages, tmp_path, damage, n
 def test_yaml_syntax_errors_are_one_line(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("rules:\n  min_words: [1, 2\n")
-    for cli, args in ((corpus_cli, ["clean", SAMPLE, "-o", tmp_path / "o.jsonl", "--config", broken]),
+    for cli, args in ((corpus_cli, ["clean", SAMPLE, "--jsonl", tmp_path / "o.jsonl", "--config", broken]),
                       (corpus_cli, ["build", "-i", SAMPLE, "-o", tmp_path / "b", "--config", broken]),
                       (train_cli, ["run", "--config", broken]),
                       (train_cli, ["ablate", "--config", broken])):

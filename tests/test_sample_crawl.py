@@ -41,9 +41,9 @@ def test_sample_is_reproducible(tmp_path):
 
 
 def test_all_console_scripts_have_help():
-    from corpus.cli import cli as corpus_cli
-    from tokenizer.cli import cli as tokenizer_cli
-    from train.cli import cli as train_cli
+    from c4forge.cli.corpus import cli as corpus_cli
+    from c4forge.cli.tokenizer import cli as tokenizer_cli
+    from c4forge.cli.train import cli as train_cli
 
     for group in (corpus_cli, tokenizer_cli, train_cli):
         result = CliRunner().invoke(group, ["--help"])

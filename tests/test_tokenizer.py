@@ -12,7 +12,7 @@ from corpus.counters import Counters
 from corpus.document import Document
 from corpus.local import run_chain
 from corpus.shards import write_corpus
-from tokenizer.cli import cli
+from c4forge.cli.tokenizer import cli
 from tokenizer.encode import encode_corpus
 from tokenizer.formats import iter_documents as iter_token_documents, read_token_manifest
 from tokenizer.inspect import inspect_tokenizer

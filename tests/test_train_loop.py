@@ -90,7 +90,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path):
 
 def test_sigterm_saves_and_exits_cleanly(tokens, tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "train.cli", "run", *settings(tokens, out, "steps=100000", "checkpoint_every=100000")]
+    cmd = [sys.executable, "-m", "c4forge.cli.train", "run", *settings(tokens, out, "steps=100000", "checkpoint_every=100000")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -112,7 +112,7 @@ def test_ddp_two_processes_match_one_process(tokens, tmp_path):
     two = tmp_path / "two"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29517",
-           "-m", "train.cli", "run", *settings(tokens, two, "steps=4", "data.batch_size=2")]
+           "-m", "c4forge.cli.train", "run", *settings(tokens, two, "steps=4", "data.batch_size=2")]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     a, b = losses(one), losses(two)
@@ -159,7 +159,7 @@ def test_a_run_from_two_ranks_resumes_on_one(tokens, tmp_path):
     moved = tmp_path / "moved"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29523",
-           "-m", "train.cli", "run", *settings(tokens, moved, "steps=2", "data.batch_size=2", *common)]
+           "-m", "c4forge.cli.train", "run", *settings(tokens, moved, "steps=2", "data.batch_size=2", *common)]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     said = []

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pyarrow.compute as pc
 
+from corpus import progress
 from corpus.shards import (CorpusFormatError, manifest_path, read_manifest, read_shard, shard_paths,
                            shard_rows)
 from tokenizer.formats import shard_base, token_dtype, write_token_shard
@@ -127,14 +128,27 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
     for split, parts in plan.items():
         for i, (path, start, stop) in enumerate(parts):
             tasks.append((path, start, stop, staging, shard_base(split, i, len(parts))))
+    documents = sum(stop - start for _, start, stop, _, _ in tasks)
+    bar = progress.bar(total=documents, desc="encoding", unit=" docs", unit_scale=True)
+    rate = progress.Throughput(bar, "tokens")
+
+    def done(task, stats):
+        bar.update(task[2] - task[1])
+        rate.add(stats["bytes"], stats["tokens"])
+        return stats
+
     try:
-        if mode == "processes" and workers > 1 and len(tasks) > 1:
-            context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-            with context.Pool(workers, initializer=_init_worker, initargs=(tokenizer_dir,)) as pool:
-                results = pool.map(_encode_task, tasks, chunksize=1)
-        else:  # one process: sentencepiece's own threads do the parallel work
-            _init_worker(tokenizer_dir, threads=workers)
-            results = [_encode_task(t) for t in tasks]
+        with bar:
+            if mode == "processes" and workers > 1 and len(tasks) > 1:
+                context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+                with context.Pool(workers, initializer=_init_worker,
+                                  initargs=(tokenizer_dir,)) as pool:
+                    # imap keeps task order and lets the bar move as tasks finish
+                    results = [done(t, r) for t, r in
+                               zip(tasks, pool.imap(_encode_task, tasks, chunksize=1))]
+            else:  # one process: sentencepiece's own threads do the parallel work
+                _init_worker(tokenizer_dir, threads=workers)
+                results = [done(t, _encode_task(t)) for t in tasks]
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional
 
 from corpus.config import build_config, load_yaml_mapping, parse_overrides
 from corpus.counters import Counters
+from corpus.io import atomic_write
 from corpus.outdir import OutputError, check_name
 from corpus.local import run_chain
 from corpus.shards import CorpusFormatError, manifest_path, read_manifest, write_corpus
@@ -39,8 +40,31 @@ def _plain(value):
     return json.loads(json.dumps(value))
 
 
-def load_ablation(path: str) -> dict:
-    spec = load_yaml_mapping(path)
+def apply_spec_overrides(spec: dict, overrides: List[str]) -> dict:
+    """``--set a.b=VALUE`` on the ablation YAML: VALUE is read as YAML (``seeds=[0,1,2]``,
+    ``train.max_tokens=200000``); the key may be new."""
+    import yaml
+
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise AblationError(f"setting {item!r} is not KEY=VALUE")
+        node = spec
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise AblationError(f"{key}: {part} is not a group of settings")
+            node = child
+        try:
+            node[parts[-1]] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise AblationError(f"{key}: {value!r} is not a YAML value") from exc
+    return spec
+
+
+def load_ablation(path: str, overrides: Optional[List[str]] = None) -> dict:
+    spec = apply_spec_overrides(load_yaml_mapping(path), list(overrides or []))
     for key in ("inputs", "variants", "train", "out_dir"):
         if key not in spec:
             raise AblationError(f"{path}: missing '{key}'")
@@ -228,7 +252,7 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
                     out["validation"][other] = eval_tokens(model, directory, "validation", seq_len)
             if tasks:
                 out["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, ev.get("limit"))
-            with open(path, "w", encoding="utf-8") as handle:
+            with atomic_write(path) as handle:
                 json.dump(out, handle, indent=2)
             results.setdefault(name, {})[seed] = out
             log(f"eval {name} seed {seed}: done")
@@ -396,10 +420,15 @@ def plot(summary: dict, runs, directory: str) -> List[str]:
     return files
 
 
-def run_ablation(path: str, log=print, report_dir: Optional[str] = None) -> str:
+def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
+                 overrides: Optional[List[str]] = None) -> str:
+    """Every stage of the ablation; each finished (or reused) unit - a corpus, the tokenizer, a
+    variant's tokens, a run, its evaluation - logs one line and moves the stage bar (with ETA)."""
     import glob
 
-    spec = load_ablation(path)
+    from corpus import progress
+
+    spec = load_ablation(path, overrides)
     inputs = []
     for pattern in spec["inputs"]:
         matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))
@@ -409,10 +438,21 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None) -> str:
     spec["inputs"] = inputs
     if spec.get("badwords"):
         spec["badwords"] = _locate(spec, spec["badwords"])
-    corpora = build_corpora(spec, log)
-    tokenizer = build_tokenizer(spec, corpora, log)
-    tokens = encode_variants(spec, corpora, tokenizer, log)
-    runs = train_runs(spec, tokens, log)
-    results = evaluate_runs(spec, runs, tokens, tokenizer, log)
+    variants, seeds = len(spec["variants"]), len(spec["seeds"])
+    units = variants + 1 + variants + 2 * variants * seeds
+    with progress.bar(total=units, desc="ablation", unit=" stage") as bar:
+        def stage_done(message: str) -> None:
+            bar.set_description_str(f"ablation: {message.split(':')[0]}", refresh=False)
+            if bar.disable:
+                log(message)
+            else:
+                bar.write(message)
+            bar.update(1)
+
+        corpora = build_corpora(spec, stage_done)
+        tokenizer = build_tokenizer(spec, corpora, stage_done)
+        tokens = encode_variants(spec, corpora, tokenizer, stage_done)
+        runs = train_runs(spec, tokens, stage_done)
+        results = evaluate_runs(spec, runs, tokens, tokenizer, stage_done)
     summary = summarise(spec, corpora, tokens, results)
     return write_report(spec, summary, runs, report_dir or os.path.join(spec["out_dir"], "report"))

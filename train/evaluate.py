@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from corpus import progress
 from train.data import IGNORE, PackedLoader, TokenDocuments
 
 LN2 = math.log(2)
@@ -220,7 +221,10 @@ def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limi
         return [items[i] for i in sorted(rng.choice(len(items), limit, replace=False))]
 
     results: Dict[str, dict] = {}
-    for task in tasks:
+    tasks = list(tasks)
+    bar = progress.bar(tasks, desc="zero-shot tasks", unit=" task")
+    for task in bar:
+        bar.set_postfix_str(task)
         path = os.path.join(eval_dir, TASK_FILES[task])
         if not os.path.exists(path):
             raise FileNotFoundError(f"{task}: {path} not found (--eval-dir)")

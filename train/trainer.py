@@ -261,9 +261,9 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
 
     progress = None
     if is_main and config.progress:
-        from tqdm import tqdm
+        from corpus.progress import bar
 
-        progress = tqdm(total=steps, initial=start_step, unit="step", dynamic_ncols=True)
+        progress = bar(total=steps, initial=start_step, unit="step", desc="training", leave=True)
 
     iterator = iter(loader)
     last: Dict[str, float] = {}

@@ -13,6 +13,7 @@ from corpus.config import PRESETS, ConfigError, build_config
 from corpus.io import atomic_write
 from corpus.outdir import OutputError
 from corpus.wet import CrawlReadError
+from c4forge.cli.common import Console, filtered_stderr, group, output_options, say
 
 
 def config_options(func):
@@ -53,32 +54,43 @@ def make_config(preset, config_file, overrides, badwords, badwords_fraction, lan
         raise click.UsageError(str(exc)) from exc
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="c4forge", message="%(prog)s (c4forge %(version)s)")
+@group
 def cli() -> None:
     """Build C4-style corpora from Common Crawl WET files and inspect them."""
 
 
+def input_paths(inputs, more) -> list:
+    """-i values and the bare words after them (``-i a b c``, an unquoted glob)."""
+    paths = list(inputs) + list(more)
+    bad = [p for p in paths if p.startswith("-")]
+    if bad:
+        raise click.UsageError(f"no such option: {', '.join(bad)}")
+    return paths
+
+
 @cli.command("clean")
-@click.argument("inputs", nargs=-1, required=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="JSONL file of kept documents (written atomically).")
-@click.option("--output-dir", type=click.Path(file_okay=False),
-              help="Also (or instead) write a corpus directory: the same Arrow shards and "
-                   "manifest.json as `corpus build`.")
+@click.option("--input", "-i", "inputs", multiple=True, metavar="PATH",
+              help="Crawl files: paths, globs, directories (their .wet/.warc[.gz] files), "
+                   "https://, gs://, s3://. Repeatable; several paths may follow one -i.")
+@click.argument("more_inputs", nargs=-1, metavar="[PATH]...")
+@click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False),
+              help="Corpus directory: the same shards and _manifest.json as `corpus build`.")
+@click.option("--jsonl", "output", type=click.Path(dir_okay=False),
+              help="Also (or instead) a JSONL file of kept documents (written atomically).")
 @click.option("--format", "shard_format", type=click.Choice(["arrow", "parquet"]), default="arrow",
-              show_default=True, help="Shard format of --output-dir: Arrow IPC streams (HF "
+              show_default=True, help="Shard format of --output: Arrow IPC streams (HF "
               "datasets, pyarrow, polars) or Parquet (duckdb, Spark, BigQuery).")
 @click.option("--counters", "counters_path", type=click.Path(dir_okay=False),
               help="Also write the counters as JSON here.")
 @click.option("--overwrite", is_flag=True,
-              help="Replace a corpus already in --output-dir (only its own files are removed).")
+              help="Replace a corpus already in --output (only its own files are removed).")
 @click.option("--strict", is_flag=True,
               help="Fail (write nothing) if any input file is unreadable or cut short by an I/O "
                    "error; by default such files are counted skips and their good records kept.")
 @config_options
-def clean_command(inputs, output, output_dir, shard_format, counters_path, overwrite, strict,
-                  **config_args) -> None:
+@output_options
+def clean_command(inputs, more_inputs, output, output_dir, shard_format, counters_path, overwrite,
+                  strict, **config_args) -> None:
     """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words, MinHash
     near-dedup) over WET files in one process, write the kept documents and print what every rule removed.
 
@@ -90,9 +102,12 @@ def clean_command(inputs, output, output_dir, shard_format, counters_path, overw
     from corpus.report import counter_table, page_flow, strict_problem
     from corpus.wet import expand_inputs
 
+    inputs = input_paths(inputs, more_inputs)
+    if not inputs:
+        raise click.UsageError("give -i/--input crawl files")
     config = make_config(**config_args)
     if not output and not output_dir:
-        raise click.UsageError("give --output FILE.jsonl and/or --output-dir DIR")
+        raise click.UsageError("give -o/--output DIR and/or --jsonl FILE")
     if output_dir:
         refuse_early(output_dir, overwrite)
     counters = Counters()
@@ -121,11 +136,11 @@ def clean_command(inputs, output, output_dir, shard_format, counters_path, overw
         except OSError as exc:
             raise click.ClickException(f"cannot write {counters_path}: {exc.strerror or exc}") from exc
     elapsed = time.perf_counter() - started
-    click.echo(counter_table(values))
+    say(counter_table(values))
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values).items())
-    click.echo(f"\npages: {flow}")
-    click.echo(f"{len(documents):,} documents written to {output or output_dir} in {elapsed:.1f}s "
-               f"(preset {config.preset}, {len(paths)} input file(s))")
+    say(f"\npages: {flow}")
+    say(f"{len(documents):,} documents written to {output_dir or output} in {elapsed:.1f}s "
+        f"(preset {config.preset}, {len(paths)} input file(s))")
 
 
 def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
@@ -191,13 +206,13 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
 @click.option("--cc-rounds", default=8, show_default=True, type=int,
               help="Rounds of the near-dedup connected-components step.")
-@click.option("--verbose", "-v", is_flag=True, help="Show Beam's own INFO logging.")
 @click.option("--strict", is_flag=True,
               help="Fail (output unchanged) if any input file is unreadable or cut short.")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 @config_options
+@output_options
 def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_format, runner,
-                  docs_per_shard, num_shards, cc_rounds, verbose, strict, extra,
+                  docs_per_shard, num_shards, cc_rounds, strict, extra,
                   **config_args) -> None:
     """Build a sharded Arrow corpus with Apache Beam: read WET -> length -> URL dedup ->
     clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
@@ -237,24 +252,36 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     from corpus.report import page_flow
 
     try:
-        manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args, strict=strict,
-                             overwrite=overwrite, docs_per_shard=docs_per_shard,
-                             num_shards=num_shards, cc_rounds=cc_rounds, shard_format=shard_format,
-                             command=["corpus", *sys.argv[1:]], log=click.echo, verbose=verbose)
+        with filtered_stderr():
+            manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args,
+                                 strict=strict, overwrite=overwrite, docs_per_shard=docs_per_shard,
+                                 num_shards=num_shards, cc_rounds=cc_rounds,
+                                 shard_format=shard_format, command=["corpus", *sys.argv[1:]],
+                                 log=say, verbose=Console.verbose)
     except BuildError as exc:
         raise click.ClickException(str(exc)) from exc
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())
-    click.echo(f"pages: {flow}")
+    say(f"pages: {flow}")
     for split, info in manifest["splits"].items():
-        click.echo(f"{split}: {info['documents']:,} documents, {info['bytes'] / 1e6:.2f} MB "
-                   f"in {len(info['files'])} shard(s)")
-    click.echo(f"done in {manifest['build']['seconds']}s; see `corpus stats {output}`")
+        say(f"{split}: {info['documents']:,} documents, {info['bytes'] / 1e6:.2f} MB "
+            f"in {len(info['files'])} shard(s)")
+    say(f"done in {manifest['build']['seconds']}s; see `corpus stats {output}`")
+
+
+def one_directory(given, positional) -> str:
+    directory = given or positional
+    if not directory or (given and positional and given != positional):
+        raise click.UsageError("give one corpus directory (-i DIR or DIR)")
+    return directory
 
 
 @cli.command("stats")
-@click.argument("directory")
-def stats_command(directory) -> None:
+@click.option("--input", "-i", "given", metavar="DIR", help="Corpus directory.")
+@click.argument("positional", required=False, metavar="[DIR]")
+@output_options
+def stats_command(given, positional) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
+    directory = one_directory(given, positional)
     from corpus.report import manifest_report
     from corpus.shards import CorpusFormatError, read_manifest
 
@@ -266,29 +293,39 @@ def stats_command(directory) -> None:
 
 
 @cli.command("show")
-@click.argument("directory")
+@click.option("--input", "-i", "given", metavar="DIR", help="Corpus directory.")
+@click.argument("positional", required=False, metavar="[DIR]")
 @click.option("-n", "count", default=5, show_default=True, help="Documents to print.")
 @click.option("--split", default="train", show_default=True)
 @click.option("--chars", default=600, show_default=True, help="Characters of text per document.")
-def show_command(directory, count, split, chars) -> None:
+@output_options
+def show_command(given, positional, count, split, chars) -> None:
     """Print sample documents of a corpus."""
-    from corpus.shards import CorpusFormatError, iter_documents
+    from corpus.shards import CorpusFormatError, iter_documents, read_manifest
 
+    directory = one_directory(given, positional)
     try:
+        splits = read_manifest(directory)["splits"]
+        if not (splits.get(split) or {}).get("documents"):
+            known = ", ".join(f"{name} {(info or {}).get('documents', 0):,}"
+                              for name, info in splits.items())
+            raise click.ClickException(f"split {split!r} of {directory} holds no documents "
+                                       f"(documents per split: {known or 'none'})")
         for i, doc in enumerate(iter_documents(directory, split)):
             if i >= count:
                 break
             text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"
+            score = doc["language_score"]
             click.echo(f"--- {doc['url']}  ({doc['timestamp']}, {doc['language']} "
-                       f"{doc['language_score']:.2f}, cluster {doc['near_dup_cluster_size']}, "
-                       f"{len(doc['text']):,} chars)")
+                       f"{'n/a' if score is None else format(score, '.2f')}, "
+                       f"cluster {doc['near_dup_cluster_size']}, {len(doc['text']):,} chars)")
             click.echo(text)
     except CorpusFormatError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    from corpus.cliutil import guarded_main
+    from c4forge.cli.common import guarded_main
 
     guarded_main(cli, argv, "corpus")
 

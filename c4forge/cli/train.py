@@ -6,26 +6,50 @@ from typing import Optional, Sequence
 
 import click
 
+from c4forge.cli.common import check_overrides, group, output_options, say, set_option
 from corpus.config import ConfigError
 
+CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", required=True,
+                          type=click.Path(exists=True),
+                          help="A run directory, its checkpoints/ directory, or one step directory.")
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="c4forge", message="%(prog)s (c4forge %(version)s)")
+
+def human(key: str, value) -> str:
+    """One metric as people read it: 4 significant digits, thousands separators, and what a
+    missing MFU means."""
+    if key == "mfu" and value is None:
+        return "mfu n/a (no peak known for this device)"
+    if isinstance(value, float):
+        if key == "mfu":
+            return f"mfu {value:.1%}"
+        return f"{key} {value:,.0f}" if abs(value) >= 1e4 else f"{key} {value:.4g}"
+    if isinstance(value, int):
+        return f"{key} {value:,}"
+    return f"{key} {value}"
+
+
+@group
 def cli() -> None:
     """Pretrain, evaluate and export small decoder LMs on token shards."""
 
 
-@cli.command("run", context_settings={"ignore_unknown_options": True})
+@cli.command("run")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="YAML file of settings (see configs/).")
+@set_option
+@click.option("--output", "-o", type=click.Path(file_okay=False),
+              help="Run directory (the out_dir setting).")
 @click.option("--resume", is_flag=True, help="Continue from the newest checkpoint in out_dir.")
 @click.option("--overwrite", is_flag=True,
               help="Start again in an out_dir that holds another run (its own files are removed).")
-@click.argument("overrides", nargs=-1)
-def run_command(config_file, resume, overwrite, overrides) -> None:
-    """Train a model. OVERRIDES are KEY=VALUE settings, e.g. optim.lr=3e-4 data.batch_size=16.
+@click.argument("bare_overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@output_options
+def run_command(config_file, overrides, output, resume, overwrite, bare_overrides) -> None:
+    """Train a model. Settings: --set KEY=VALUE (or bare KEY=VALUE words), e.g.
+    --set optim.lr=3e-4 data.batch_size=16.
 
     Under torchrun (several processes) it runs DDP (or FSDP2 with distributed=fsdp)."""
+    from c4forge.cli.common import Console
     from tokenizer.formats import TokenFormatError
     from train.checkpoint import CheckpointError
     from train.config import build_train_config
@@ -33,24 +57,24 @@ def run_command(config_file, resume, overwrite, overrides) -> None:
 
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
-    bad = [o for o in overrides if o.startswith("-")]
-    if bad:
-        raise click.UsageError(f"unknown option(s): {', '.join(bad)}")
+    settings = check_overrides(list(overrides) + list(bare_overrides))
+    if output:
+        settings.append(f"out_dir={output}")
+    if Console.quiet:
+        settings.append("progress=false")
     try:
-        config = build_train_config(config_file, overrides)
-        last = train(config, resume=resume, overwrite=overwrite, log=click.echo)
+        config = build_train_config(config_file, settings)
+        last = train(config, resume=resume, overwrite=overwrite, log=say)
     except (ConfigError, TrainingError, CheckpointError, ValueError, TokenFormatError) as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
     if last:
-        click.echo("final: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                                        for k, v in last.items()))
+        say("final: " + ", ".join(human(k, v) for k, v in last.items()))
 
 
 @cli.command("eval")
-@click.option("--checkpoint", required=True, type=click.Path(exists=True),
-              help="A run directory, its checkpoints/ directory, or one step directory.")
+@CHECKPOINT
 @click.option("--data", "data", multiple=True,
               help="Token directory (from `tokenizer encode`) or a raw text file; repeatable.")
 @click.option("--split", default="validation", show_default=True, help="Split of token directories.")
@@ -62,6 +86,7 @@ def run_command(config_file, resume, overwrite, overrides) -> None:
 @click.option("--limit", type=int, default=None, help="Items per task (BLiMP: per phenomenon).")
 @click.option("--seq-len", type=int, default=None, help="Default: the training seq_len.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the results as JSON.")
+@output_options
 def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seq_len, output) -> None:
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
     import json
@@ -122,11 +147,12 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 
 
 @cli.command("export")
-@click.option("--checkpoint", required=True, type=click.Path(exists=True))
+@CHECKPOINT
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False),
               help="Default: the tokenizer of the training tokens.")
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in --output (only its files).")
+@output_options
 def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
     lm-eval-harness."""
@@ -142,14 +168,17 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or output}: {exc.strerror or exc}") from exc
-    click.echo(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
+    say(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
 
 
 @cli.command("ablate")
 @click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Ablation YAML (see configs/ablation-demo.yaml).")
-@click.option("--report-dir", type=click.Path(file_okay=False), help="Default: OUT_DIR/report.")
-def ablate_command(config_file, report_dir) -> None:
+@set_option
+@click.option("--output", "-o", "--report-dir", "report_dir", type=click.Path(file_okay=False),
+              help="Report directory. Default: OUT_DIR/report.")
+@output_options
+def ablate_command(config_file, overrides, report_dir) -> None:
     """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
     the same evaluations, and a report with tables and charts. Re-runs reuse finished work."""
     from train.ablation import AblationError, run_ablation
@@ -157,14 +186,15 @@ def ablate_command(config_file, report_dir) -> None:
     from train.trainer import TrainingError
 
     try:
-        path = run_ablation(config_file, log=click.echo, report_dir=report_dir)
+        path = run_ablation(config_file, log=say, report_dir=report_dir,
+                            overrides=check_overrides(overrides))
     except (AblationError, ConfigError, TrainingError, CheckpointError, ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"report: {path}")
+    say(f"report: {path}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    from corpus.cliutil import guarded_main
+    from c4forge.cli.common import guarded_main
 
     guarded_main(cli, argv, "train")
 

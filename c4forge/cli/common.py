@@ -1,0 +1,182 @@
+"""What every c4forge console script shares: one convention for options (``-i/--input``,
+``-o/--output``, ``--config``, ``--set KEY=VALUE``, ``-q/--quiet``, ``-v/--verbose``), quiet
+start-up, and no Python traceback for anything a user can cause.
+
+Expected failures are ``click.ClickException`` raised by the commands with a specific message.
+:func:`guarded_main` is the net under them: an exception nobody anticipated (disk full, a
+permission error, a broken file deep inside a library) becomes one line naming its type and
+message, exit status 1, unless ``C4FORGE_DEBUG=1`` asks for the traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import threading
+from typing import Callable, Iterator, Optional, Sequence
+
+import click
+
+from corpus import progress
+
+# Start-up chatter of Apache Beam and its workers that says nothing about the user's job.
+BEAM_NOISE = re.compile(
+    r"apitools not found|Logging handler created|Discarding unparseable args|"
+    r"No iterator is returned by the process method|Missing pipeline option|"
+    r"Using default_sdk_harness_log_level|Created Worker handler|Setting up|Status HTTP server")
+
+
+class Console:
+    """How much a command says: ``quiet`` (errors and requested output only) or ``verbose``
+    (libraries' own INFO logging too). Set once per command by :func:`output_options`."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+def say(message: str = "") -> None:
+    """A line for people (progress notes, summaries); nothing under ``-q``."""
+    if not Console.quiet:
+        click.echo(message)
+
+
+def log_function() -> Callable[[str], None]:
+    """The ``log`` callback the stages take: :func:`say`."""
+    return say
+
+
+class _NoiseFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return Console.verbose or not BEAM_NOISE.search(record.getMessage())
+
+
+def configure_logging(verbose: bool) -> None:
+    """Warnings and errors of every library on stderr as ``LEVEL: message``; Beam's start-up
+    chatter dropped unless ``verbose``, which also shows INFO. Installed before Beam is
+    imported, so Beam's import-time warning does not set up a handler of its own."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_c4forge", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    handler.addFilter(_NoiseFilter())
+    handler._c4forge = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def output_options(func):
+    """``-q/--quiet`` and ``-v/--verbose`` on a command; they set :class:`Console`, logging and
+    progress bars before the command runs."""
+    def apply(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        setattr(Console, param.name, bool(value))
+        configure_logging(Console.verbose)
+        progress.configure(False if Console.quiet else None)
+        return value
+
+    func = click.option("--verbose", "-v", is_flag=True, expose_value=False, is_eager=True,
+                        callback=apply, help="Also show libraries' own INFO logging "
+                        "(Beam, workers).")(func)
+    func = click.option("--quiet", "-q", is_flag=True, expose_value=False, is_eager=True,
+                        callback=apply, help="Print only errors and the requested output; no "
+                        "progress bars.")(func)
+    return func
+
+
+def set_option(func):
+    """``--set KEY=VALUE`` (repeatable) as the ``overrides`` parameter."""
+    return click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="Override a setting (dotted keys; repeatable).")(func)
+
+
+def check_overrides(overrides: Sequence[str]) -> list:
+    """KEY=VALUE words; a word starting with ``-`` is a mistyped option, not an override."""
+    bad = [o for o in overrides if o.startswith("-")]
+    if bad:
+        raise click.UsageError(f"no such option: {', '.join(bad)}")
+    malformed = [o for o in overrides if "=" not in o]
+    if malformed:
+        raise click.UsageError(f"settings must be KEY=VALUE, got: {', '.join(malformed)}")
+    return list(overrides)
+
+
+def group(func):
+    """A top-level command group with -h and --version; it resets :class:`Console` so each
+    command starts from the defaults (matters when one process runs several commands)."""
+    def reset_then_run(*args, **kwargs):
+        Console.quiet = Console.verbose = False
+        progress.configure(None)
+        return func(*args, **kwargs)
+
+    reset_then_run.__doc__ = func.__doc__
+    reset_then_run.__name__ = func.__name__
+    command = click.version_option(package_name="c4forge",
+                                   message="%(prog)s (c4forge %(version)s)")(reset_then_run)
+    return click.group(context_settings={"help_option_names": ["-h", "--help"]})(command)
+
+
+@contextlib.contextmanager
+def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
+    """Drop lines matching ``noise`` from everything written to file descriptor 2 inside the
+    block - this process's and its child processes' (Beam's SDK workers write their start-up
+    logging there) - unless ``-v``. Other lines pass through unchanged."""
+    if Console.verbose:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (embedded interpreters)
+        yield
+        return
+    read_fd, write_fd = os.pipe()
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+
+    def pump() -> None:
+        with os.fdopen(read_fd, "rb") as source:
+            for line in source:
+                if not noise.search(line.decode("utf-8", "replace")):
+                    os.write(saved, line)
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+    # This process's own Python-level writes (progress bars, which need "\r" and no newline)
+    # go straight to the real stderr; only what children write to fd 2 is filtered.
+    original = sys.stderr
+    sys.stderr = open(saved, "w", buffering=1, closefd=False,  # noqa: SIM115 - restored below
+                      encoding=getattr(original, "encoding", None) or "utf-8",
+                      errors="backslashreplace")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            sys.stderr.flush()
+        sys.stderr = original
+        os.dup2(saved, 2)  # closes our copy of the pipe's write end
+        thread.join(timeout=2)  # child processes that still hold it end soon after
+        os.close(saved)
+
+
+def guarded_main(cli: click.Group, argv: Optional[Sequence[str]], prog_name: str) -> None:
+    configure_logging(verbose=False)
+    try:
+        cli.main(args=argv, prog_name=prog_name, standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence, see the module docstring
+        if os.environ.get("C4FORGE_DEBUG"):
+            raise
+        message = str(exc).strip().splitlines()
+        detail = message[-1] if message else ""
+        if isinstance(exc, OSError) and exc.strerror:
+            detail = f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+        click.echo(f"Error: {type(exc).__name__}: {detail} "
+                   "(set C4FORGE_DEBUG=1 for the traceback)", err=True)
+        sys.exit(1)

@@ -1,0 +1,137 @@
+"""``tokenizer``: train SentencePiece vocabularies, encode corpora, inspect tokenizers."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional, Sequence
+
+import click
+
+from c4forge.cli.common import group, output_options, say, set_option
+from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+from tokenizer.train import TokenizerConfig, TokenizerError
+
+
+def tokenizer_config(config_file: Optional[str], overrides, **flags) -> TokenizerConfig:
+    """Defaults, then --config YAML, then --set, then the explicit flags."""
+    try:
+        config = TokenizerConfig()
+        if config_file:
+            config = apply_settings(config, load_yaml_mapping(config_file))
+        config = apply_settings(config, parse_overrides(overrides))
+        return apply_settings(config, {k: v for k, v in flags.items() if v is not None})
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+@group
+def cli() -> None:
+    """Train SentencePiece vocabularies from corpus shards and encode corpora into token shards."""
+
+
+CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
+                      type=click.Path(exists=True, file_okay=False),
+                      help="Corpus directory (from `corpus build`).")
+
+
+@cli.command("train")
+@CORPUS
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="YAML file of TokenizerConfig settings; flags and --set override it.")
+@set_option
+@click.option("--model-type", type=click.Choice(["bpe", "unigram"]), default=None,
+              help="[default: bpe]")
+@click.option("--vocab-size", type=int, default=None,
+              help="Pieces in total: 6 specials + 256 bytes + learned pieces. [default: 8000]")
+@click.option("--sample-bytes", type=int, default=None,
+              help="UTF-8 bytes of text to sample for training (deterministic). "
+                   "[default: 1000000000]")
+@click.option("--seed", type=int, default=None, help="Picks the sample. [default: 0]")
+@click.option("--split", default=None, help="[default: train]")
+@click.option("--t5-sentinels", type=int, default=None,
+              help="Add <extra_id_0>..<extra_id_{N-1}> (ids 6..5+N). [default: 0]")
+@click.option("--character-coverage", type=float, default=None, help="[default: 0.9995]")
+@click.option("--threads", type=int, default=None, help="Trainer threads (default: all cores).")
+@click.option("--overwrite", is_flag=True, help="Replace a tokenizer already in --output.")
+@output_options
+def train_command(corpus, output, config_file, overrides, threads, overwrite, **flags) -> None:
+    """Train a BPE or unigram vocabulary on a deterministic sample of a corpus."""
+    from tokenizer.train import train_tokenizer
+
+    config = tokenizer_config(config_file, overrides, **flags)
+    try:
+        info = train_tokenizer(corpus, output, config, overwrite=overwrite, num_threads=threads)
+    except TokenizerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sample = info["sample"]
+    say(f"{config.model_type} vocabulary of {config.vocab_size:,} trained in "
+        f"{info['train_seconds']}s on {sample['documents']:,} documents "
+        f"({sample['bytes'] / 1e6:.1f} MB, {sample['lines']:,} lines) -> {output}")
+
+
+@cli.command("encode")
+@CORPUS
+@click.option("--tokenizer", "tokenizer_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--workers", type=int, default=None, help="Parallel workers (default: all cores).")
+@click.option("--mode", type=click.Choice(["processes", "threads"]), default="processes", show_default=True,
+              help="Worker processes (one sentencepiece thread each), or one process with "
+                   "sentencepiece's own threads.")
+@click.option("--docs-per-shard", type=int, default=20_000, show_default=True,
+              help="Most documents per token shard.")
+@click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")
+@output_options
+def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
+    """Encode every document (EOS appended) into token shards that keep document boundaries."""
+    from tokenizer.encode import encode_corpus
+
+    try:
+        manifest = encode_corpus(corpus, tokenizer_dir, output, workers, docs_per_shard, overwrite,
+                                 log=say, mode=mode)
+    except TokenizerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for split, info in manifest["splits"].items():
+        say(f"{split}: {info['documents']:,} documents, {info['tokens']:,} tokens, "
+            f"{info['bytes'] / 1e6:.2f} MB, {info['bytes_per_token']} bytes/token, "
+            f"{len(info['shards'])} shard(s)")
+    say(f"encoded in {manifest['seconds']}s with {manifest['workers']} worker(s) -> {output} "
+        f"({manifest['dtype']})")
+
+
+@cli.command("inspect")
+@click.option("--input", "-i", "given", type=click.Path(exists=True, file_okay=False),
+              help="Tokenizer directory.")
+@click.argument("positional", required=False, metavar="[TOKDIR]",
+                type=click.Path(exists=True, file_okay=False))
+@click.option("--text", "text_file", type=click.Path(exists=True, dir_okay=False),
+              help="Held-out text to measure on (e.g. WikiText-2 test).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@output_options
+def inspect_command(given, positional, text_file, as_json) -> None:
+    """Vocabulary, bytes per token, tokens per word, byte-fallback share, longest pieces and a
+    round trip."""
+    directory = given or positional
+    if not directory:
+        raise click.UsageError("give a tokenizer directory (-i TOKDIR or TOKDIR)")
+    from tokenizer.inspect import format_report, inspect_tokenizer
+
+    text = None
+    if text_file:
+        with open(text_file, encoding="utf-8", errors="strict") as handle:
+            text = handle.read()
+    try:
+        report = inspect_tokenizer(directory, text)
+    except TokenizerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps(report, ensure_ascii=False, indent=2) if as_json else format_report(report))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    from c4forge.cli.common import guarded_main
+
+    guarded_main(cli, argv, "tokenizer")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
