@@ -30,13 +30,13 @@ demo: $(STAMP)
 	$(BIN)/corpus build -i $(SAMPLE) --preset c4-noclean -o demo-out/c4-noclean --overwrite
 	$(BIN)/corpus stats demo-out/c4
 	$(BIN)/corpus show demo-out/c4 -n 2
-	$(BIN)/tokenizer train --corpus demo-out/c4 --vocab-size 1000 -o demo-out/tokenizer --overwrite
-	$(BIN)/tokenizer encode --corpus demo-out/c4 --tokenizer demo-out/tokenizer -o demo-out/c4-tokens --overwrite
-	$(BIN)/tokenizer encode --corpus demo-out/c4-noclean --tokenizer demo-out/tokenizer \
+	$(BIN)/tokenizer train -i demo-out/c4 --vocab-size 1000 -o demo-out/tokenizer --overwrite
+	$(BIN)/tokenizer encode -i demo-out/c4 --tokenizer demo-out/tokenizer -o demo-out/c4-tokens --overwrite
+	$(BIN)/tokenizer encode -i demo-out/c4-noclean --tokenizer demo-out/tokenizer \
 		-o demo-out/c4-noclean-tokens --overwrite
 	$(BIN)/tokenizer inspect demo-out/tokenizer
-	$(BIN)/train run --config configs/demo.yaml --overwrite progress=false
-	$(BIN)/train eval --checkpoint demo-out/run --data demo-out/c4-noclean-tokens --split train \
+	$(BIN)/train run --config configs/demo.yaml --overwrite --set progress=false
+	$(BIN)/train eval -i demo-out/run --data demo-out/c4-noclean-tokens --split train \
 		-o demo-out/run/eval.json
 	$(BIN)/train ablate --config configs/ablation-demo.yaml
 	@echo "demo output in demo-out/: corpora, tokenizer, token shards, a model (run/) and the"

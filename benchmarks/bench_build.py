@@ -47,8 +47,8 @@ def main() -> int:
     common = ["--preset", args.preset, "--badwords", args.badwords]
     with tempfile.TemporaryDirectory() as tmp:
         rows = [
-            ("corpus clean (1 process)", timed([str(BIN / "corpus"), "clean", *files, "-o",
-                                                f"{tmp}/c.jsonl", *common])),
+            ("corpus clean (1 process)", timed([str(BIN / "corpus"), "clean", "-i", *files,
+                                                "--jsonl", f"{tmp}/c.jsonl", *common])),
             (f"corpus build (DirectRunner, {os.cpu_count()} workers)",
              timed([str(BIN / "corpus"), "build", "-i", args.input, "-o", f"{tmp}/b", *common])),
         ]

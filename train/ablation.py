@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Dict, List, Optional
 
-from corpus.config import build_config, load_yaml_mapping, parse_overrides
+from corpus.config import build_config, load_yaml_mapping
 from corpus.counters import Counters
 from corpus.io import atomic_write
 from corpus.outdir import OutputError, check_name

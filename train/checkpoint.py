@@ -173,7 +173,7 @@ def load_checkpoint(path: str, config: TrainConfig, model, optimizer, scheduler,
 
 RUN_FORMAT = "c4forge-run"
 RUN_MANIFEST = "c4forge-run.json"
-RUN_FILES = ["checkpoints", "metrics.jsonl", "tensorboard", "tokenizer"]
+RUN_FILES = ["checkpoints", "metrics.jsonl", "tensorboard", "tokenizer", "wandb", "wandb-id"]
 RUN_TOKENIZER = "tokenizer"  # a copy of the tokenizer the run's data was encoded with
 
 

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, Dict, Iterable, Optional
 
 from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+from train.loggers import LoggingConfig
 
 KERNEL_CHOICES = ("auto", "torch", "triton")
 
@@ -127,6 +128,7 @@ class TrainConfig:
     checkpoint_every: int = 50
     log_every: int = 10
     progress: bool = True
+    logging: LoggingConfig = LoggingConfig()
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

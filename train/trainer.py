@@ -25,6 +25,7 @@ from train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpo
                               load_checkpoint, save_checkpoint, start_run_dir)
 from train.config import TrainConfig
 from train.data import IGNORE, Batch, PackedLoader, TokenDocuments, mixture_entries
+from train.loggers import LoggerError, MetricLoggers
 from train.model import LM, flops_per_token
 
 # Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
@@ -242,15 +243,12 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     metrics_path = os.path.join(config.out_dir, "metrics.jsonl")
     if is_main and resume:
         _truncate_metrics(metrics_path, start_step)
-    metrics_file = open(metrics_path, "a", encoding="utf-8") if is_main else None
-    tensorboard = None
+    loggers = None
     if is_main:
         try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            tensorboard = SummaryWriter(os.path.join(config.out_dir, "tensorboard"))
-        except Exception:  # noqa: BLE001 - tensorboard is optional
-            tensorboard = None
+            loggers = MetricLoggers(config.out_dir, config.logging, config.to_dict(), resume)
+        except LoggerError as exc:
+            raise TrainingError(str(exc)) from exc
     flops = flops_per_token(config.model, config.data.seq_len)
     peak = peak_flops(device)
     tokens_per_step = config.data.batch_size * config.data.seq_len * config.data.grad_accum * world
@@ -314,13 +312,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
                                     device, autocast)
                 last["val_loss"] = val["loss"]
             if is_main:
-                record = {k: v for k, v in last.items() if v is not None}
-                metrics_file.write(json.dumps(record) + "\n")
-                metrics_file.flush()
-                if tensorboard:
-                    for key, value in record.items():
-                        if key != "step":
-                            tensorboard.add_scalar(key, value, step)
+                loggers.log(step, last)
                 if progress:
                     progress.update(1)
                     progress.set_postfix(loss=f"{loss_value:.3f}",
@@ -343,10 +335,8 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
             signal.signal(sig, handler)
         if progress:
             progress.close()
-        if metrics_file:
-            metrics_file.close()
-        if tensorboard:
-            tensorboard.close()
+        if loggers:
+            loggers.close()
     return last
 
 

@@ -1,0 +1,190 @@
+"""One command-line convention across corpus, tokenizer and train; quiet and verbose output,
+progress bars, Beam's start-up noise; and the CLI layer's place above the stages."""
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from c4forge.cli.corpus import cli as corpus_cli
+from c4forge.cli.tokenizer import cli as tokenizer_cli
+from c4forge.cli.train import cli as train_cli
+from c4forge.cli.train import human
+from corpus import progress
+from tests.conftest import ROOT
+
+SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
+BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
+CLIS = {"corpus": corpus_cli, "tokenizer": tokenizer_cli, "train": train_cli}
+
+
+def options(command: click.Command) -> set:
+    return {name for p in command.params for name in getattr(p, "opts", [])}
+
+
+def test_every_command_has_quiet_verbose_and_help():
+    for prog, group in CLIS.items():
+        for name, command in group.commands.items():
+            assert {"-q", "--quiet", "-v", "--verbose"} <= options(command), f"{prog} {name}"
+
+
+@pytest.mark.parametrize("prog,name,expected", [
+    ("corpus", "build", {"-i", "--input", "-o", "--output", "--config", "--set"}),
+    ("corpus", "clean", {"-i", "--input", "-o", "--output", "--config", "--set"}),
+    ("corpus", "stats", {"-i", "--input"}),
+    ("corpus", "show", {"-i", "--input"}),
+    ("tokenizer", "train", {"-i", "--input", "-o", "--output", "--config", "--set"}),
+    ("tokenizer", "encode", {"-i", "--input", "-o", "--output"}),
+    ("tokenizer", "inspect", {"-i", "--input"}),
+    ("train", "run", {"-o", "--output", "--config", "--set"}),
+    ("train", "eval", {"-i", "--input", "-o", "--output"}),
+    ("train", "export", {"-i", "--input", "-o", "--output"}),
+    ("train", "ablate", {"-o", "--output", "--config", "--set"}),
+])
+def test_paths_and_settings_use_one_convention(prog, name, expected):
+    assert expected <= options(CLIS[prog].commands[name])
+
+
+def test_a_mistyped_option_is_reported_as_an_unknown_option(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(train_cli, ["run", "--stpes", "3"])
+    assert result.exit_code == 2 and "No such option '--stpes'" in result.output
+    result = runner.invoke(train_cli, ["run", "steps=3", "--overwirte"])
+    assert result.exit_code == 2 and "--overwirte" in result.output
+    assert "No such option" in result.output and "must be KEY=VALUE" not in result.output
+    result = runner.invoke(corpus_cli, ["clean", "-i", SAMPLE, "-o", str(tmp_path / "c"), "--badwrods", "x"])
+    assert result.exit_code == 2 and "--badwrods" in result.output
+    result = runner.invoke(tokenizer_cli, ["train", "-i", str(tmp_path), "-o", str(tmp_path / "t"),
+                                           "--set", "vocab_sise=10"])
+    assert result.exit_code == 2 and "unknown setting 'vocab_sise'" in result.output
+
+
+def test_quiet_prints_nothing_and_the_default_prints_the_summary(tmp_path):
+    runner = CliRunner()
+    args = ["clean", "-i", SAMPLE, "--badwords", BADWORDS]
+    loud = runner.invoke(corpus_cli, args + ["-o", str(tmp_path / "a")])
+    assert loud.exit_code == 0 and "documents written to" in loud.output
+    quiet = runner.invoke(corpus_cli, args + ["-o", str(tmp_path / "b"), "-q"])
+    assert quiet.exit_code == 0 and quiet.output == ""
+    assert (tmp_path / "b" / "_manifest.json").exists()
+    # A later command in the same process is not quiet any more.
+    again = runner.invoke(corpus_cli, ["stats", "-i", str(tmp_path / "b")])
+    assert again.exit_code == 0 and "pages" in again.output
+
+
+def test_tokenizer_train_reads_config_then_set_then_flags(tmp_path, sample_tokens):
+    corpus = str(Path(sample_tokens).parent / "corpus")
+    config = tmp_path / "tok.yaml"
+    config.write_text("vocab_size: 500\nmodel_type: unigram\nseed: 3\n")
+    result = CliRunner().invoke(tokenizer_cli, ["train", "-i", corpus, "-o", str(tmp_path / "t"),
+                                                "--config", str(config), "--set", "vocab_size=450",
+                                                "--model-type", "bpe"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    info = json.loads((tmp_path / "t" / "c4forge-tokenizer.json").read_text())
+    assert (info["vocab_size"], info["model_type"], info["seed"]) == (450, "bpe", 3)
+
+
+def test_show_on_an_empty_split_says_so(sample_tokens):
+    corpus = str(Path(sample_tokens).parent / "corpus")
+    result = CliRunner().invoke(corpus_cli, ["show", corpus, "--split", "validation"])
+    assert result.exit_code == 1
+    assert "split 'validation'" in result.output and "holds no documents" in result.output
+    assert "train 127" in result.output
+
+
+def test_numbers_for_people_are_rounded():
+    assert human("mfu", None) == "mfu n/a (no peak known for this device)"
+    assert human("mfu", 0.41234) == "mfu 41.2%"
+    assert human("loss", 3.4567891234) == "loss 3.457"
+    assert human("tokens_per_second", 123456.789) == "tokens_per_second 123,457"
+    assert human("tokens", 1234567) == "tokens 1,234,567"
+
+
+def test_progress_bars_follow_the_switches(capsys):
+    from corpus.config import build_config
+    from corpus.counters import Counters
+    from corpus.local import run_chain
+
+    config = build_config("c4-noclean")
+    try:
+        progress.configure(True)
+        run_chain([SAMPLE], config, Counters())
+        shown = capsys.readouterr().err
+        assert "reading crawl files" in shown and "pages" in shown and "MB/s" in shown
+        progress.configure(False)
+        run_chain([SAMPLE], config, Counters())
+        assert capsys.readouterr().err == ""
+    finally:
+        progress.configure(None)
+
+
+def test_build_progress_board_sums_the_workers_reports(tmp_path):
+    from pipelines.progress import ProgressBoard, ProgressReporter
+
+    folder = str(tmp_path / ".progress")
+    a, b = ProgressReporter(folder), ProgressReporter(folder)
+    for _ in range(3):
+        a.page(100)
+    a.file_done()
+    b.page(50)
+    b.flush()
+    (tmp_path / ".progress" / "junk.json").write_text("{not json")
+    assert ProgressBoard(folder, 2).totals() == {"files": 1, "pages": 4, "bytes": 350}
+
+
+def test_build_hides_beam_noise_and_shows_progress(tmp_path):
+    env = dict(os.environ, C4FORGE_PROGRESS="1")
+    cmd = [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", SAMPLE, "--badwords", BADWORDS,
+           "--direct_num_workers=2"]
+    proc = subprocess.run(cmd + ["-o", str(tmp_path / "c4")], env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for noise in ("apitools not found", "Logging handler created", "INFO:"):
+        assert noise not in proc.stderr and noise not in proc.stdout
+    assert "reading crawl files" in proc.stderr and "pages" in proc.stderr
+    assert "near dedup 127" in proc.stdout
+    quiet = subprocess.run(cmd + ["-o", str(tmp_path / "q"), "-q"], env=env,
+                           capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
+
+
+STAGES = {"corpus", "pipelines", "tokenizer", "train"}
+# What each stage may import of the others: formats and shared utilities flow down only.
+ALLOWED = {"corpus": set(), "pipelines": {"corpus"}, "tokenizer": {"corpus"},
+           "train": {"corpus", "tokenizer"}}
+
+
+def imported_packages(path: Path) -> set:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_cli_layer_sits_above_the_stages():
+    for stage, allowed in ALLOWED.items():
+        for path in (ROOT / stage).rglob("*.py"):
+            found = imported_packages(path) & (STAGES | {"c4forge"})
+            bad = found - allowed - {stage}
+            assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+    composed = set().union(*(imported_packages(p) for p in (ROOT / "c4forge" / "cli").glob("*.py")))
+    assert STAGES <= composed
+
+
+def test_langid_module_uses_click(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "corpus.langid", "--bogus"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "No such option '--bogus'" in proc.stderr
+    assert re.search(r"--self-check", subprocess.run(
+        [sys.executable, "-m", "corpus.langid", "--help"], capture_output=True, text=True,
+        cwd=ROOT, timeout=120).stdout)
