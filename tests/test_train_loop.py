@@ -177,3 +177,49 @@ def test_a_run_from_two_ranks_resumes_on_one(tokens, tmp_path):
     with open(os.path.join(moved, "metrics.jsonl")) as handle:
         tokens_seen = [json.loads(line)["tokens"] for line in handle]
     assert tokens_seen[-2:] == [4 * 4 * 32, 4 * 4 * 32 + 2 * 32]
+
+
+def test_tensorboard_by_default_and_wandb_offline_when_asked(tokens, tmp_path, monkeypatch):
+    """Every logged step reaches metrics.jsonl, TensorBoard and (logging.wandb=true) a wandb run
+    written offline under RUN/wandb; a resumed run continues the same wandb run id."""
+    out = tmp_path / "run"
+    train(build_train_config(overrides=settings(tokens, out, "steps=4")), log=lambda *_: None)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    steps = {e.step: e.value for e in events.Scalars("loss")}
+    assert steps.keys() == losses(out).keys()
+    assert all(abs(steps[s] - losses(out)[s]) < 1e-5 for s in steps)
+
+    wandb = pytest.importorskip("wandb", reason="wandb is optional (pip install wandb)")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    # wandb's offline file is a binary log read by its Go core only: spy on the calls we make
+    # to the real Run (which still writes it).
+    calls = []
+    real_log = wandb.sdk.wandb_run.Run.log
+
+    def spy(self, data, step=None, **kwargs):
+        calls.append((step, dict(data)))
+        return real_log(self, data, step=step, **kwargs)
+
+    monkeypatch.setattr(wandb.sdk.wandb_run.Run, "log", spy)
+    logged = tmp_path / "logged"
+    train(build_train_config(overrides=settings(tokens, logged, "steps=3", "checkpoint_every=3",
+                                                "logging.wandb=true", "logging.wandb_mode=offline",
+                                                "logging.tensorboard=false")), log=lambda *_: None)
+    assert not (logged / "tensorboard").exists()
+    runs = sorted((logged / "wandb").glob("offline-run-*"))
+    run_id = (logged / "wandb-id").read_text().strip()
+    assert len(runs) == 1 and runs[0].name.endswith(run_id)
+    assert [step for step, _ in calls] == [1, 2, 3]
+    assert all(abs(data["loss"] - losses(logged)[step]) < 1e-9 for step, data in calls)
+    assert (runs[0] / f"run-{run_id}.wandb").stat().st_size > 0
+    train(build_train_config(overrides=settings(tokens, logged, "steps=5", "logging.wandb=true",
+                                                "logging.wandb_mode=offline")),
+          resume=True, log=lambda *_: None)
+    assert (logged / "wandb-id").read_text().strip() == run_id
+    assert all(f"-{run_id}" in r.name for r in (logged / "wandb").glob("offline-run-*"))
+    assert [step for step, _ in calls] == [1, 2, 3, 4, 5]
+    assert wandb.__version__
