@@ -203,17 +203,22 @@ def write_shard(path: str, rows: List[dict],
     return sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
 
 
-def _read_source(source, columns: Optional[List[str]]) -> pa.Table:
-    """A table from an Arrow stream, Arrow file (version 1) or Parquet source, told apart by
-    their magic bytes."""
+def _kind(source) -> str:
+    """"parquet", "arrow-file" (version 1) or "arrow-stream", from a source's magic bytes."""
     head = source.read(6)
     source.seek(0)
     if head[:4] == _PARQUET_MAGIC:
+        return "parquet"
+    return "arrow-file" if head == _ARROW_FILE_MAGIC else "arrow-stream"
+
+
+def _read_source(source, columns: Optional[List[str]]) -> pa.Table:
+    """A table from a shard source of any kind."""
+    kind = _kind(source)
+    if kind == "parquet":
         return pq.read_table(source, columns=columns)
-    if head == _ARROW_FILE_MAGIC:
-        table = ipc.open_file(source).read_all()
-    else:
-        table = ipc.open_stream(source).read_all()
+    opened = ipc.open_file(source) if kind == "arrow-file" else ipc.open_stream(source)
+    table = opened.read_all()
     return table.select(columns) if columns else table
 
 
@@ -232,36 +237,32 @@ def read_shard(path: str, columns: Optional[Iterable[str]] = None) -> pa.Table:
         raise CorpusFormatError(f"{path} is not a readable corpus shard: {exc}") from exc
 
 
-def shard_rows(path: str) -> int:
-    """Documents in one shard (Parquet: from its footer; Arrow: batch headers, memory-mapped)."""
+def _inspect_local(path: str, parquet: Callable, arrow_file: Callable, arrow_stream: Callable):
+    """Apply the function for the shard's kind to the memory-mapped local shard."""
     try:
         with pa.memory_map(path) as source:
-            head = source.read(6)
-            source.seek(0)
-            if head[:4] == _PARQUET_MAGIC:
-                return pq.ParquetFile(source).metadata.num_rows
-            reader = ipc.open_file(source) if head == _ARROW_FILE_MAGIC else None
-            if reader is not None:
-                return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
-            return sum(batch.num_rows for batch in ipc.open_stream(source))
+            kind = _kind(source)
+            if kind == "parquet":
+                return parquet(source)
+            if kind == "arrow-file":
+                return arrow_file(ipc.open_file(source))
+            return arrow_stream(ipc.open_stream(source))
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorpusFormatError(f"{path} is not a readable corpus shard: {exc}") from exc
+
+
+def shard_rows(path: str) -> int:
+    """Documents in one shard (Parquet: from its footer; Arrow: batch headers, memory-mapped)."""
+    return _inspect_local(
+        path, lambda source: pq.ParquetFile(source).metadata.num_rows,
+        lambda reader: sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches)),
+        lambda reader: sum(batch.num_rows for batch in reader))
 
 
 def shard_info(path: str) -> dict:
     """The ``c4forge`` schema metadata of a shard ({} for version 1 shards, which had none)."""
-    try:
-        with pa.memory_map(path) as source:
-            head = source.read(6)
-            source.seek(0)
-            if head[:4] == _PARQUET_MAGIC:
-                schema = pq.read_schema(source)
-            elif head == _ARROW_FILE_MAGIC:
-                schema = ipc.open_file(source).schema
-            else:
-                schema = ipc.open_stream(source).schema
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorpusFormatError(f"{path} is not a readable corpus shard: {exc}") from exc
+    schema = _inspect_local(path, pq.read_schema, lambda reader: reader.schema,
+                            lambda reader: reader.schema)
     raw = (schema.metadata or {}).get(METADATA_KEY)
     return json.loads(raw) if raw else {}
 

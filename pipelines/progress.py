@@ -90,13 +90,13 @@ class ProgressBoard:
 
     def _show(self) -> None:
         totals = self.totals()
-        if self.read_seconds is None:
-            self.read_seconds = time.perf_counter() - self.started
-        seconds = max(self.read_seconds, 1e-9)
-        if totals["files"] < (self.bar.total or 0):
-            self.read_seconds = None  # still reading: the rate runs on
-        elif self.bar.desc != self.AFTER:
-            self.bar.set_description_str(self.AFTER, refresh=False)
+        seconds = self.read_seconds
+        if seconds is None:
+            seconds = time.perf_counter() - self.started
+            if totals["files"] >= (self.bar.total or 0):  # reading done: the rate stays put
+                self.read_seconds = seconds
+                self.bar.set_description_str(self.AFTER, refresh=False)
+        seconds = max(seconds, 1e-9)
         self.bar.n = min(totals["files"], self.bar.total or totals["files"])
         self.bar.set_postfix_str(f"{totals['pages']:,} pages, {totals['bytes'] / 1e6:,.1f} MB, "
                                  f"{totals['bytes'] / 1e6 / seconds:,.2f} MB/s")

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import threading
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import click
 
@@ -40,11 +40,6 @@ def say(message: str = "") -> None:
     """A line for people (progress notes, summaries); nothing under ``-q``."""
     if not Console.quiet:
         click.echo(message)
-
-
-def log_function() -> Callable[[str], None]:
-    """The ``log`` callback the stages take: :func:`say`."""
-    return say
 
 
 class _NoiseFilter(logging.Filter):
