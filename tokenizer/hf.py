@@ -15,7 +15,13 @@ How each sentencepiece setting is reproduced:
   token, which is how 0 of 127 demo documents got our ids);
 - ``<mask>``, ``<extra_id_N>`` and ``<pad>`` ``<s>`` ``</s>`` ``<unk>`` are special tokens;
 - ``byte_fallback``: BPE/unigram byte fallback to ``<0xXX>`` pieces, fused back on decode;
-- decode: ``▁`` -> space, bytes fused, the dummy-prefix space stripped.
+- decode: ``▁`` -> space, bytes fused, the dummy-prefix space stripped;
+- the document start: training puts ``</s>`` before every document, so ``</s>`` is also the
+  tokenizer's BOS and is prepended when special tokens are added (transformers' default, as
+  Llama's tokenizers prepend ``<s>``): ``tok(text)`` conditions the model as training did,
+  ``tok(text, add_special_tokens=False)`` gives sentencepiece's ids alone, and lm-eval-harness
+  (which adds special tokens by default and uses the BOS for empty contexts) scores exactly as
+  ``train eval`` does.
 
 Known difference, only for text that spells a special token literally: ``</s>``, ``<s>``,
 ``<pad>`` are spelled as characters by both (``split_special_tokens`` is set, tested); a literal
@@ -32,6 +38,7 @@ TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 HF_FILES = [TOKENIZER_JSON, TOKENIZER_CONFIG, SPECIAL_TOKENS_MAP]
+DOCUMENT_START = "</s>"  # what precedes every document in training (the EOS of the one before)
 
 
 
@@ -60,7 +67,8 @@ def _bpe_merges(pieces: List[str], skip: set) -> List[Tuple[str, str]]:
 
 def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[str]):
     """A ``tokenizers.Tokenizer`` equal to the sentencepiece model in ``model_file``."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers,
+                            processors)
 
     sp, pieces, scores = _pieces(model_file)
     unk_id = sp.unk_id()
@@ -87,6 +95,10 @@ def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[st
     tokenizer.add_special_tokens([
         AddedToken(pieces[i], special=True, normalized=False, single_word=False, lstrip=False,
                    rstrip=False) for i in sorted(added_ids) if pieces[i] != "\n"])
+    start = DOCUMENT_START
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{start} $A", pair=f"{start} $A {start}:1 $B:1",
+        special_tokens=[(start, pieces.index(start))])
     return tokenizer
 
 
@@ -94,10 +106,11 @@ def hf_tokenizer_files(model_file: str, model_type: str, user_defined: List[str]
                        model_max_length: int = 1_000_000_000) -> Dict[str, str]:
     """File name -> text of the three files AutoTokenizer reads."""
     tokenizer = build_fast_tokenizer(model_file, model_type, user_defined)
-    specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
+    specials = {"bos_token": DOCUMENT_START, "eos_token": "</s>", "unk_token": "<unk>",
+                "pad_token": "<pad>"}
     extra = [p for p in user_defined if p != "\n"]
     config = {"tokenizer_class": "PreTrainedTokenizerFast", **specials,
-              "additional_special_tokens": extra, "add_bos_token": False,
+              "additional_special_tokens": extra, "add_bos_token": True,
               "add_eos_token": False, "clean_up_tokenization_spaces": False,
               "split_special_tokens": True, "model_max_length": model_max_length,
               "model_input_names": ["input_ids", "attention_mask"]}

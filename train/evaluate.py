@@ -11,14 +11,17 @@ Zero-shot tasks, from local files in the formats of ../shared/data/eval:
 
 - lambada_openai.jsonl {context, continuation}: accuracy of greedy decoding of the last word;
 - piqa / arc_easy / copa .jsonl {query, choices, gold} and HellaSwag (six lines per item:
-  context, gold index, four endings): the choice with the highest log-likelihood per byte
-  (length-normalised, as lm-eval-harness's acc_norm);
+  context, gold index, four endings): the choice with the highest log-likelihood per character
+  of the choice (lm-eval-harness's acc_norm);
 - winogrande.jsonl {context_options, continuation, gold}: the option under which the shared
   continuation is most likely;
 - BLiMP blimp/*.jsonl.gz {sentence_good, sentence_bad}: share of pairs where the good sentence
   has the higher total log-likelihood.
 
-Every sequence starts with EOS, which is what precedes a document in training.
+Every sequence starts with EOS, which is what precedes a document in training. Contexts and
+continuations are split into tokens as lm-eval-harness splits them, and `train lm-eval-tasks`
+writes the same items as lm-eval-harness tasks, so its scores on an export equal ours
+(tests/test_lm_eval.py, benchmarks/bench_lm_eval.py).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import gzip
 import json
 import math
 import os
+import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -126,15 +130,17 @@ def continuation_logprobs(model, pairs: Sequence[Tuple[List[int], List[int]]], s
 
 
 def _split_pair(sp, context: str, continuation: str) -> Tuple[List[int], List[int]]:
-    """Token ids of context and continuation, tokenized together so the boundary is natural."""
+    """Context and continuation ids as lm-eval-harness splits them (so both score the same
+    tokens): trailing whitespace of the context moves to the continuation, the whole text is
+    encoded once and the continuation is what follows the context's own encoding."""
+    spaces = len(context) - len(context.rstrip())
+    if spaces:
+        context, continuation = context[:-spaces], context[-spaces:] + continuation
     ctx = sp.encode(context)
-    full = sp.encode(context + continuation)
-    common = 0
-    while common < min(len(ctx), len(full)) and ctx[common] == full[common]:
-        common += 1
-    if common == len(full):  # continuation vanished into the context's last piece
-        common -= 1
-    return full[:common], full[common:]
+    whole = sp.encode(context + continuation)
+    if len(whole) <= len(ctx):  # the continuation merged into the context's last piece
+        return whole[:-1], whole[-1:]
+    return ctx, whole[len(ctx):]
 
 
 def _joiner(context: str) -> str:
@@ -158,20 +164,21 @@ def read_hellaswag(path: str) -> List[dict]:
 
 
 def score_choices(model, sp, items: List[dict], seq_len: int, device: str) -> float:
-    """Accuracy of length-normalised (per byte) log-likelihood choice."""
+    """Accuracy of the choice with the highest log-likelihood per character of the choice
+    (lm-eval-harness's acc_norm: the joining space is scored but not counted)."""
     pairs, owners = [], []
     for k, item in enumerate(items):
         join = _joiner(item["query"])
         for choice in item["choices"]:
             pairs.append(_split_pair(sp, item["query"], join + choice))
-            owners.append((k, len((join + choice).encode("utf-8"))))
+            owners.append((k, len(choice)))
     scores = continuation_logprobs(model, pairs, seq_len, device=device)
     best: Dict[int, Tuple[float, int]] = {}
     index: Dict[int, int] = {}
-    for (k, n_bytes), (lp, _) in zip(owners, scores):
+    for (k, n_chars), (lp, _) in zip(owners, scores):
         choice = index.get(k, 0)
         index[k] = choice + 1
-        value = lp / max(1, n_bytes)
+        value = lp / max(1, n_chars)
         if k not in best or value > best[k][0]:
             best[k] = (value, choice)
     return sum(best[k][1] == item["gold"] for k, item in enumerate(items)) / max(1, len(items))
@@ -209,35 +216,47 @@ TASK_FILES = {"lambada": "lambada_openai.jsonl", "hellaswag": "hellaswag_val_ful
               "copa": "copa.jsonl", "blimp": "blimp"}
 
 
+def _subset(items: List[dict], limit: Optional[int], seed: int, name: str) -> List[dict]:
+    """A fixed random subset of ``limit`` items, the same for a (seed, name) whatever else runs."""
+    if limit is None or len(items) <= limit:
+        return items
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    return [items[i] for i in sorted(rng.choice(len(items), limit, replace=False))]
+
+
+def load_task(eval_dir: str, task: str, limit: Optional[int] = None, seed: int = 0):
+    """The items a task is scored on: a list, or for BLiMP {phenomenon: list} (``limit`` per
+    phenomenon). ``train lm-eval-tasks`` writes these same items for lm-eval-harness."""
+    if task not in TASK_FILES:
+        raise ValueError(f"unknown task {task!r}: one of {', '.join(TASK_FILES)}")
+    path = os.path.join(eval_dir, TASK_FILES[task])
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{task}: {path} not found (--eval-dir)")
+    if task == "blimp":
+        return {name.split(".")[0]: _subset(read_jsonl(os.path.join(path, name)), limit, seed, name)
+                for name in sorted(os.listdir(path))}
+    items = read_hellaswag(path) if task == "hellaswag" else read_jsonl(path)
+    return _subset(items, limit, seed, task)
+
+
 def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limit: Optional[int] = None,
               device: str = "cpu", seed: int = 0) -> Dict[str, dict]:
     """{task: {accuracy, items}}; ``limit`` takes a fixed random subset of each task (BLiMP:
     per phenomenon)."""
-    rng = np.random.default_rng(seed)
-
-    def subset(items):
-        if limit is None or len(items) <= limit:
-            return items
-        return [items[i] for i in sorted(rng.choice(len(items), limit, replace=False))]
-
     results: Dict[str, dict] = {}
     tasks = list(tasks)
     bar = progress.bar(tasks, desc="zero-shot tasks", unit=" task")
     for task in bar:
         bar.set_postfix_str(task)
-        path = os.path.join(eval_dir, TASK_FILES[task])
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{task}: {path} not found (--eval-dir)")
+        loaded = load_task(eval_dir, task, limit, seed)
         if task == "blimp":
-            per = {}
-            for name in sorted(os.listdir(path)):
-                items = subset(read_jsonl(os.path.join(path, name)))
-                per[name.split(".")[0]] = (score_blimp(model, sp, items, seq_len, device), len(items))
+            per = {name: (score_blimp(model, sp, items, seq_len, device), len(items))
+                   for name, items in loaded.items()}
             n = sum(c for _, c in per.values())
             results[task] = {"accuracy": round(sum(a * c for a, c in per.values()) / n, 4), "items": n,
                              "phenomena": {k: round(a, 4) for k, (a, _) in per.items()}}
             continue
-        items = subset(read_hellaswag(path) if task == "hellaswag" else read_jsonl(path))
         scorer = {"lambada": score_lambada, "winogrande": score_winogrande}.get(task, score_choices)
-        results[task] = {"accuracy": round(scorer(model, sp, items, seq_len, device), 4), "items": len(items)}
+        results[task] = {"accuracy": round(scorer(model, sp, loaded, seq_len, device), 4),
+                         "items": len(loaded)}
     return results

@@ -4,8 +4,10 @@ the SentencePiece model itself), so AutoTokenizer, AutoModelForCausalLM, lm-eval
 rest of the HF ecosystem load it by default.
 
 Our architecture is Llama's: RMSNorm, rotate-half rotary embeddings, SwiGLU (gate, up, down),
-no biases, tied embeddings. Parameter names map one to one; the exported vocabulary is the padded
-one (extra rows never win: they are masked in our loss and never produced by the tokenizer).
+no biases, tied embeddings. Parameter names map one to one. The exported vocabulary is the real
+one, not the padded one we train with: the padding rows are left out, because a transformers
+model would put them in its softmax (we mask them), so log-probabilities (lm-eval-harness's
+scores) would no longer equal ours.
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ _NAMES = {
 
 
 def hf_state_dict(model) -> Dict[str, torch.Tensor]:
-    out = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.norm.weight}
+    out = {"model.embed_tokens.weight": model.embed.weight[: model.config.vocab_size],
+           "model.norm.weight": model.norm.weight}
     for i, block in enumerate(model.blocks):
         for ours, theirs in _NAMES.items():
             module = block
@@ -46,14 +49,14 @@ def hf_state_dict(model) -> Dict[str, torch.Tensor]:
 def hf_config(model_config, eos_id: int = 2) -> dict:
     return {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "vocab_size": model_config.padded_vocab, "hidden_size": model_config.d_model,
+        "vocab_size": model_config.vocab_size, "hidden_size": model_config.d_model,
         "intermediate_size": model_config.ffn_dim, "num_hidden_layers": model_config.n_layers,
         "num_attention_heads": model_config.n_heads, "num_key_value_heads": model_config.kv_heads,
         "head_dim": model_config.head_dim, "hidden_act": "silu",
         "max_position_embeddings": model_config.max_seq_len, "rms_norm_eps": model_config.norm_eps,
         "rope_theta": model_config.rope_theta, "tie_word_embeddings": True,
         "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32",
-        "bos_token_id": 1, "eos_token_id": eos_id, "pad_token_id": 0,
+        "bos_token_id": eos_id, "eos_token_id": eos_id, "pad_token_id": 0,
     }
 
 
@@ -95,7 +98,7 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as handle:
                 handle.write(text)
         with open(os.path.join(tmp, "generation_config.json"), "w", encoding="utf-8") as handle:
-            json.dump({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
+            json.dump({"bos_token_id": 2, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
         return {"format": EXPORT_FORMAT, "version": 1,
                 "files": ["model.safetensors", "config.json", "tokenizer.model", *tokenizer_files,
                           "generation_config.json"],

@@ -84,10 +84,11 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
               "piqa, arc_easy, winogrande, copa, blimp (or 'all').")
 @click.option("--eval-dir", default=None, help="Directory with the task files (../shared/data/eval layout).")
 @click.option("--limit", type=int, default=None, help="Items per task (BLiMP: per phenomenon).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Which random subset --limit takes.")
 @click.option("--seq-len", type=int, default=None, help="Default: the training seq_len.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the results as JSON.")
 @output_options
-def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seq_len, output) -> None:
+def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seed, seq_len, output) -> None:
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
     import json
     import os
@@ -97,7 +98,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
     from tokenizer.formats import TokenFormatError
     from tokenizer.train import TokenizerError, load_tokenizer
     from train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
-    from train.evaluate import TASK_FILES, eval_text, eval_tokens, run_tasks
+    from train.evaluate import eval_text, eval_tokens, run_tasks
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -118,15 +119,12 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
                     results["data"][item] = eval_text(model, sp, handle.read(), seq_len, device=device)
         except (TokenFormatError, ValueError, OSError) as exc:
             raise click.ClickException(f"{item}: {exc}") from exc
-    names = list(TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
-    unknown = [t for t in names if t not in TASK_FILES]
-    if unknown:
-        raise click.UsageError(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_FILES)}")
+    names = _task_names(tasks)
     if names:
         if not eval_dir:
             raise click.UsageError("--tasks needs --eval-dir")
         try:
-            results["tasks"] = run_tasks(model, sp, eval_dir, names, seq_len, limit, device)
+            results["tasks"] = run_tasks(model, sp, eval_dir, names, seq_len, limit, device, seed)
         except FileNotFoundError as exc:
             raise click.ClickException(str(exc)) from exc
     rows = ["| data | loss | perplexity | bits/byte | tokens |", "|---|---:|---:|---:|---:|"]
@@ -144,6 +142,45 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
                 json.dump(results, handle, indent=2)
         except OSError as exc:
             raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+def _task_names(tasks: str):
+    from train.evaluate import TASK_FILES
+
+    names = list(TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
+    unknown = [t for t in names if t not in TASK_FILES]
+    if unknown:
+        raise click.UsageError(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_FILES)}")
+    return names
+
+
+@cli.command("lm-eval-tasks")
+@click.option("--eval-dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Directory with the task files (../shared/data/eval layout).")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="Directory for the task YAMLs and their items (lm_eval --include_path).")
+@click.option("--tasks", default="all", show_default=True, help="Comma-separated tasks, or 'all'.")
+@click.option("--limit", type=int, default=None, help="Items per task (BLiMP: per phenomenon), "
+              "the same subset `train eval --limit N --seed S` scores.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an earlier task directory (only its files).")
+@output_options
+def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> None:
+    """Write lm-eval-harness tasks for the same items `train eval --tasks` scores, to
+    cross-check an export: `lm_eval --model hf --model_args pretrained=EXPORT --include_path
+    DIR --tasks c4forge`."""
+    from corpus.outdir import OutputError
+    from train.lm_eval_tasks import GROUP, write_lm_eval_tasks
+
+    try:
+        counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit, seed, overwrite)
+    except (OutputError, FileNotFoundError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or output}: {exc.strerror or exc}") from exc
+    say(f"wrote {len(counts)} tasks ({sum(counts.values()):,} items) to {output}: "
+        f"lm_eval --model hf --model_args pretrained=EXPORT,dtype=float32 --include_path {output} "
+        f"--tasks {GROUP}")
 
 
 @cli.command("export")
