@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from train.config import ModelConfig  # noqa: E402
-from train.model import LM  # noqa: E402
+from train.models import LM  # noqa: E402
 
 
 class NanoBlock(nn.Module):

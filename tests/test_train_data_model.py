@@ -8,7 +8,7 @@ from tests.conftest import ROOT
 from tokenizer.formats import token_dtype, write_manifest, write_token_shard
 from train.config import ModelConfig, build_train_config
 from train.data import IGNORE, PackedLoader, TokenDocuments
-from train.model import LM, attention_mask
+from train.models import LM, attention_mask
 
 
 def token_dir(tmp_path, lengths, seed=0, vocab=97):

@@ -52,7 +52,8 @@ class TokenizerError(RuntimeError):
 class TokenizerConfig:
     """model_type: "bpe" or "unigram". vocab_size: pieces in total, specials and bytes included.
     sample_bytes: UTF-8 bytes of text sampled for training (default 1 GB). seed: picks the
-    sample. split: which corpus split to sample. t5_sentinels: how many <extra_id_N> pieces.
+    sample. split: which corpus split to sample. t5_sentinels: how many <extra_id_N> pieces
+    (100, as T5's vocabulary: the span objective needs them; 0 for none).
     character_coverage: share of characters that get their own piece (the rest: bytes).
     max_line_bytes: longer lines are cut into pieces of this size for training only."""
 
@@ -61,7 +62,7 @@ class TokenizerConfig:
     sample_bytes: int = 1_000_000_000
     seed: int = 0
     split: str = "train"
-    t5_sentinels: int = 0
+    t5_sentinels: int = 100
     character_coverage: float = 0.9995
     max_line_bytes: int = 16384
 

@@ -260,12 +260,12 @@ def run_manifest(directory: str) -> Optional[dict]:
 
 def load_model(path: str, device: str = "cpu") -> Tuple[torch.nn.Module, dict]:
     """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
-    from train.model import LM
+    from train.models import build_model
 
     path = resolve_checkpoint(path)
     trainer = _load(path, "trainer.pt")
     model_config = apply_settings(ModelConfig(), trainer["config"]["model"])
-    model = LM(model_config)
+    model = build_model(model_config, trainer["config"].get("objective", "causal"))
     try:
         model.load_state_dict(_load(path, "model.pt"))
     except (RuntimeError, KeyError, TypeError) as exc:

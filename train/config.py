@@ -22,6 +22,8 @@ class ModelConfig:
         GPU), "auto" (flex on CUDA when available, else sdpa).
     rmsnorm/rope/swiglu/cross_entropy: "torch" (reference), "triton" (fused kernels), "auto"
         (triton on CUDA when triton imports, else torch).
+    encoder_layers/decoder_layers: the encoder-decoder's stacks (objectives span, denoise);
+        None = n_layers each (T5's "2P parameters, M FLOPs" row).
     """
 
     vocab_size: int = 8000
@@ -41,6 +43,16 @@ class ModelConfig:
     swiglu: str = "auto"
     cross_entropy: str = "auto"
     ce_chunk_tokens: int = 4096
+    encoder_layers: Optional[int] = None
+    decoder_layers: Optional[int] = None
+
+    @property
+    def encoder_depth(self) -> int:
+        return self.encoder_layers or self.n_layers
+
+    @property
+    def decoder_depth(self) -> int:
+        return self.decoder_layers or self.n_layers
 
     @property
     def padded_vocab(self) -> int:
@@ -108,11 +120,34 @@ class OptimConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class MaskingConfig:
+    """The objectives' settings (train.objectives), each at its paper's default.
+
+    mlm_probability: share of tokens BERT selects (80% <mask>, 10% random, 10% kept).
+    mlm_unit: "token" (BERT), "word" (whole-word masking), "span" (SpanBERT: geometric spans).
+    noise_density, mean_span_length: T5 span corruption.
+    denoise_ratio, poisson_lambda, permute_sentences: BART text infilling and sentence permutation.
+    """
+
+    mlm_probability: float = 0.15
+    mlm_unit: str = "token"
+    noise_density: float = 0.15
+    mean_span_length: float = 3.0
+    denoise_ratio: float = 0.3
+    poisson_lambda: float = 3.0
+    permute_sentences: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """steps: optimizer steps (or derive from max_tokens). precision: "auto" (bf16 autocast on
-    CUDA, fp32 on CPU), "bf16", "fp32". distributed: "ddp" or "fsdp" under torchrun."""
+    CUDA, fp32 on CPU), "bf16", "fp32". distributed: "ddp" or "fsdp" under torchrun.
+    objective: causal (GPT), prefix_lm, mlm (BERT), span (T5), denoise (BART); see
+    train.objectives. masking: their settings."""
 
     model_preset: str = "tiny"
+    objective: str = "causal"
+    masking: MaskingConfig = MaskingConfig()
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     optim: OptimConfig = OptimConfig()
@@ -216,6 +251,24 @@ def validate_numbers(config: TrainConfig) -> None:
                           f"model.n_kv_heads {config.model.kv_heads}")
     if config.precision not in ("auto", "bf16", "fp32"):
         raise ConfigError(f"precision={config.precision!r}: choose auto, bf16 or fp32")
+    from train.objectives import OBJECTIVES
+
+    if config.objective not in OBJECTIVES:
+        raise ConfigError(f"objective={config.objective!r}: choose from {', '.join(OBJECTIVES)}")
+    if config.masking.mlm_unit not in ("token", "word", "span"):
+        raise ConfigError(f"masking.mlm_unit={config.masking.mlm_unit!r}: choose token, word or span")
+    for name in ("mlm_probability", "noise_density", "denoise_ratio"):
+        value = getattr(config.masking, name)
+        if not isinstance(value, (int, float)) or not 0 < value < 1:
+            bad(f"masking.{name}", value, "between 0 and 1 (exclusive)")
+    for name in ("mean_span_length", "poisson_lambda"):
+        value = getattr(config.masking, name)
+        if not isinstance(value, (int, float)) or value <= 0:
+            bad(f"masking.{name}", value, "> 0")
+    for name in ("encoder_layers", "decoder_layers"):
+        value = getattr(config.model, name)
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            bad(f"model.{name}", value, "a positive integer or null")
     if config.distributed not in ("ddp", "fsdp"):
         raise ConfigError(f"distributed={config.distributed!r}: choose ddp or fsdp")
 

@@ -26,7 +26,8 @@ from train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpo
 from train.config import TrainConfig
 from train.data import IGNORE, Batch, PackedLoader, TokenDocuments, mixture_entries
 from train.loggers import LoggerError, MetricLoggers
-from train.model import LM, flops_per_token
+from train.models import build_model, flops_per_token
+from train.objectives import MODEL_KIND, ObjectiveError, build_objective, load_vocabulary
 
 # Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12,
@@ -71,25 +72,49 @@ def lr_at(step: int, config: TrainConfig, total_steps: int) -> float:
 BATCH_FIELDS = ("input_ids", "targets", "doc_ids", "positions")
 
 
-def pinned(batch: Batch) -> Dict[str, torch.Tensor]:
+def _arrays(batch) -> Dict[str, object]:
+    """A Batch or an objective's dict -> {model argument: array or tensor}."""
+    if isinstance(batch, dict):
+        return batch
+    return {name: getattr(batch, name) for name in BATCH_FIELDS}
+
+
+def pinned(batch) -> Dict[str, torch.Tensor]:
     """Host tensors in page-locked memory (made in the prefetch thread on CUDA), so the copy to
     the GPU is asynchronous."""
-    return {name: torch.from_numpy(np.asarray(getattr(batch, name))).pin_memory()
-            for name in BATCH_FIELDS}
+    return {name: torch.as_tensor(np.asarray(a)).pin_memory() for name, a in _arrays(batch).items()}
 
 
 def to_device(batch, device: torch.device) -> Dict[str, torch.Tensor]:
-    """A Batch (numpy) or pinned host tensors -> int64 tensors on ``device``."""
-    if isinstance(batch, dict):
-        return {name: t.to(device, torch.long, non_blocking=True) for name, t in batch.items()}
-    return {name: torch.from_numpy(np.asarray(getattr(batch, name))).to(device, torch.long, non_blocking=True)
-            for name in BATCH_FIELDS}
+    """A Batch or dict (numpy, or pinned host tensors) -> int64 tensors on ``device``."""
+    return {name: torch.as_tensor(np.asarray(a) if isinstance(a, np.ndarray) else a).to(
+        device, torch.long, non_blocking=True) for name, a in _arrays(batch).items()}
 
 
 def _target_tokens(batch) -> int:
     if isinstance(batch, dict):
         return int((batch["targets"] != IGNORE).sum())
     return batch.target_tokens
+
+
+def model_kind(objective: str) -> str:
+    return MODEL_KIND[objective]
+
+
+def make_objective(config: TrainConfig, tokenizer_dir: str, seed: int):
+    """The objective's batch maker (None: the causal Batch, the fast path). Objectives that
+    write masks and sentinels read the vocabulary from the tokenizer of the training tokens."""
+    if config.objective == "causal":
+        return None
+    vocab = None
+    if config.objective in ("mlm", "span", "denoise"):
+        tokenizer_dir = tokenizer_dir or os.path.join(config.out_dir, "tokenizer")
+        try:
+            vocab = load_vocabulary(tokenizer_dir)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise ObjectiveError(f"objective {config.objective}: cannot read the tokenizer in "
+                                 f"{tokenizer_dir}: {exc}") from exc
+    return build_objective(config.objective, config.masking, vocab, seed, config.data.seq_len)
 
 
 def describe_packing(stats: dict) -> str:
@@ -151,8 +176,7 @@ def evaluate_loss(model: torch.nn.Module, loader: PackedLoader, batches: int,
         for i, batch in enumerate(loader):
             if i >= batches:
                 break
-            t = to_device(batch, device)
-            loss_sum, n = model(t["input_ids"], t["doc_ids"], t["positions"], t["targets"])
+            loss_sum, n = model(**to_device(batch, device))
             total += loss_sum.double()
             count += n.double()
     model.train()
@@ -183,17 +207,23 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
-    model = LM(config.model).to(device)
+    try:
+        objective = make_objective(config, docs.manifest["tokenizer"].get("path", ""), config.seed)
+        val_objective = make_objective(config, docs.manifest["tokenizer"].get("path", ""), 0)
+    except ObjectiveError as exc:
+        raise TrainingError(str(exc)) from exc
+    model = build_model(config.model, config.objective).to(device)
     kernels = model.use_kernels(device.type)
     loader = PackedLoader(sources, config.data.seq_len, config.data.batch_size, config.data.packing,
                           seed=config.seed, rank=rank, world_size=world,
                           chunk_docs=config.data.best_fit_chunk, weights=weights,
                           prefetch=config.data.prefetch,
-                          transform=pinned if device.type == "cuda" else None)
+                          transform=pinned if device.type == "cuda" else None, objective=objective)
     val_loader_args = None
     if config.data.validation:
         val_docs = TokenDocuments(config.data.validation, config.data.validation_split)
         val_loader_args = (val_docs, config.data.seq_len, config.data.batch_size, "concat")
+        val_loader_kwargs = {"objective": val_objective}
 
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -223,7 +253,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
         if config.distributed == "fsdp":
             from torch.distributed.fsdp import fully_shard
 
-            for block in model.blocks:
+            for block in [*getattr(model, "encoder", []), *model.blocks]:
                 fully_shard(block)
             train_model = fully_shard(model)
         else:
@@ -249,7 +279,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
             loggers = MetricLoggers(config.out_dir, config.logging, config.to_dict(), resume)
         except LoggerError as exc:
             raise TrainingError(str(exc)) from exc
-    flops = flops_per_token(config.model, config.data.seq_len)
+    flops = flops_per_token(config.model, config.data.seq_len, model_kind(config.objective))
     peak = peak_flops(device)
     tokens_per_step = config.data.batch_size * config.data.seq_len * config.data.grad_accum * world
     if is_main:
@@ -279,7 +309,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
                 context = (train_model.no_sync() if (world > 1 and not sync and hasattr(train_model, "no_sync"))
                            else _nullcontext())
                 with context, autocast():
-                    loss_sum, _ = train_model(t["input_ids"], t["doc_ids"], t["positions"], t["targets"])
+                    loss_sum, _ = train_model(**t)
                     scaled = loss_sum * (world / global_count)
                 scaled.backward()
                 loss_total += loss_sum.detach().double()
@@ -308,7 +338,8 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
                             mfu=round(flops * tps / (peak * world), 4) if peak else None)
                 window_start, window_tokens = time.perf_counter(), 0
             if val_loader_args and (step % config.eval_every == 0 or step == steps):
-                val = evaluate_loss(model, PackedLoader(*val_loader_args, seed=0), config.eval_batches,
+                val = evaluate_loss(model, PackedLoader(*val_loader_args, seed=0, **val_loader_kwargs),
+                                    config.eval_batches,
                                     device, autocast)
                 last["val_loss"] = val["loss"]
             if is_main:

@@ -50,7 +50,8 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
 @click.option("--seed", type=int, default=None, help="Picks the sample. [default: 0]")
 @click.option("--split", default=None, help="[default: train]")
 @click.option("--t5-sentinels", type=int, default=None,
-              help="Add <extra_id_0>..<extra_id_{N-1}> (ids 6..5+N). [default: 0]")
+              help="T5 sentinels <extra_id_0>..<extra_id_{N-1}> (ids 6..5+N), used by the span "
+                   "objective. [default: 100]")
 @click.option("--character-coverage", type=float, default=None, help="[default: 0.9995]")
 @click.option("--threads", type=int, default=None, help="Trainer threads (default: all cores).")
 @click.option("--overwrite", is_flag=True, help="Replace a tokenizer already in --output.")

@@ -44,7 +44,8 @@ class PackedLoader:
                  packing: str = "concat", seed: int = 0, rank: int = 0, world_size: int = 1,
                  pad_id: int = 0, chunk_docs: int = DEFAULT_CHUNK_DOCS,
                  weights: Optional[Sequence[float]] = None, prefetch: int = 0,
-                 transform: Optional[Callable[[Batch], object]] = None) -> None:
+                 transform: Optional[Callable[[Batch], object]] = None,
+                 objective: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], dict]] = None) -> None:
         if packing not in PACKINGS:
             raise ValueError(f"packing {packing!r}: choose concat or best_fit")
         sources = [documents] if isinstance(documents, TokenDocuments) else list(documents)
@@ -60,6 +61,9 @@ class PackedLoader:
         self.seq_len, self.batch_size, self.packing = seq_len, batch_size, packing
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.chunk_docs, self.prefetch, self.transform = chunk_docs, prefetch, transform
+        # objective(tokens, docs, sequence indices) -> the model's inputs (train.objectives);
+        # None: the causal Batch
+        self.objective = objective
         self.streams = [RowStream(d, packing, seq_len, seed, chunk_docs, pad_id) for d in sources]
         self.schedule = SourceSchedule(self.weights, seed) if len(sources) > 1 else None
         self.notice = ""  # set by load_state_dict when the global batch changed
@@ -175,20 +179,27 @@ class PackedLoader:
         new["sequences"] = int(state["sequences"]) + g
         return [slots, rows], new
 
-    def _materialize(self, slots: np.ndarray, rows: np.ndarray) -> Batch:
+    def _materialize(self, slots: np.ndarray, rows: np.ndarray, sequences: np.ndarray):
         width = self.seq_len + 1
         tokens = np.empty((len(rows), width), dtype=np.int64)
         docs = np.empty((len(rows), width), dtype=np.int64)
         for j in np.unique(slots):
             mask = slots == j
             tokens[mask], docs[mask] = self.streams[int(j)].materialize(rows[mask])
+        return self._batch(tokens, docs, sequences)
+
+    def _batch(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray):
+        if self.objective is not None:
+            return self.objective(tokens, docs, sequences)
         return rows_to_batch(tokens, docs)
 
     def _produce(self, state: dict) -> Iterator[Tuple[object, dict]]:
         mine = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         while True:
+            # the global index of every row: objectives draw their masks from it
+            sequences = int(state["sequences"]) + np.arange(self.global_batch)
             (slots, rows), state = self._plan(state)
-            batch = self._materialize(slots[mine], rows[mine])
+            batch = self._materialize(slots[mine], rows[mine], sequences[mine])
             yield (self.transform(batch) if self.transform else batch), state
 
     def __iter__(self) -> Iterator[Batch]:
@@ -202,13 +213,15 @@ class PackedLoader:
         last may be smaller), ignoring ranks: for evaluation."""
         stream = self.streams[0]
         cursor = start_cursor(epoch)
+        done = 0
         while True:
             segments, cursor = stream.take(cursor, self.batch_size, "epoch")
             if not segments:
                 return
             rows = expand(segments)
             tokens, docs = stream.materialize(rows)
-            yield rows_to_batch(tokens, docs)
+            yield self._batch(tokens, docs, (epoch << 40) + done + np.arange(len(rows)))
+            done += len(rows)
             if cursor["epoch"] != epoch:
                 return
 

@@ -1,4 +1,4 @@
-"""Decoder-only LM in the style of current models: RMSNorm, rotary embeddings, SwiGLU MLP, no
+"""The decoder-only LM (and the encoder built from it) in the style of current models: RMSNorm, rotary embeddings, SwiGLU MLP, no
 biases, tied input/output embeddings, attention masked per document.
 
 Attention never crosses a document boundary: each token sees only earlier tokens with the same
@@ -38,13 +38,16 @@ def kernel_table(config: ModelConfig, device_type: str) -> Dict[str, object]:
     return table
 
 
-def attention_mask(doc_ids: torch.Tensor) -> torch.Tensor:
-    """Boolean (B, 1, T, T): query i may see key j iff same document and j <= i (pads: self)."""
+def attention_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Boolean (B, 1, T, T): query i may see key j iff same document and (j <= i, or key j is
+    ``bidirectional``: a prefix-LM prefix, every token of an encoder); pads see themselves."""
     t = doc_ids.shape[1]
     same = doc_ids[:, :, None] == doc_ids[:, None, :]
-    causal = torch.ones(t, t, dtype=torch.bool, device=doc_ids.device).tril()
+    visible = torch.ones(t, t, dtype=torch.bool, device=doc_ids.device).tril()[None]
+    if bidirectional is not None:
+        visible = visible | bidirectional.bool()[:, None, :]
     eye = torch.eye(t, dtype=torch.bool, device=doc_ids.device)
-    return ((same & causal) | eye)[:, None]
+    return ((same & visible) | eye)[:, None]
 
 
 def _flex_available(device_type: str) -> bool:
@@ -78,12 +81,18 @@ class Attention(nn.Module):
         self.wo = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=False)
         self.rope = rope_torch
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask,
+                memory: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Self-attention, or with ``memory`` cross-attention to it (no rotary embedding:
+        queries and keys come from different sequences, as in T5's cross-attention)."""
         b, t, _ = x.shape
+        source = x if memory is None else memory
+        s = source.shape[1]
         q = self.wq(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.wk(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.wv(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
+        k = self.wk(source).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(source).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        if memory is None:
+            q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
         if self.kv_heads != self.n_heads:
             repeat = self.n_heads // self.kv_heads
             k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
@@ -121,27 +130,24 @@ class Block(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
 
-class LM(nn.Module):
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.embed = nn.Embedding(config.padded_vocab, config.d_model)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
-        self.norm = RMSNorm(config.d_model, config.norm_eps)
-        self.kernels: Dict[str, str] = {}
-        self.attention_impl = "sdpa"
-        self.reset_parameters()
-        self.use_kernels("cpu")
+class KernelModel(nn.Module):
+    """What every model shares: initialisation, kernel binding, parameter counts."""
+
+    config: ModelConfig
 
     def reset_parameters(self) -> None:
         std = self.config.init_std
+        depth = self.depth()
         for name, p in self.named_parameters():
             if p.dim() == 2:
                 # GPT-2 style: residual projections scaled by depth.
-                scale = 1 / math.sqrt(2 * self.config.n_layers) if name.endswith(("wo.weight", "down.weight")) else 1.0
+                scale = 1 / math.sqrt(2 * depth) if name.endswith(("wo.weight", "down.weight")) else 1.0
                 nn.init.normal_(p, mean=0.0, std=std * scale)
             else:
                 nn.init.ones_(p)
+
+    def depth(self) -> int:
+        return self.config.n_layers
 
     def use_kernels(self, device_type: str) -> Dict[str, str]:
         """Bind each kernel choice ("auto" resolved for this device) into the modules."""
@@ -164,44 +170,84 @@ class LM(nn.Module):
         total = sum(p.numel() for p in self.parameters())
         return total - self.embed.weight.numel() if non_embedding else total
 
-    def _mask(self, doc_ids: torch.Tensor):
+    def self_mask(self, doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] = None):
         if self.attention_impl == "flex":
             from torch.nn.attention.flex_attention import create_block_mask
 
             docs = doc_ids
+            both = bidirectional.bool() if bidirectional is not None else torch.zeros_like(doc_ids, dtype=torch.bool)
 
-            def document_causal(b, h, q, kv):
-                return ((docs[b, q] == docs[b, kv]) & (kv <= q)) | (q == kv)
+            def document_mask(b, h, q, kv):
+                return ((docs[b, q] == docs[b, kv]) & ((kv <= q) | both[b, kv])) | (q == kv)
 
             b, t = doc_ids.shape
-            return create_block_mask(document_causal, b, None, t, t, device=doc_ids.device)
-        return attention_mask(doc_ids)
+            return create_block_mask(document_mask, b, None, t, t, device=doc_ids.device)
+        return attention_mask(doc_ids, bidirectional)
 
-    def hidden(self, input_ids: torch.Tensor, doc_ids: torch.Tensor,
-               positions: torch.Tensor) -> torch.Tensor:
-        cos, sin = rope_tables(positions, self.config.head_dim, self.config.rope_theta)
-        mask = self._mask(doc_ids)
-        x = self.embed(input_ids)
-        for block in self.blocks:
-            x = block(x, cos, sin, mask)
-        return self.norm(x)
-
-    def forward(self, input_ids: torch.Tensor, doc_ids: torch.Tensor, positions: torch.Tensor,
-                targets: Optional[torch.Tensor] = None):
+    def loss_or_logits(self, h: torch.Tensor, targets: Optional[torch.Tensor]):
         """With targets: (sum of token losses, number of target tokens). Without: logits over
         the real vocabulary (B, T, vocab_size)."""
-        h = self.hidden(input_ids, doc_ids, positions)
         if targets is None:
             return (h @ self.embed.weight.t())[..., : self.config.vocab_size].float()
         return self._cross_entropy(h, self.embed.weight, targets, self.config.vocab_size,
                                    self.config.ce_chunk_tokens)
 
 
-def flops_per_token(config: ModelConfig, seq_len: int) -> float:
-    """Training FLOPs per token: 6 x non-embedding parameters + attention (12 L d T, halved for
-    the causal mask), the usual estimate (PaLM appendix B)."""
-    d, layers = config.d_model, config.n_layers
+class LM(KernelModel):
+    """The decoder (GPT, and the prefix LM with ``bidirectional`` prefix tokens)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.padded_vocab, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.kernels: Dict[str, str] = {}
+        self.attention_impl = "sdpa"
+        self.reset_parameters()
+        self.use_kernels("cpu")
+
+    def hidden(self, input_ids: torch.Tensor, doc_ids: torch.Tensor, positions: torch.Tensor,
+               bidirectional: Optional[torch.Tensor] = None) -> torch.Tensor:
+        cos, sin = rope_tables(positions, self.config.head_dim, self.config.rope_theta)
+        mask = self.self_mask(doc_ids, bidirectional)
+        x = self.embed(input_ids)
+        for block in self.blocks:
+            x = block(x, cos, sin, mask)
+        return self.norm(x)
+
+    def forward(self, input_ids: torch.Tensor, doc_ids: torch.Tensor, positions: torch.Tensor,
+                targets: Optional[torch.Tensor] = None, bidirectional: Optional[torch.Tensor] = None):
+        """With targets: (sum of token losses, number of target tokens). Without: logits over
+        the real vocabulary (B, T, vocab_size). ``bidirectional`` (B, T): tokens every token of
+        their document may see (prefix-LM prefixes); None: causal."""
+        return self.loss_or_logits(self.hidden(input_ids, doc_ids, positions, bidirectional), targets)
+
+
+class Encoder(LM):
+    """BERT's encoder from the same blocks: every token sees its whole document (never
+    another), the loss on the masked positions' own tokens."""
+
+    def forward(self, input_ids: torch.Tensor, doc_ids: torch.Tensor, positions: torch.Tensor,
+                targets: Optional[torch.Tensor] = None, bidirectional: Optional[torch.Tensor] = None):
+        return self.loss_or_logits(self.hidden(input_ids, doc_ids, positions, doc_ids >= 0), targets)
+
+
+def flops_per_token(config: ModelConfig, seq_len: int, kind: str = "decoder") -> float:
+    """Training FLOPs per token: 6 x non-embedding parameters a token goes through + attention
+    (12 L d T, halved for the causal mask), the usual estimate (PaLM appendix B). In the
+    encoder-decoder a token goes through one stack (inputs the encoder, targets the decoder,
+    whose layers add cross-attention): the mean of the two stacks, T5's "M" convention."""
+    d = config.d_model
     kv = config.kv_heads * config.head_dim
-    per_layer = d * d * 2 + d * kv * 2 + 3 * d * config.ffn_dim
-    n = layers * per_layer + config.padded_vocab * d  # the tied output projection counts
-    return 6 * n + 6 * layers * d * seq_len
+    attn = d * d * 2 + d * kv * 2
+    per_layer = attn + 3 * d * config.ffn_dim
+    head = config.padded_vocab * d  # the tied output projection counts
+    if kind == "encoder_decoder":
+        encoder = config.encoder_depth * per_layer
+        decoder = config.decoder_depth * (per_layer + attn)
+        layers = (config.encoder_depth + config.decoder_depth) / 2
+        return 6 * ((encoder + decoder) / 2 + head) + 6 * layers * d * seq_len
+    layers = config.n_layers
+    attention = 6 * layers * d * seq_len * (2 if kind == "encoder" else 1)
+    return 6 * (layers * per_layer + head) + attention

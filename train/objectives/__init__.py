@@ -1,0 +1,50 @@
+"""Pretraining objectives: each turns packed rows of documents (tokens and document ids, from
+train.data) into one model's inputs and targets.
+
+| name | follows | model | what is predicted |
+|---|---|---|---|
+| causal | GPT | decoder | every next token |
+| prefix_lm | T5's "Prefix LM" | decoder, bidirectional prefix | the tokens after a random prefix |
+| mlm | BERT / RoBERTa / SpanBERT | encoder | 15% selected tokens (80/10/10) |
+| span | T5 span corruption | encoder-decoder | dropped spans, behind sentinels |
+| denoise | BART | encoder-decoder | the original document |
+
+Every module beside its objective holds a pure-python reference of its masking, the oracle of
+tests/test_objectives.py.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from train.objectives.causal import Causal
+from train.objectives.common import ObjectiveError, Vocabulary, load_vocabulary
+from train.objectives.denoise import DenoiseConfig, Denoising
+from train.objectives.mlm import MLM, MLMConfig
+from train.objectives.prefix_lm import PrefixLM
+from train.objectives.span import SpanConfig, SpanCorruption
+
+OBJECTIVES = {"causal": Causal, "prefix_lm": PrefixLM, "mlm": MLM, "span": SpanCorruption,
+              "denoise": Denoising}
+MODEL_KIND = {name: cls.model_kind for name, cls in OBJECTIVES.items()}
+# Objectives whose model scores text left to right (bits per byte, zero-shot tasks, export).
+LEFT_TO_RIGHT = ("causal", "prefix_lm")
+
+
+def build_objective(name: str, masking, vocab: Optional[Vocabulary], seed: int, seq_len: int = 0):
+    """The objective ``name`` with the settings of ``masking`` (train.config.MaskingConfig)."""
+    if name not in OBJECTIVES:
+        raise ObjectiveError(f"objective {name!r}: choose from {', '.join(OBJECTIVES)}")
+    if name in ("causal", "prefix_lm"):
+        return OBJECTIVES[name](seed=seed)
+    if vocab is None:
+        raise ObjectiveError(f"objective {name} needs the tokenizer's vocabulary")
+    if name == "mlm":
+        return MLM(vocab, MLMConfig(masking.mlm_probability, 0.8, 0.1, masking.mlm_unit), seed)
+    if name == "span":
+        return SpanCorruption(vocab, SpanConfig(masking.noise_density, masking.mean_span_length), seed, seq_len)
+    return Denoising(vocab, DenoiseConfig(masking.denoise_ratio, masking.poisson_lambda,
+                                          masking.permute_sentences), seed)
+
+
+__all__ = ["OBJECTIVES", "MODEL_KIND", "LEFT_TO_RIGHT", "ObjectiveError", "Vocabulary", "load_vocabulary",
+           "build_objective", "MLMConfig", "SpanConfig", "DenoiseConfig"]

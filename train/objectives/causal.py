@@ -1,0 +1,21 @@
+"""GPT's objective: every token predicted from the tokens before it in its document."""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from train.data.batch import rows_to_batch
+
+
+class Causal:
+    name = "causal"
+    model_kind = "decoder"
+
+    def __init__(self, vocab=None, config=None, seed: int = 0) -> None:
+        self.seed = seed
+
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+        batch = rows_to_batch(tokens, docs)
+        return {"input_ids": batch.input_ids, "targets": batch.targets,
+                "doc_ids": batch.doc_ids.astype(np.int64), "positions": batch.positions.astype(np.int64)}

@@ -1,0 +1,111 @@
+"""What every objective shares: the vocabulary facts masking needs, per-row random generators
+(deterministic per (seed, sequence), so a new mask every epoch and the same one on resume), and
+the document segments of a packed row."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from train.data.batch import IGNORE  # noqa: F401 (re-exported for the objectives)
+
+
+class ObjectiveError(ValueError):
+    """An objective cannot run with this tokenizer or these settings."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Vocabulary:
+    """Per-id facts: ``special`` (never masked, never a random replacement), ``word_start``
+    (a SentencePiece piece beginning with ``▁``, or a newline), ``sentence_end`` (a piece ending
+    in . ! ? or a newline), plus the ids masking writes."""
+
+    size: int
+    eos_id: int
+    pad_id: int
+    mask_id: int
+    sentinels: Tuple[int, ...]
+    special: np.ndarray
+    word_start: np.ndarray
+    sentence_end: np.ndarray
+
+    @property
+    def ordinary_ids(self) -> np.ndarray:
+        return np.flatnonzero(~self.special)
+
+
+def vocabulary_from_pieces(pieces: List[str], special_ids: Dict[str, int], eos_id: int) -> Vocabulary:
+    size = len(pieces)
+    special = np.zeros(size, dtype=bool)
+    for piece, i in special_ids.items():
+        if piece != "\n" and 0 <= i < size:
+            special[i] = True
+    sentinels = tuple(sorted((i for p, i in special_ids.items() if p.startswith("<extra_id_")),
+                             key=lambda i: int(pieces[i][len("<extra_id_"):-1])))
+    word_start = np.array([p.startswith("\u2581") or p == "\n" for p in pieces], dtype=bool)
+    sentence_end = np.array([p == "\n" or p.rstrip("\u2581")[-1:] in (".", "!", "?") for p in pieces], dtype=bool)
+    return Vocabulary(size=size, eos_id=eos_id, pad_id=special_ids.get("<pad>", 0),
+                      mask_id=special_ids.get("<mask>", -1), sentinels=sentinels, special=special,
+                      word_start=word_start, sentence_end=sentence_end)
+
+
+def load_vocabulary(tokenizer_dir: str) -> Vocabulary:
+    """The Vocabulary of a c4forge tokenizer directory."""
+    import sentencepiece as spm
+
+    from corpus.outdir import resolve
+    from tokenizer.train import load_tokenizer
+
+    _, info = load_tokenizer(tokenizer_dir)
+    sp = spm.SentencePieceProcessor(model_file=resolve(tokenizer_dir, info, "tokenizer.model"))
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    special_ids = dict(info["special_ids"])
+    return vocabulary_from_pieces(pieces, special_ids, int(special_ids["</s>"]))
+
+
+def row_rng(seed: int, sequence: int, salt: int) -> np.random.Generator:
+    """The generator of one packed row: a function of (seed, global sequence index, objective),
+    so every epoch (new sequence indices) draws new masks and a resumed run draws the same."""
+    return np.random.default_rng([seed, int(sequence), salt])
+
+
+def segments(doc_row: np.ndarray) -> List[Tuple[int, int]]:
+    """[start, end) of each run of one document id (>= 0) in a packed row; padding skipped."""
+    n = len(doc_row)
+    if n == 0:
+        return []
+    change = np.flatnonzero(doc_row[1:] != doc_row[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [n]])
+    return [(int(s), int(e)) for s, e in zip(starts, ends) if doc_row[s] >= 0]
+
+
+def split_eos(tokens: np.ndarray, eos_id: int) -> Tuple[np.ndarray, bool]:
+    """A segment's content and whether it ended with its document's EOS."""
+    if len(tokens) and tokens[-1] == eos_id:
+        return tokens[:-1], True
+    return tokens, False
+
+
+def pad_rows(rows: List[np.ndarray], width: Optional[int], fill: int, multiple: int = 8) -> np.ndarray:
+    """Rows of different lengths -> (n, width) filled with ``fill``; width defaults to the
+    longest row rounded up to ``multiple`` (few distinct shapes, for compiled models)."""
+    longest = max((len(r) for r in rows), default=1)
+    if width is None:
+        width = max(multiple, -(-longest // multiple) * multiple)
+    if longest > width:
+        raise ObjectiveError(f"a row of {longest} tokens does not fit in {width}")
+    out = np.full((len(rows), width), fill, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
+
+
+def positions_of(doc_ids: np.ndarray) -> np.ndarray:
+    """Positions restarting at 0 at every change of document id (per row)."""
+    starts = np.ones(doc_ids.shape, dtype=bool)
+    starts[:, 1:] = doc_ids[:, 1:] != doc_ids[:, :-1]
+    columns = np.broadcast_to(np.arange(doc_ids.shape[1], dtype=np.int64), doc_ids.shape)
+    run_start = np.maximum.accumulate(np.where(starts, columns, 0), axis=1)
+    return columns - run_start

@@ -1,0 +1,43 @@
+"""The prefix LM (T5's table 2 "Prefix LM" row; Raffel et al. 2020, section 3.2.1): a decoder
+in which a random prefix of each document attends bidirectionally (every prefix token sees the
+whole prefix) and only the rest is predicted, left to right.
+
+Per document segment of n tokens the prefix length is uniform in [1, n - 1]; the loss is on the
+tokens after the prefix. Each document keeps its own mask: nothing attends across documents.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from train.data.batch import rows_to_batch
+from train.objectives.common import IGNORE, row_rng, segments
+
+SALT = 3
+
+
+class PrefixLM:
+    name = "prefix_lm"
+    model_kind = "decoder"
+
+    def __init__(self, vocab=None, config=None, seed: int = 0) -> None:
+        self.seed = seed
+
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+        batch = rows_to_batch(tokens, docs)
+        targets = batch.targets.copy()
+        bidirectional = np.zeros(targets.shape, dtype=np.int64)
+        in_docs = docs[:, :-1]
+        for r in range(len(tokens)):
+            rng = row_rng(self.seed, sequences[r], SALT)
+            for start, end in segments(in_docs[r]):
+                n = end - start
+                if n < 2:
+                    continue
+                prefix = int(rng.integers(1, n))
+                bidirectional[r, start:start + prefix] = 1
+                # input position start+prefix-1 predicts the first token after the prefix
+                targets[r, start:start + prefix - 1] = IGNORE
+        return {"input_ids": batch.input_ids, "targets": targets, "doc_ids": batch.doc_ids.astype(np.int64),
+                "positions": batch.positions.astype(np.int64), "bidirectional": bidirectional}
