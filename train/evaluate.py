@@ -65,6 +65,24 @@ def eval_tokens(model, directory: str, split: str, seq_len: int, batch_size: int
     return _summary(total, count, docs.text_bytes if complete else None)
 
 
+@torch.no_grad()
+def eval_objective(model, objective, directory: str, split: str, seq_len: int, batch_size: int = 8,
+                   device: str = "cpu", max_batches: Optional[int] = None) -> Dict[str, float]:
+    """The objective's own loss on a token split (masked-token loss for mlm, target loss for
+    span and denoise), every sequence of one epoch once, masks fixed by the objective's seed."""
+    docs = TokenDocuments(directory, split)
+    loader = PackedLoader(docs, seq_len, batch_size, packing="concat", seed=0, objective=objective)
+    total, count = 0.0, 0
+    for b, batch in enumerate(loader.epoch_batches(0)):
+        if max_batches is not None and b >= max_batches:
+            break
+        loss_sum, tokens = model(**{k: _tensor(v, device) for k, v in batch.items()})
+        total += float(loss_sum)
+        count += int(tokens)
+    loss = total / max(1, count)
+    return {"loss": round(loss, 5), "perplexity": round(math.exp(min(loss, 50)), 3), "tokens": count}
+
+
 def _summary(total_nats: float, tokens: int, text_bytes: Optional[int]) -> Dict[str, float]:
     loss = total_nats / max(1, tokens)
     out = {"loss": round(loss, 5), "perplexity": round(math.exp(min(loss, 50)), 3), "tokens": tokens}

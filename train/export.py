@@ -82,6 +82,12 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
     from tokenizer.train import load_tokenizer, tokenizer_user_symbols
 
     model, config = load_model(checkpoint)
+    objective = config.get("objective", "causal")
+    if objective not in ("causal", "prefix_lm"):
+        raise CheckpointError(
+            f"a {objective} run has no transformers class that reproduces it: our encoder and "
+            "encoder-decoder use rotary embeddings, RMSNorm and SwiGLU (BERT/BART use learned "
+            "positions and LayerNorm, T5 relative position buckets); only decoder runs export (Llama)")
     if tokenizer_dir is None:
         tokenizer_dir = run_tokenizer_dir(checkpoint, config)
     _, info = load_tokenizer(tokenizer_dir)

@@ -27,7 +27,7 @@ from train.config import TrainConfig
 from train.data import IGNORE, Batch, PackedLoader, TokenDocuments, mixture_entries
 from train.loggers import LoggerError, MetricLoggers
 from train.models import build_model, flops_per_token
-from train.objectives import MODEL_KIND, ObjectiveError, build_objective, load_vocabulary
+from train.objectives import MODEL_KIND, ObjectiveError, objective_for
 
 # Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12,
@@ -102,19 +102,9 @@ def model_kind(objective: str) -> str:
 
 
 def make_objective(config: TrainConfig, tokenizer_dir: str, seed: int):
-    """The objective's batch maker (None: the causal Batch, the fast path). Objectives that
-    write masks and sentinels read the vocabulary from the tokenizer of the training tokens."""
-    if config.objective == "causal":
-        return None
-    vocab = None
-    if config.objective in ("mlm", "span", "denoise"):
-        tokenizer_dir = tokenizer_dir or os.path.join(config.out_dir, "tokenizer")
-        try:
-            vocab = load_vocabulary(tokenizer_dir)
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            raise ObjectiveError(f"objective {config.objective}: cannot read the tokenizer in "
-                                 f"{tokenizer_dir}: {exc}") from exc
-    return build_objective(config.objective, config.masking, vocab, seed, config.data.seq_len)
+    """The training objective's batch maker (None: causal) for this config."""
+    return objective_for(config.objective, config.masking,
+                         tokenizer_dir or os.path.join(config.out_dir, "tokenizer"), seed, config.data.seq_len)
 
 
 def describe_packing(stats: dict) -> str:

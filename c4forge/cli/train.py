@@ -95,10 +95,13 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 
     import torch
 
+    from corpus.config import ConfigError, apply_settings
     from tokenizer.formats import TokenFormatError
     from tokenizer.train import TokenizerError, load_tokenizer
     from train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
-    from train.evaluate import eval_text, eval_tokens, run_tasks
+    from train.config import MaskingConfig
+    from train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
+    from train.objectives import LEFT_TO_RIGHT, MODEL_KIND, ObjectiveError, objective_for
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -109,17 +112,41 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
         sp, _ = load_tokenizer(tokenizer_dir)
     except (CheckpointError, TokenizerError, TokenFormatError, KeyError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
-    results = {"checkpoint": os.path.abspath(checkpoint), "seq_len": seq_len, "data": {}, "tasks": {}}
+    name = config.get("objective", "causal")
+    names = _task_names(tasks)
+    texts = [item for item in data if not os.path.isdir(item)]
+    if name not in LEFT_TO_RIGHT and (texts or names):
+        raise click.ClickException(
+            f"a {name} model ({MODEL_KIND[name].replace('_', '-')}) does not score text left to right: "
+            "bits per byte of text files and zero-shot tasks are for causal and prefix_lm runs; "
+            "its own loss on token directories is (--data TOKDIR)")
+    objective = None
+    if name != "causal":
+        try:
+            masking = apply_settings(MaskingConfig(), config.get("masking") or {})
+            objective = objective_for(name, masking, tokenizer_dir, 0, seq_len)
+        except (ObjectiveError, ConfigError) as exc:
+            raise click.ClickException(str(exc)) from exc
+    results = {"checkpoint": os.path.abspath(checkpoint), "objective": name, "seq_len": seq_len,
+               "data": {}, "tasks": {}}
     for item in data:
         try:
             if os.path.isdir(item):
-                results["data"][item] = eval_tokens(model, item, split, seq_len, device=device)
+                if objective is None:
+                    results["data"][item] = eval_tokens(model, item, split, seq_len, device=device)
+                    continue
+                # the objective's own loss; a prefix LM also scores the text left to right
+                entry = {f"{name}_loss": eval_objective(model, objective, item, split, seq_len, device=device)["loss"]}
+                if name in LEFT_TO_RIGHT:
+                    entry.update(eval_tokens(model, item, split, seq_len, device=device))
+                else:
+                    entry.update(eval_objective(model, objective, item, split, seq_len, device=device))
+                results["data"][item] = entry
             else:
                 with open(item, encoding="utf-8") as handle:
                     results["data"][item] = eval_text(model, sp, handle.read(), seq_len, device=device)
         except (TokenFormatError, ValueError, OSError) as exc:
             raise click.ClickException(f"{item}: {exc}") from exc
-    names = _task_names(tasks)
     if names:
         if not eval_dir:
             raise click.UsageError("--tasks needs --eval-dir")
@@ -127,9 +154,11 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
             results["tasks"] = run_tasks(model, sp, eval_dir, names, seq_len, limit, device, seed)
         except FileNotFoundError as exc:
             raise click.ClickException(str(exc)) from exc
-    rows = ["| data | loss | perplexity | bits/byte | tokens |", "|---|---:|---:|---:|---:|"]
-    for name, r in results["data"].items():
-        rows.append(f"| {name} | {r['loss']:.4f} | {r['perplexity']:.2f} | {r.get('bits_per_byte', float('nan')):.4f} | {r['tokens']:,} |")
+    rows = [f"objective {name}", "", "| data | loss | perplexity | bits/byte | tokens |", "|---|---:|---:|---:|---:|"]
+    for item, r in results["data"].items():
+        rows.append(f"| {item} | {r['loss']:.4f} | {r['perplexity']:.2f} | {r.get('bits_per_byte', float('nan')):.4f} | {r['tokens']:,} |")
+    if name == "prefix_lm":
+        rows.append("(prefix_lm: loss and bits/byte scored left to right; its own loss in the JSON)")
     if results["tasks"]:
         rows += ["", "| task | accuracy | items |", "|---|---:|---:|"]
         rows += [f"| {t} | {r['accuracy']:.4f} | {r['items']:,} |" for t, r in results["tasks"].items()]

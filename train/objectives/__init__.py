@@ -46,5 +46,19 @@ def build_objective(name: str, masking, vocab: Optional[Vocabulary], seed: int, 
                                           masking.permute_sentences), seed)
 
 
-__all__ = ["OBJECTIVES", "MODEL_KIND", "LEFT_TO_RIGHT", "ObjectiveError", "Vocabulary", "load_vocabulary",
+def objective_for(name: str, masking, tokenizer_dir: str, seed: int, seq_len: int = 0):
+    """The batch maker of objective ``name`` (None for causal: the loader's own Batch, the fast
+    path); objectives that write masks and sentinels read the tokenizer's vocabulary."""
+    if name == "causal":
+        return None
+    vocab = None
+    if name in ("mlm", "span", "denoise"):
+        try:
+            vocab = load_vocabulary(tokenizer_dir)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise ObjectiveError(f"objective {name}: cannot read the tokenizer in {tokenizer_dir}: {exc}") from exc
+    return build_objective(name, masking, vocab, seed, seq_len)
+
+
+__all__ = ["objective_for", "OBJECTIVES", "MODEL_KIND", "LEFT_TO_RIGHT", "ObjectiveError", "Vocabulary", "load_vocabulary",
            "build_objective", "MLMConfig", "SpanConfig", "DenoiseConfig"]
