@@ -67,3 +67,35 @@ def test_bad_ablation_configs(tmp_path):
     path.write_text(yaml.safe_dump({"inputs": ["x"], "variants": {"a": {}, "b": {}}, "train": {}, "out_dir": "o"}))
     result = CliRunner().invoke(cli, ["ablate", "--config", str(path)])
     assert "max_tokens" in result.output
+
+
+def test_ablation_with_t5_span_objective(tmp_path):
+    """configs/ablation-span-demo.yaml at a reduced size: encoder-decoder runs, the span loss on
+    each variant's validation split in the report, texts and tasks skipped with a reason."""
+    spec = yaml.safe_load((ROOT / "configs" / "ablation-span-demo.yaml").read_text())
+    assert spec["objective"] == "span"
+    spec["inputs"] = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
+    spec["badwords"] = str(ROOT / "corpus" / "data" / "demo-badwords")
+    spec["out_dir"] = str(tmp_path / "ablation")
+    spec["tokenizer"]["vocab_size"] = 600
+    spec["train"]["max_tokens"] = 8 * 128 * 6
+    spec["train"]["eval_every"] = 3
+    spec["eval"] = {"texts": [str(ROOT / "corpus" / "data" / "demo-badwords")]}
+    path = tmp_path / "ablation.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = CliRunner().invoke(cli, ["ablate", "--config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "does not score text left to right" in result.output
+    report = tmp_path / "ablation" / "report"
+    results = json.loads((report / "results.json").read_text())
+    assert results["objective"] == "span"
+    metric = results["variants"]["c4"]["metrics"]["c4-noclean validation span loss"]
+    assert len(metric["values"]) == 2 and 0 < metric["mean"] < 7
+    text = (report / "report.md").read_text()
+    assert "Objective span" in text and "c4 vs c4-noclean" in text
+    config = json.loads((tmp_path / "ablation" / "runs" / "c4" / "seed-0" / "metrics.jsonl").read_text().splitlines()[0])
+    assert "loss" in config
+    from train.checkpoint import load_model
+
+    model, saved = load_model(str(tmp_path / "ablation" / "runs" / "c4" / "seed-0"))
+    assert saved["objective"] == "span" and type(model).__name__ == "EncoderDecoder"

@@ -139,3 +139,46 @@ def test_each_objective_learns_on_the_shared_crawl(objective, crawl_tokens, tmp_
     # below the entropy of the targets' own token frequencies: the best any context-free
     # predictor could do on these very targets
     assert end < baseline - 0.1
+
+
+@pytest.mark.parametrize("objective", ["mlm", "span", "prefix_lm"])
+def test_train_eval_and_export_per_objective(objective, sample_tokens, tmp_path):
+    """`train run objective=...` then `train eval`: the objective's own loss on token shards;
+    text and zero-shot tasks only for left-to-right models; export only for decoders."""
+    import json
+
+    from click.testing import CliRunner
+
+    from c4forge.cli.train import cli
+
+    run = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["run", f"data.train={sample_tokens}", f"out_dir={run}", "data.seq_len=32",
+                                      "data.batch_size=2", "model.d_model=32", "model.n_layers=1", "model.n_heads=2",
+                                      "progress=false", "steps=3", f"objective={objective}"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "eval.json"
+    result = CliRunner().invoke(cli, ["eval", "-i", str(run), "--data", sample_tokens, "--split", "train", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    entry = data["data"][sample_tokens]
+    assert data["objective"] == objective and entry[f"{objective}_loss"] > 0 and f"objective {objective}" in result.output
+    assert ("bits_per_byte" in entry) == (objective == "prefix_lm")
+    text = tmp_path / "t.txt"
+    text.write_text("Some text.\n")
+    result = CliRunner().invoke(cli, ["eval", "-i", str(run), "--data", str(text)])
+    assert (result.exit_code == 0) == (objective == "prefix_lm"), result.output
+    if objective != "prefix_lm":
+        assert "does not score text left to right" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(cli, ["export", "-i", str(run), "-o", str(tmp_path / "hf")])
+    assert (result.exit_code == 0) == (objective == "prefix_lm"), result.output
+    if objective != "prefix_lm":
+        assert "no transformers class" in result.output
+
+
+def test_unknown_objective_is_a_config_error():
+    from corpus.config import ConfigError
+
+    with pytest.raises(ConfigError, match="objective"):
+        build_train_config(overrides=["objective=electra"])
+    with pytest.raises(ConfigError, match="noise_density"):
+        build_train_config(overrides=["masking.noise_density=1.5"])

@@ -82,6 +82,13 @@ def load_ablation(path: str, overrides: Optional[List[str]] = None) -> dict:
     if not spec["train"].get("max_tokens"):
         raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
     spec.setdefault("seeds", [0, 1, 2])
+    objective = spec.get("objective", spec["train"].get("objective", "causal"))
+    from train.objectives import OBJECTIVES
+
+    if objective not in OBJECTIVES:
+        raise AblationError(f"{path}: objective {objective!r}: choose from {', '.join(OBJECTIVES)}")
+    spec["objective"] = objective
+    spec["train"]["objective"] = objective  # every variant and seed trains the same objective
     spec.setdefault("validation_per_mille", 50)
     spec.setdefault("tokenizer", {})
     spec.setdefault("eval", {})
@@ -221,10 +228,16 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
                   tokenizer: str, log) -> Dict[str, Dict[int, dict]]:
     from tokenizer.train import load_tokenizer
     from train.checkpoint import latest_checkpoint, load_model
-    from train.evaluate import eval_text, eval_tokens, run_tasks
+    from corpus.config import apply_settings
+    from train.config import MaskingConfig
+    from train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
+    from train.objectives import LEFT_TO_RIGHT, objective_for
 
     sp, _ = load_tokenizer(tokenizer)
     ev = spec["eval"]
+    if spec["objective"] not in LEFT_TO_RIGHT and (ev.get("texts") or ev.get("tasks")):
+        log(f"eval: a {spec['objective']} model does not score text left to right: bits per byte of "
+            "texts and zero-shot tasks are skipped; each variant's validation split gets the objective's loss")
     texts = [_locate(spec, t) for t in ev.get("texts", [])]
     tasks = ev.get("tasks", [])
     eval_dir = _locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
@@ -243,14 +256,19 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
             model, config = load_model(checkpoint)
             seq_len = config["data"]["seq_len"]
             out = {"checkpoint": checkpoint, "spec": _plain(ev), "texts": {}, "validation": {}, "tasks": {}}
-            for text in texts:
+            left_to_right = spec["objective"] in LEFT_TO_RIGHT
+            objective = None if left_to_right else objective_for(
+                spec["objective"], apply_settings(MaskingConfig(), config.get("masking") or {}), tokenizer, 0, seq_len)
+            for text in texts if left_to_right else []:
                 with open(text, encoding="utf-8") as handle:
                     out["texts"][os.path.basename(text)] = eval_text(model, sp, handle.read(), seq_len)
             for other, directory in tokens.items():
                 manifest = read_token_manifest(directory)
                 if manifest["splits"].get("validation", {}).get("documents"):
-                    out["validation"][other] = eval_tokens(model, directory, "validation", seq_len)
-            if tasks:
+                    out["validation"][other] = (
+                        eval_tokens(model, directory, "validation", seq_len) if left_to_right
+                        else eval_objective(model, objective, directory, "validation", seq_len))
+            if tasks and left_to_right:
                 out["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, ev.get("limit"))
             with atomic_write(path) as handle:
                 json.dump(out, handle, indent=2)
@@ -271,7 +289,10 @@ def _fmt(mean, std, digits=4):
 
 
 def summarise(spec: dict, corpora, tokens, results) -> dict:
-    summary = {"name": spec.get("name", "ablation"), "seeds": spec["seeds"], "variants": {}}
+    from train.objectives import LEFT_TO_RIGHT
+
+    summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
+               "variants": {}}
     for name in spec["variants"]:
         corpus = read_manifest(corpora[name])
         token = read_token_manifest(tokens[name])
@@ -291,6 +312,9 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
             if kind == "text":
                 values = [r["texts"][key]["bits_per_byte"] for r in per_seed.values() if key in r["texts"]]
                 label = f"{key} bits/byte"
+            elif kind == "validation" and spec["objective"] not in LEFT_TO_RIGHT:
+                values = [r["validation"][key]["loss"] for r in per_seed.values() if key in r["validation"]]
+                label = f"{key} validation {spec['objective']} loss"
             elif kind == "validation":
                 values = [r["validation"][key].get("bits_per_byte") for r in per_seed.values() if key in r["validation"]]
                 label = f"{key} validation bits/byte"
@@ -338,11 +362,11 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
             if m not in metrics:
                 metrics.append(m)
     lines = [f"# Ablation: {summary['name']}", "",
-             f"Seeds {summary['seeds']}; the same model, hyper-parameters and token budget "
+             f"Objective {summary['objective']}. Seeds {summary['seeds']}; the same model, hyper-parameters and token budget "
              f"({spec['train']['max_tokens']:,} tokens) for every variant; one tokenizer "
              f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
              f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
-             "over seeds; bits per byte is lower-is-better, accuracy higher-is-better.", "",
+             "over seeds; bits per byte and losses are lower-is-better, accuracy higher-is-better.", "",
              "| variant | preset | train docs | validation docs | bytes/token | " + " | ".join(metrics) + " |",
              "|---|---|---:|---:|---:|" + "---:|" * len(metrics)]
     for name in names:
@@ -355,7 +379,8 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
     pairs = [(a, b) for a in names for b in names if a < b]
     if "c4" in names and "c4-noclean" in names:
         pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
-    for metric in text_metrics or [m for m in metrics if m.endswith("bits/byte")][:1]:
+    lower_better = [m for m in metrics if m.endswith(("bits/byte", " loss"))]
+    for metric in text_metrics or lower_better[:1]:
         for a, b in pairs:
             lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b))
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
@@ -396,7 +421,7 @@ def plot(summary: dict, runs, directory: str) -> List[str]:
     plt.close(fig)
     files.append("loss_curves.png")
 
-    metrics = [m for m in next(iter(summary["variants"].values()))["metrics"] if m.endswith("bits/byte")]
+    metrics = [m for m in next(iter(summary["variants"].values()))["metrics"] if m.endswith(("bits/byte", " loss"))]
     if metrics:
         names = list(summary["variants"])
         fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(metrics) + 2), 4.5), dpi=120)
@@ -409,8 +434,9 @@ def plot(summary: dict, runs, directory: str) -> List[str]:
             ax.bar(xs, means, width, yerr=stds, capsize=4, label=name)
         ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(metrics))])
         ax.set_xticklabels([k.replace(" bits/byte", "").replace(" validation", "\nvalidation") for k in metrics])
-        ax.set_ylabel("bits per byte (lower is better)")
-        ax.set_title("Final bits per byte by evaluation set (error bars: std over seeds)")
+        unit = "bits per byte" if metrics[0].endswith("bits/byte") else f"{summary['objective']} loss (nats per target token)"
+        ax.set_ylabel(f"{unit} (lower is better)")
+        ax.set_title(f"Final {unit.split(' (')[0]} by evaluation set (error bars: std over seeds)")
         ax.grid(axis="y", alpha=0.3)
         ax.legend()
         fig.tight_layout()

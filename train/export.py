@@ -19,7 +19,7 @@ from typing import Dict, List
 import torch
 
 from corpus.outdir import OutputKind, hook_from_env, resolve, write_directory
-from train.checkpoint import load_model, run_tokenizer_dir
+from train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
 
 _NAMES = {
     "attn_norm.weight": "input_layernorm.weight",
