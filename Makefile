@@ -39,8 +39,10 @@ demo: $(STAMP)
 	$(BIN)/train eval -i demo-out/run --data demo-out/c4-noclean-tokens --split train \
 		-o demo-out/run/eval.json
 	$(BIN)/train ablate --config configs/ablation-demo.yaml
+	$(BIN)/train ablate --config configs/ablation-span-demo.yaml
 	@echo "demo output in demo-out/: corpora, tokenizer, token shards, a model (run/) and the"
-	@echo "filtered-vs-unfiltered ablation report: demo-out/ablation/report/report.md"
+	@echo "filtered-vs-unfiltered ablation reports: demo-out/ablation/report/report.md (causal LM)"
+	@echo "and demo-out/ablation-span/report/report.md (T5's span corruption)"
 
 # Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.

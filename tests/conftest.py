@@ -52,7 +52,8 @@ def sample_tokens(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def crawl_tokens(tmp_path_factory) -> str:
     """Real token shards of the shared crawl (../shared/data/crawl/*.wet.gz) through the c4
-    chain with a 2,000-piece tokenizer holding T5's 100 sentinels; made once per session."""
+    chain (10% of documents held out as the validation split) with a 2,000-piece tokenizer
+    holding T5's 100 sentinels; made once per session."""
     from corpus.config import build_config
     from corpus.counters import Counters
     from corpus.local import run_chain
@@ -64,7 +65,8 @@ def crawl_tokens(tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("crawl-tokens")
     files = sorted(str(p) for p in crawl.glob("*.wet.gz"))
     docs = run_chain(files, build_config("c4", badwords=str(ROOT / "corpus/data/demo-badwords")), Counters())
-    write_corpus(str(root / "corpus"), docs, {"config": {"preset": "c4"}, "counters": {}})
+    write_corpus(str(root / "corpus"), docs, {"config": {"preset": "c4"}, "counters": {}},
+                 validation_per_mille=100)
     train_tokenizer(str(root / "corpus"), str(root / "tok"), TokenizerConfig(vocab_size=2000, t5_sentinels=100))
     encode_corpus(str(root / "corpus"), str(root / "tok"), str(root / "ids"), workers=1, log=lambda *_: None)
     return str(root / "ids")

@@ -96,3 +96,14 @@ def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
     torch.testing.assert_close(theirs.log_softmax(-1), mine.log_softmax(-1), rtol=1e-5, atol=1e-5)
     assert hf.config.tie_word_embeddings and hf.config.vocab_size == ours.config.vocab_size == len(tok)
     assert tok(text)["input_ids"] == [2] + ids  # the document start training put first
+
+
+def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):  # noqa: F811
+    """lm-eval-harness takes the argmax of (good, bad): on equal scores, the good one."""
+    from tokenizer.train import load_tokenizer
+    from train.evaluate import score_blimp
+
+    sp, _ = load_tokenizer(json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"])
+    model, _ = load_model(str(trained))
+    same = [{"sentence_good": "The cat sleeps.", "sentence_bad": "The cat sleeps."}]
+    assert score_blimp(model, sp, same, 32, "cpu") == 1.0

@@ -84,7 +84,7 @@ def test_encoder_decoder_loss_counts_target_tokens():
     targets = torch.full_like(dec_ids, -100)
     targets[0, :5] = torch.tensor([11, 2, 17, 18, 2])
     loss, n = model(enc_ids, enc_doc, enc_pos, dec_ids, dec_doc, dec_pos, targets)
-    assert int(n) == 5 and float(loss) / 5 == pytest.approx(math.log(64), rel=0.1)
+    assert int(n) == 5 and float(loss.detach()) / 5 == pytest.approx(math.log(64), rel=0.1)
     loss.backward()
     assert model.encoder[0].attn.wq.weight.grad.abs().sum() > 0  # gradients reach the encoder
 
@@ -96,9 +96,9 @@ def unigram_entropy(targets: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-# MLM learns from 15% of the tokens only: it gets twice the steps and a wider model to pass the
-# unigram baseline (measured: about 400 steps at d_model 128).
-BUDGET = {"causal": (300, 64), "prefix_lm": (300, 64), "span": (300, 64), "denoise": (300, 64),
+# Steps and width per objective: enough to leave the unigram plateau on held-out documents with
+# a margin (MLM learns from 15% of the tokens only: it needs the most).
+BUDGET = {"causal": (400, 128), "prefix_lm": (400, 128), "span": (400, 128), "denoise": (400, 128),
           "mlm": (600, 128)}
 
 
@@ -115,22 +115,26 @@ def test_each_objective_learns_on_the_shared_crawl(objective, crawl_tokens, tmp_
     settings = [f"data.train={crawl_tokens}", f"out_dir={tmp_path / 'run'}", "data.seq_len=128",
                 "data.batch_size=16", f"model.d_model={width}", "model.n_layers=2", "model.n_heads=4",
                 "progress=false", f"steps={steps}", "log_every=100", f"checkpoint_every={steps}",
-                "optim.warmup_steps=10", f"objective={objective}"]
+                "optim.warmup_steps=10", f"objective={objective}",
+                # the encoder-decoder with one layer per stack: the decoder's parameter count
+                "model.encoder_layers=1", "model.decoder_layers=1"]
     config = build_train_config(overrides=settings)
     docs = TokenDocuments(crawl_tokens, "train")
     tok = docs.manifest["tokenizer"]["path"]
     fresh = build_model(config.model.__class__(**{**config.model.__dict__, "vocab_size": docs.vocab_size}),
                         objective)
 
+    held_out = TokenDocuments(crawl_tokens, "validation")  # documents training never sees
+
     def val(model):
-        loader = PackedLoader(docs, 128, 16, "concat", seed=123, objective=make_objective(config, tok, 7))
+        loader = PackedLoader(held_out, 128, 16, "concat", seed=123, objective=make_objective(config, tok, 7))
         return evaluate_loss(model, loader, 6, torch.device("cpu"), contextlib.nullcontext)["loss"]
 
     start = val(fresh)
     run_training(config, log=lambda *_: None)
     trained, _ = load_model(str(tmp_path / "run"))
     end = val(trained)
-    loader = PackedLoader(docs, 128, 16, "concat", seed=123, objective=make_objective(config, tok, 7))
+    loader = PackedLoader(held_out, 128, 16, "concat", seed=123, objective=make_objective(config, tok, 7))
     batches = [to_device(b, "cpu")["targets"].numpy() for _, b in zip(range(6), loader)]
     baseline = unigram_entropy(np.concatenate([b.ravel() for b in batches]))
     print(f"{objective}: start {start:.3f}, after {steps} steps {end:.3f}, unigram {baseline:.3f}")

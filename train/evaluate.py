@@ -16,7 +16,7 @@ Zero-shot tasks, from local files in the formats of ../shared/data/eval:
 - winogrande.jsonl {context_options, continuation, gold}: the option under which the shared
   continuation is most likely;
 - BLiMP blimp/*.jsonl.gz {sentence_good, sentence_bad}: share of pairs where the good sentence
-  has the higher total log-likelihood.
+  has the higher total log-likelihood (a tie counts for it, as in lm-eval-harness).
 
 Every sequence starts with EOS, which is what precedes a document in training. Contexts and
 continuations are split into tokens as lm-eval-harness splits them, and `train lm-eval-tasks`
@@ -226,7 +226,8 @@ def score_blimp(model, sp, items: List[dict], seq_len: int, device: str) -> floa
         pairs.append(([], sp.encode(item["sentence_good"])))
         pairs.append(([], sp.encode(item["sentence_bad"])))
     scores = continuation_logprobs(model, pairs, seq_len, device=device)
-    return sum(scores[2 * k][0] > scores[2 * k + 1][0] for k in range(len(items))) / max(1, len(items))
+    # a tie counts for the good sentence, as lm-eval-harness's argmax (first of equal scores)
+    return sum(scores[2 * k][0] >= scores[2 * k + 1][0] for k in range(len(items))) / max(1, len(items))
 
 
 TASK_FILES = {"lambada": "lambada_openai.jsonl", "hellaswag": "hellaswag_val_full.txt.bz2",
