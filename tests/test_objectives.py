@@ -264,3 +264,36 @@ def test_prefix_lm_predicts_only_after_the_prefix(crawl):
                 assert (batch["targets"][r, s + k - 1:e] == causal.targets[r, s + k - 1:e]).all()
                 prefix_shares.append(k / (e - s))
     assert 0.35 < np.mean(prefix_shares) < 0.65  # uniform prefix length
+
+
+def test_t5_noise_mask_equals_the_line_by_line_reference():
+    from train.objectives.span import reference_noise_mask
+
+    for length in [1, 2, 3, 7, 20, 100, 513]:
+        for seed in range(5):
+            rng = np.random.default_rng(seed)
+            mask = random_spans_noise_mask(length, SpanConfig(), rng)
+            # replay the two permutations T5 shuffles
+            replay = np.random.default_rng(seed)
+            n = max(length, 2)
+            noise = min(max(int(round(n * 0.15)), 1), n - 1)
+            spans = max(int(round(noise / 3.0)), 1)
+            noise_firsts = list(replay.permutation(np.arange(noise - 1) < spans - 1))
+            keep_firsts = list(replay.permutation(np.arange(n - noise - 1) < spans - 1))
+            assert list(mask) == reference_noise_mask(length, 0.15, 3.0, noise_firsts, keep_firsts)
+            assert len(mask) == length
+
+
+def test_prefix_lm_equals_its_reference_on_whole_documents(crawl):
+    from train.objectives.prefix_lm import reference_prefix_targets
+
+    directory, _ = crawl
+    docs = TokenDocuments(directory, "train")
+    for k in range(10):
+        doc = docs.document(k)[:100]
+        row = np.array([doc.tolist()]), np.zeros((1, len(doc)), dtype=np.int64)
+        batch = PrefixLM(seed=0)(row[0], row[1], np.array([k]))
+        prefix = int(batch["bidirectional"][0].sum())
+        targets, bidirectional = reference_prefix_targets(doc.tolist(), prefix)
+        assert batch["targets"][0].tolist() == targets
+        assert batch["bidirectional"][0].astype(bool).tolist() == bidirectional

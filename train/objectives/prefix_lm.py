@@ -7,7 +7,7 @@ tokens after the prefix. Each document keeps its own mask: nothing attends acros
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -41,3 +41,11 @@ class PrefixLM:
                 targets[r, start:start + prefix - 1] = IGNORE
         return {"input_ids": batch.input_ids, "targets": targets, "doc_ids": batch.doc_ids.astype(np.int64),
                 "positions": batch.positions.astype(np.int64), "bidirectional": bidirectional}
+
+
+def reference_prefix_targets(tokens: List[int], prefix: int) -> Tuple[List[int], List[bool]]:
+    """Pure-python oracle for one whole document (its tokens, EOS last) and a prefix length:
+    the targets at each input position (IGNORE inside the prefix but for its last position, which
+    predicts the first token after it) and which input positions attend bidirectionally."""
+    targets = [IGNORE if i < prefix - 1 else tokens[i + 1] for i in range(len(tokens) - 1)]
+    return targets, [i < prefix for i in range(len(tokens) - 1)]

@@ -144,6 +144,32 @@ class SpanCorruption:
         return encoder_decoder_rows(rows, self.vocab.eos_id, self.vocab.pad_id, tokens.shape[1])
 
 
+def reference_noise_mask(length: int, noise_density: float, mean_span_length: float,
+                         noise_firsts: List[bool], keep_firsts: List[bool]) -> List[bool]:
+    """T5's ``random_spans_noise_mask`` line by line in plain python, given the two shuffled
+    "first item of a segment" vectors (``tf.random.shuffle`` there, ``rng.permutation`` here)."""
+    original = length
+    length = max(length, 2)
+    num_noise = min(max(int(round(length * noise_density)), 1), length - 1)
+    num_spans = max(int(round(num_noise / mean_span_length)), 1)
+
+    def segmentation(num_items, firsts):
+        lengths = [0] * num_spans
+        segment = 0
+        for i in range(num_items):
+            if i > 0 and firsts[i - 1]:
+                segment += 1
+            lengths[segment] += 1
+        return lengths
+
+    noise_lengths = segmentation(num_noise, noise_firsts)
+    keep_lengths = segmentation(length - num_noise, keep_firsts)
+    mask: List[bool] = []
+    for keep, noise in zip(keep_lengths, noise_lengths):
+        mask += [False] * keep + [True] * noise
+    return mask[:original]
+
+
 def reference_reconstruct(inputs: List[int], targets: List[int], sentinels, eos_id: int) -> List[int]:
     """Pure-python oracle: interleave input and target by sentinel (a final EOS dropped)."""
     if inputs and inputs[-1] == eos_id:
