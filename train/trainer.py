@@ -273,7 +273,8 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
     peak = peak_flops(device)
     tokens_per_step = config.data.batch_size * config.data.seq_len * config.data.grad_accum * world
     if is_main:
-        log(f"model {model.num_parameters():,} parameters ({model.num_parameters(True):,} non-embedding), "
+        log(f"objective {config.objective}, {model_kind(config.objective).replace('_', '-')} "
+            f"{model.num_parameters():,} parameters ({model.num_parameters(True):,} non-embedding), "
             f"kernels {kernels}, device {device}, world {world}, {steps} steps x "
             f"{tokens_per_step:,} tokens; packing {describe_packing(loader.stats())}")
 

@@ -1,0 +1,255 @@
+"""Main-content text from WARC ``response`` records: the HTML-to-text step FineWeb (trafilatura)
+and DCLM (resiliparse) put in place of Common Crawl's WET text.
+
+Per record, in order, each failure a counted skip (``skipped:<reason>``, namespace of the
+reader):
+
+1. the HTTP response: status 200 (``http_status:<code>``), an HTML content type
+   (``content_type``), a body not cut by the crawler (``truncated``: WARC-Truncated, or fewer
+   bytes than Content-Length), not larger than ``max_html_bytes`` (``html_too_large``), content
+   and transfer encodings undone (``bad_encoding``);
+2. decoding: the charset of the HTTP header, else of the page's ``<meta>``, else detected by
+   charset-normalizer (``undecodable`` when none decodes);
+3. extraction with ``trafilatura`` (default) or ``resiliparse``, bounded in time per page
+   (``extract_timeout``; SIGALRM interrupts the extractor in a main thread, elsewhere the page is
+   abandoned to a helper thread) and in input size; an exception is ``extract_error``;
+4. the text as the WET path produces it (stripped, non-empty lines), so the same C4 rules,
+   dedup, language ID and bad-word filter follow unchanged.
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import re
+import signal
+import threading
+import zlib
+from typing import Callable, Dict, Optional, Tuple
+
+from corpus.counters import IncFn, null_inc
+
+EXTRACTORS = ("trafilatura", "resiliparse")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+_STATUS = re.compile(rb"^HTTP/\d(?:\.\d)?\s+(\d{3})")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.I)
+
+
+class Skip(Exception):
+    """A record that yields no text, with the counter reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def extractor_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version({"trafilatura": "trafilatura", "resiliparse": "Resiliparse"}[name])
+    except PackageNotFoundError:
+        return "not installed"
+
+
+# ----------------------------------------------------------------------------- HTTP
+
+def split_http(body: bytes) -> Tuple[int, Dict[str, str], bytes]:
+    """(status, headers with lower-case names, payload) of an HTTP response block."""
+    match = _STATUS.match(body)
+    if not match:
+        raise Skip("not_http")
+    end, sep = body.find(b"\r\n\r\n"), 4
+    if end < 0:
+        end, sep = body.find(b"\n\n"), 2
+    if end < 0:
+        raise Skip("truncated")
+    headers: Dict[str, str] = {}
+    for line in re.split(r"\r\n|\n", body[:end].decode("latin-1"))[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()
+    return int(match.group(1)), headers, body[end + sep:]
+
+
+def _dechunk(payload: bytes) -> bytes:
+    out, pos = bytearray(), 0
+    while True:
+        line_end = payload.find(b"\r\n", pos)
+        if line_end < 0:
+            raise Skip("truncated")
+        size = int(payload[pos:line_end].split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            return bytes(out)
+        start = line_end + 2
+        if start + size > len(payload):
+            raise Skip("truncated")
+        out += payload[start:start + size]
+        pos = start + size + 2
+
+
+def _decode_content(payload: bytes, encoding: str, limit: int) -> bytes:
+    encoding = encoding.lower().strip()
+    if encoding in ("", "identity", "none"):
+        return payload
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return gzip.decompress(payload)[: limit + 1]
+        if encoding == "deflate":
+            try:
+                return zlib.decompressobj().decompress(payload, limit + 1)
+            except zlib.error:
+                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(payload, limit + 1)
+        if encoding == "br":
+            import brotli
+
+            return brotli.decompress(payload)[: limit + 1]
+    except Exception as exc:  # noqa: BLE001 (any decompressor failure is the same skip)
+        raise Skip("bad_encoding") from exc
+    raise Skip("bad_encoding")
+
+
+def html_bytes(block: bytes, warc_headers: Callable[[str], str], max_html_bytes: int) -> Tuple[bytes, str]:
+    """The HTML payload of an HTTP response block and the charset its header names ('' if none).
+    ``warc_headers(name)`` reads the WARC record's headers."""
+    status, headers, payload = split_http(block)
+    if status != 200:
+        raise Skip(f"http_status:{status}")
+    content_type = headers.get("content-type", "")
+    if not any(t in content_type.lower() for t in HTML_TYPES):
+        raise Skip("content_type")
+    if warc_headers("WARC-Truncated"):
+        raise Skip("truncated")
+    # Common Crawl stores payloads decoded and renames the headers X-Crawler-*: only the plain
+    # headers say the payload is still encoded.
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        payload = _dechunk(payload)
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and len(payload) < int(declared) and not headers.get("content-encoding"):
+        raise Skip("truncated")
+    payload = _decode_content(payload, headers.get("content-encoding", ""), max_html_bytes)
+    if len(payload) > max_html_bytes:
+        raise Skip("html_too_large")
+    match = _HEADER_CHARSET.search(content_type)
+    return payload, (match.group(1) if match else "")
+
+
+def _known(charset: str) -> Optional[str]:
+    try:
+        return codecs.lookup(charset).name
+    except (LookupError, ValueError):
+        return None
+
+
+def decode_html(payload: bytes, header_charset: str = "") -> Tuple[str, str]:
+    """(text, charset used): the HTTP header's charset, else the page's <meta> charset, else
+    charset-normalizer's detection. A declared charset that fails to decode falls through."""
+    candidates = [header_charset]
+    meta = _META_CHARSET.search(payload[:4096])
+    if meta:
+        candidates.append(meta.group(1).decode("ascii", "ignore"))
+    for charset in candidates:
+        name = _known(charset) if charset else None
+        if name is None:
+            continue
+        if name in ("iso8859-1", "ascii"):  # browsers read latin-1/ascii labels as windows-1252
+            name = "cp1252"
+        try:
+            return payload.decode(name), name
+        except UnicodeDecodeError:
+            continue
+    try:
+        return payload.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(payload).best()
+    if best is None:
+        raise Skip("undecodable")
+    return str(best), best.encoding
+
+
+# ----------------------------------------------------------------------------- extraction
+
+def _trafilatura(html: str, url: str) -> str:
+    import trafilatura
+
+    return trafilatura.extract(html, url=url or None, include_comments=False, include_tables=True,
+                               deduplicate=False, fast=False) or ""
+
+
+def _resiliparse(html: str, url: str) -> str:
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    return extract_plain_text(HTMLTree.parse(html), main_content=True, alt_texts=False,
+                              links=False, list_bullets=False)
+
+
+def extract_main_text(html: str, url: str = "", extractor: str = "trafilatura") -> str:
+    """The page's main content as plain text (paragraphs on their own lines)."""
+    if extractor == "trafilatura":
+        return _trafilatura(html, url)
+    if extractor == "resiliparse":
+        return _resiliparse(html, url)
+    raise ValueError(f"extractor {extractor!r}: choose from {', '.join(EXTRACTORS)}")
+
+
+class _Timeout(Exception):
+    pass
+
+
+def run_with_time_limit(fn: Callable[[], str], seconds: float) -> str:
+    """``fn()`` or :class:`Skip` ``extract_timeout`` after ``seconds``. In the main thread an
+    interval timer interrupts it; elsewhere (Beam worker threads) it runs in a daemon thread
+    that is abandoned at the limit, so the worker goes on with the next page."""
+    if seconds <= 0:
+        return fn()
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        def alarm(signum, frame):
+            raise _Timeout()
+
+        previous = signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return fn()
+        except _Timeout:
+            raise Skip("extract_timeout") from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    box: Dict[str, object] = {}
+
+    def target():
+        try:
+            box["text"] = fn()
+        except BaseException as exc:  # noqa: BLE001 (reported to the caller below)
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="c4forge-extract")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise Skip("extract_timeout")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["text"]  # type: ignore[return-value]
+
+
+def response_text(block: bytes, url: str, warc_headers: Callable[[str], str], extractor: str,
+                  timeout: float, max_html_bytes: int, inc: IncFn = null_inc) -> Optional[str]:
+    """The extracted text of one WARC response block, or None with the reason counted."""
+    try:
+        payload, charset = html_bytes(block, warc_headers, max_html_bytes)
+        html, _ = decode_html(payload, charset)
+        try:
+            text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
+        except Skip:
+            raise
+        except Exception as exc:  # noqa: BLE001 (an extractor bug on one page is one skip)
+            raise Skip("extract_error") from exc
+    except Skip as skip:
+        inc(f"skipped:{skip.reason}")
+        return None
+    return text
