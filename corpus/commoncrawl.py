@@ -26,18 +26,28 @@ def parse_slice(files: str) -> slice:
         raise CrawlListingError(f"--files {files!r}: expected A:B or N") from exc
 
 
-def wet_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
-             timeout: float = 60.0) -> List[str]:
-    """URLs of a slice of a crawl's WET files, from its ``wet.paths.gz`` listing."""
+def crawl_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
+               timeout: float = 60.0, kind: str = "wet") -> List[str]:
+    """URLs of a slice of a crawl's WET (``kind="wet"``) or WARC (``"warc"``) files, from its
+    ``wet.paths.gz`` / ``warc.paths.gz`` listing."""
+    if kind not in ("wet", "warc"):
+        raise CrawlListingError(f"listing kind {kind!r}: wet or warc")
     if not _CRAWL_ID.match(crawl):
         raise CrawlListingError(f"--crawl {crawl!r}: expected an id like CC-MAIN-2019-30")
-    listing = f"{base_url.rstrip('/')}/crawl-data/{crawl}/wet.paths.gz"
+    listing = f"{base_url.rstrip('/')}/crawl-data/{crawl}/{kind}.paths.gz"
+    label = kind.upper()
     try:
         with urllib.request.urlopen(listing, timeout=timeout) as response:
             paths = gzip.decompress(response.read()).decode("utf-8").split()
     except (urllib.error.URLError, OSError, EOFError) as exc:
-        raise CrawlListingError(f"cannot read the WET listing {listing}: {exc}") from exc
+        raise CrawlListingError(f"cannot read the {label} listing {listing}: {exc}") from exc
     chosen = paths[parse_slice(files)]
     if not chosen:
-        raise CrawlListingError(f"--files {files} selects none of the {len(paths)} WET files of {crawl}")
+        raise CrawlListingError(f"--files {files} selects none of the {len(paths)} {label} files of {crawl}")
     return [f"{base_url.rstrip('/')}/{path}" for path in chosen]
+
+
+def wet_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
+             timeout: float = 60.0) -> List[str]:
+    """URLs of a slice of a crawl's WET files."""
+    return crawl_urls(crawl, files, base_url, timeout, "wet")

@@ -80,6 +80,9 @@ PRESETS: Dict[str, Dict[str, Any]] = {
                    "near_dedup": False},
     "mc4": {"clean": False, "paragraph_filter": True, "languages": (),
             "badwords_fraction": 0.999, "near_dedup": False},
+    # C4's rules on main text extracted from the WARC HTML (FineWeb's starting point) instead
+    # of Common Crawl's WET text; every rule at C4's setting (README: "From WARC").
+    "c4-warc": {"read": {"input_format": "warc", "extractor": "trafilatura"}},
 }
 
 
@@ -193,4 +196,17 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
         config = _apply(config, _nest(load_yaml_mapping(file)))
     config = _apply(config, parse_overrides(overrides))
     settings = {k: v for k, v in settings.items() if v is not None}
-    return _apply(config, _nest(settings))
+    return check_read_options(_apply(config, _nest(settings)))
+
+
+def check_read_options(config: CorpusConfig) -> CorpusConfig:
+    from corpus.extract import EXTRACTORS
+    from corpus.wet import INPUT_FORMATS
+
+    if config.read.input_format not in INPUT_FORMATS:
+        raise ConfigError(f"read.input_format={config.read.input_format!r}: choose {', '.join(INPUT_FORMATS)}")
+    if config.read.extractor not in EXTRACTORS:
+        raise ConfigError(f"read.extractor={config.read.extractor!r}: choose {', '.join(EXTRACTORS)}")
+    if config.read.extract_timeout < 0 or config.read.max_html_bytes <= 0:
+        raise ConfigError("read.extract_timeout must be >= 0 and read.max_html_bytes > 0")
+    return config

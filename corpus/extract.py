@@ -52,6 +52,15 @@ def extractor_version(name: str) -> str:
         return "not installed"
 
 
+def extraction_info(read) -> Optional[dict]:
+    """What a corpus manifest records about HTML extraction (None for WET-only reading)."""
+    if read.input_format == "wet":
+        return None
+    return {"input_format": read.input_format, "extractor": read.extractor,
+            "extractor_version": extractor_version(read.extractor),
+            "extract_timeout": read.extract_timeout, "max_html_bytes": read.max_html_bytes}
+
+
 # ----------------------------------------------------------------------------- HTTP
 
 def split_http(body: bytes) -> Tuple[int, Dict[str, str], bytes]:

@@ -71,14 +71,28 @@ class WarcRecord:
         return default
 
 
+INPUT_FORMATS = ("auto", "wet", "warc")
+
+
 @dataclasses.dataclass(frozen=True)
 class ReadOptions:
-    """Bounds of the reader; defaults suit Common Crawl (records are at most a few MB)."""
+    """Bounds of the reader; defaults suit Common Crawl (records are at most a few MB).
+
+    input_format: "wet" reads ``conversion`` records (Common Crawl's text), "warc" ``response``
+        records (HTML, main text extracted: corpus.extract), "auto" each record by its type.
+    extractor: "trafilatura" or "resiliparse" (WARC input).
+    extract_timeout: seconds per page for the extractor (0: no limit).
+    max_html_bytes: larger HTML payloads are skipped (``skipped:html_too_large``).
+    """
 
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES
     keep_metadata_like_lines: bool = False
     binary_control_share: float = BINARY_CONTROL_SHARE
+    input_format: str = "wet"
+    extractor: str = "trafilatura"
+    extract_timeout: float = 10.0
+    max_html_bytes: int = 4 << 20
 
 
 # --------------------------------------------------------------------------- inputs
@@ -547,16 +561,51 @@ def record_to_document(record: WarcRecord, inc: IncFn = null_inc,
     )
 
 
+def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
+                         options: ReadOptions = ReadOptions()) -> Optional[Document]:
+    """A WARC ``response`` record (HTML) as a Document of its extracted main text, or None
+    with a counted reason (corpus.extract lists them)."""
+    from corpus.extract import response_text
+
+    url = record.header("WARC-Target-URI")
+    extracted = response_text(record.body, url, record.header, options.extractor,
+                              options.extract_timeout, options.max_html_bytes, inc)
+    if extracted is None:
+        return None
+    text = page_text(extracted, keep_metadata_like_lines=True)
+    timestamp = record.header("WARC-Date")
+    if not url:
+        inc("filtered:no_url")
+        return None
+    if not text:
+        inc("filtered:no_content")
+        return None
+    if not timestamp:
+        inc("filtered:no_timestamp")
+        return None
+    inc("passed")
+    return Document(url=url, normalized_url=normalize_url(url), text=text, timestamp=timestamp,
+                    content_length=str(len(text.encode("utf-8"))), content_type="text/plain",
+                    source=record.source, offset=record.offset)
+
+
 def iter_documents(path: str, inc: IncFn = null_inc,
                    options: ReadOptions = ReadOptions()) -> Iterator[Document]:
-    """The pages of one WET file (``conversion`` records). Other record types are counted as
-    ``skipped:record_type:<type>`` (a WET file starts with one ``warcinfo`` record)."""
+    """The pages of one crawl file: ``conversion`` records (WET text) and, from WARC files,
+    ``response`` records (main text extracted from the HTML), as ``options.input_format``
+    allows. Other record types are counted as ``skipped:record_type:<type>`` (a WET file starts
+    with one ``warcinfo`` record; a WARC file holds ``request`` and ``metadata`` records too)."""
     inc("wet-file")
+    wanted = {"auto": ("conversion", "response"), "wet": ("conversion",),
+              "warc": ("response",)}[options.input_format]
     for record in iter_records(path, inc, options):
-        if record.type != "conversion":
+        if record.type not in wanted:
             inc(f"skipped:record_type:{record.type or 'none'}")
             continue
-        document = record_to_document(record, inc, options)
+        if record.type == "response":
+            document = response_to_document(record, inc, options)
+        else:
+            document = record_to_document(record, inc, options)
         if document is not None:
             yield document
 

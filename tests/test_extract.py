@@ -1,0 +1,206 @@
+"""WARC input: HTTP checks, charset decoding and main-text extraction on real WARC records
+(../shared/data/crawl/warc and crawl-extra), every fault a counted skip that keeps the good
+records around it."""
+import threading
+import time
+
+import pytest
+
+from corpus.counters import Counters
+from corpus.extract import (Skip, decode_html, extract_main_text, html_bytes, response_text,
+                            run_with_time_limit)
+from corpus.wet import ReadOptions, iter_documents, iter_records
+from tests.conftest import shared_path
+from tests.wetfiles import gzip_member, record, wet_file
+
+WARC_OPTIONS = ReadOptions(input_format="warc")
+
+
+def responses(path):
+    return [r for r in iter_records(str(path)) if r.type == "response"]
+
+
+@pytest.fixture(scope="module")
+def cc_sample():
+    return responses(shared_path("crawl", "warc", "cc-2020-34-sample.warc.gz"))
+
+
+def http_block(status: str, headers: dict, payload: bytes) -> bytes:
+    head = [f"HTTP/1.1 {status}"] + [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload
+
+
+def warc_response(url: str, block: bytes, extra: str = "") -> bytes:
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\n"
+            f"WARC-Date: 2020-08-01T00:00:00Z\r\n{extra}Content-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(block)}\r\n\r\n").encode()
+    return head + block + b"\r\n\r\n"
+
+
+ARTICLE = ("<html><head><title>A page</title></head><body><nav>Home | About | Login</nav>"
+           "<article><h1>The river in spring</h1>"
+           + "".join(f"<p>Paragraph {i} describes how the river rises every spring when the snow "
+                     f"melts in the mountains and the valley floods for several weeks.</p>" for i in range(6))
+           + "</article><footer>Copyright 2020, all rights reserved.</footer></body></html>")
+
+
+def test_declared_charsets_decode_real_pages(cc_sample):
+    """windows-1251 and gb2312 pages of a real CC WARC: decoded with the header's charset, and
+    the same text when the header says nothing (the <meta> tag or detection finds it)."""
+    checked = 0
+    for rec in cc_sample:
+        payload, charset = html_bytes(rec.body, rec.header, 4 << 20)
+        if charset.lower() not in ("windows-1251", "gb2312"):
+            continue
+        text, used = decode_html(payload, charset)
+        assert text == payload.decode(charset)
+        script = "\u0400-\u04ff" if charset.lower() == "windows-1251" else "\u4e00-\u9fff"
+        import re
+        assert len(re.findall(f"[{script}]", text)) > 100, "the page's own script decoded"
+        assert "\ufffd" not in text
+        undeclared, _ = decode_html(payload, "")
+        assert undeclared == text or undeclared.encode("utf-8", "replace") == text.encode("utf-8", "replace")
+        checked += 1
+    assert checked >= 3
+
+
+def test_meta_charset_wins_over_detection_and_a_wrong_header_falls_through():
+    html = ('<html><head><meta charset="windows-1252"></head><body>'
+            '<p>Caf\u00e9 cr\u00e8me \u2014 na\u00efve</p></body></html>')
+    payload = html.encode("cp1252")
+    assert decode_html(payload, "")[0] == html  # the <meta> tag
+    assert decode_html(payload, "utf-8")[0] == html  # a header charset that does not decode
+    utf8 = html.replace("windows-1252", "utf-8").encode("utf-8")
+    assert decode_html(utf8, "")[0] == html.replace("windows-1252", "utf-8")
+
+
+def test_http_faults_are_named_skips():
+    headers = {"Content-Type": "text/html; charset=utf-8"}
+    ok = http_block("200 OK", headers, ARTICLE.encode())
+    assert html_bytes(ok, lambda name: "", 1 << 20)[1] == "utf-8"
+    cases = {
+        "http_status:404": http_block("404 Not Found", headers, b"<html>gone</html>"),
+        "content_type": http_block("200 OK", {"Content-Type": "image/png"}, b"\x89PNG..."),
+        "truncated": http_block("200 OK", {**headers, "Content-Length": "99999"}, ARTICLE.encode()),
+        "html_too_large": http_block("200 OK", headers, b"<p>" + b"x" * 5000 + b"</p>"),
+        "not_http": b"garbage without a status line",
+    }
+    for reason, block in cases.items():
+        with pytest.raises(Skip) as caught:
+            html_bytes(block, lambda name: "", 4000)
+        assert caught.value.reason == reason
+    with pytest.raises(Skip, match="truncated"):
+        html_bytes(ok, lambda name: "length" if name == "WARC-Truncated" else "", 1 << 20)
+    import gzip as gz
+    packed = http_block("200 OK", {**headers, "Content-Encoding": "gzip"}, gz.compress(ARTICLE.encode()))
+    assert html_bytes(packed, lambda name: "", 1 << 20)[0] == ARTICLE.encode()
+
+
+def test_a_slow_extractor_is_cut_off_in_the_main_thread_and_in_a_worker_thread():
+    def slow():
+        time.sleep(5)
+        return "never"
+
+    started = time.perf_counter()
+    with pytest.raises(Skip, match="extract_timeout"):
+        run_with_time_limit(slow, 0.2)
+    assert time.perf_counter() - started < 2
+    outcome = {}
+
+    def worker():
+        try:
+            run_with_time_limit(slow, 0.2)
+        except Skip as skip:
+            outcome["reason"] = skip.reason
+
+    thread = threading.Thread(target=worker)
+    started = time.perf_counter()
+    thread.start()
+    thread.join(3)
+    assert outcome == {"reason": "extract_timeout"} and time.perf_counter() - started < 2
+    assert run_with_time_limit(lambda: "fast", 1.0) == "fast"
+
+
+@pytest.mark.parametrize("extractor", ["trafilatura", "resiliparse"])
+def test_main_text_drops_navigation_and_footer(extractor):
+    text = extract_main_text(ARTICLE, "https://example.org/river", extractor)
+    assert "Paragraph 3 describes how the river rises" in text
+    assert "Home | About" not in text and "Copyright 2020" not in text
+
+
+def test_a_warc_file_with_every_fault_keeps_the_good_pages(tmp_path, monkeypatch):
+    """Good pages around a 404, a PNG, a truncated body, a huge page, a page that makes the
+    extractor raise and request/metadata records: the good ones all come through, every other
+    record is a named count."""
+    import corpus.extract as extract
+
+    headers = {"Content-Type": "text/html; charset=utf-8"}
+    good = [warc_response(f"https://example.org/good/{i}", http_block("200 OK", headers,
+                          ARTICLE.replace("river", f"river{i}").encode())) for i in range(3)]
+    records = [
+        good[0],
+        warc_response("https://example.org/missing", http_block("404 Not Found", headers, b"<html>no</html>")),
+        record("https://example.org/req", b"GET / HTTP/1.1\r\n\r\n", rtype="request"),
+        warc_response("https://example.org/logo.png", http_block("200 OK", {"Content-Type": "image/png"}, b"\x89PNG")),
+        good[1],
+        warc_response("https://example.org/cut", http_block("200 OK", headers, ARTICLE.encode()),
+                      extra="WARC-Truncated: length\r\n"),
+        warc_response("https://example.org/huge", http_block("200 OK", headers, b"<p>" + b"word " * 400_000 + b"</p>")),
+        warc_response("https://example.org/boom", http_block("200 OK", headers, b"<html><p>BOOM page</p></html>")),
+        record("https://example.org/meta", b"fetchTimeMs: 12", rtype="metadata"),
+        good[2],
+    ]
+    path = tmp_path / "mixed.warc.gz"
+    path.write_bytes(wet_file(records))
+    real = extract.extract_main_text
+
+    def flaky(html, url="", extractor="trafilatura"):
+        if "BOOM" in html:
+            raise RuntimeError("extractor bug")
+        return real(html, url, extractor)
+
+    monkeypatch.setattr(extract, "extract_main_text", flaky)
+    counters = Counters()
+    docs = list(iter_documents(str(path), counters.inc_fn("r"), ReadOptions(input_format="warc", max_html_bytes=1 << 20)))
+    assert [d.url for d in docs] == [f"https://example.org/good/{i}" for i in range(3)]
+    assert all("river" in d.text and "Home | About" not in d.text for d in docs)
+    got = {k.split("/", 1)[1]: v for k, v in counters.as_dict().items()}
+    for reason in ("http_status:404", "content_type", "truncated", "html_too_large", "extract_error",
+                   "record_type:request", "record_type:metadata", "record_type:warcinfo"):
+        assert got.get(f"skipped:{reason}") == 1, (reason, got)
+    assert got["passed"] == 3
+    # auto reads WET text and WARC responses alike; wet ignores the responses
+    assert len(list(iter_documents(str(path), Counters().inc_fn("r"), ReadOptions(input_format="wet")))) == 0
+
+
+def test_corpus_clean_on_a_real_cc_warc_with_the_c4_warc_preset(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli
+
+    warc = shared_path("crawl", "warc", "cc-2020-34-sample.warc.gz")
+    out = tmp_path / "corpus"
+    result = CliRunner().invoke(cli, ["clean", "-i", str(warc), "--preset", "c4-warc", "--languages", "",
+                                      "--badwords-fraction", "0", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["extraction"]["extractor"] == "trafilatura" and manifest["extraction"]["extractor_version"]
+    counters = manifest["counters"]
+    assert counters["split-wet-file/passed"] == 16
+    assert counters["split-wet-file/skipped:record_type:request"] == 17
+    result = CliRunner().invoke(cli, ["clean", "-i", str(warc), "--input-format", "warc", "--extractor",
+                                      "resiliparse", "--languages", "", "--badwords-fraction", "0",
+                                      "-o", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "r" / "_manifest.json").read_text())
+    assert manifest["extraction"]["extractor"] == "resiliparse"
+
+
+def test_response_text_counts_undecodable_and_empty_pages():
+    counters = Counters()
+    block = http_block("200 OK", {"Content-Type": "text/html"}, b"<html><body></body></html>")
+    text = response_text(block, "https://e.org/", lambda n: "", "trafilatura", 5.0, 1 << 20, counters.inc_fn("r"))
+    assert not text  # nothing to extract: the reader counts filtered:no_content
+    assert gzip_member(b"x")  # the helper module is shared with the WET tests
