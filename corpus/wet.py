@@ -83,6 +83,9 @@ class ReadOptions:
     extractor: "trafilatura" or "resiliparse" (WARC input).
     extract_timeout: seconds per page for the extractor (0: no limit).
     max_html_bytes: larger HTML payloads are skipped (``skipped:html_too_large``).
+    urls_from: keep only pages whose normalised URL is in this file: a crawl file (its records'
+        WARC-Target-URI) or a text file of URLs, one per line (``skipped:not_in_urls_from``).
+        Compares two starting points (WET vs WARC) on the same pages.
     """
 
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
@@ -93,6 +96,7 @@ class ReadOptions:
     extractor: str = "trafilatura"
     extract_timeout: float = 10.0
     max_html_bytes: int = 4 << 20
+    urls_from: str = ""
 
 
 # --------------------------------------------------------------------------- inputs
@@ -589,6 +593,25 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
                     source=record.source, offset=record.offset)
 
 
+_URL_SETS: Dict[str, frozenset] = {}
+
+
+def url_set(path: str) -> frozenset:
+    """Normalised URLs of ``path`` (a crawl file's records, or one URL per line), read once per
+    process."""
+    if path not in _URL_SETS:
+        if path.endswith(CRAWL_SUFFIXES):
+            urls = (r.header("WARC-Target-URI") for r in iter_records(path))
+        else:
+            import gzip
+
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8") as handle:
+                urls = [line.strip() for line in handle]
+        _URL_SETS[path] = frozenset(normalize_url(u) for u in urls if u)
+    return _URL_SETS[path]
+
+
 def iter_documents(path: str, inc: IncFn = null_inc,
                    options: ReadOptions = ReadOptions()) -> Iterator[Document]:
     """The pages of one crawl file: ``conversion`` records (WET text) and, from WARC files,
@@ -598,9 +621,13 @@ def iter_documents(path: str, inc: IncFn = null_inc,
     inc("wet-file")
     wanted = {"auto": ("conversion", "response"), "wet": ("conversion",),
               "warc": ("response",)}[options.input_format]
+    allowed = url_set(options.urls_from) if options.urls_from else None
     for record in iter_records(path, inc, options):
         if record.type not in wanted:
             inc(f"skipped:record_type:{record.type or 'none'}")
+            continue
+        if allowed is not None and normalize_url(record.header("WARC-Target-URI")) not in allowed:
+            inc("skipped:not_in_urls_from")
             continue
         if record.type == "response":
             document = response_to_document(record, inc, options)

@@ -99,3 +99,27 @@ def test_ablation_with_t5_span_objective(tmp_path):
 
     model, saved = load_model(str(tmp_path / "ablation" / "runs" / "c4" / "seed-0"))
     assert saved["objective"] == "span" and type(model).__name__ == "EncoderDecoder"
+
+
+def test_variants_may_read_their_own_inputs(tmp_path):
+    """A variant's own `inputs:` (WET for one, WARC for the other) replace the shared ones."""
+    from train.ablation import build_corpora, load_ablation
+
+    spec = yaml.safe_load((ROOT / "configs" / "ablation-demo.yaml").read_text())
+    other = tmp_path / "other.warc.wet.gz"
+    from tests.wetfiles import page, record, wet_file
+
+    other.write_bytes(wet_file([record(f"https://other.example/{i}", page(i) + " Unique text number "
+                                       f"{i} about gardens.") for i in range(4)]))
+    spec["inputs"] = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
+    spec["badwords"] = str(ROOT / "corpus" / "data" / "demo-badwords")
+    spec["out_dir"] = str(tmp_path / "ablation")
+    spec["variants"] = {"a": {"preset": "c4-noclean"}, "b": {"preset": "c4-noclean", "inputs": [str(other)]}}
+    path = tmp_path / "ablation.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    loaded = load_ablation(str(path))
+    corpora = build_corpora(loaded, lambda *_: None)
+    manifests = {v: json.loads((tmp_path / "ablation" / "corpora" / v / "_manifest.json").read_text()) for v in corpora}
+    assert manifests["b"]["inputs"] == [str(other)]
+    assert manifests["a"]["inputs"] == spec["inputs"]
+    assert manifests["b"]["counters"]["split-wet-file/passed"] == 4

@@ -204,3 +204,19 @@ def test_response_text_counts_undecodable_and_empty_pages():
     text = response_text(block, "https://e.org/", lambda n: "", "trafilatura", 5.0, 1 << 20, counters.inc_fn("r"))
     assert not text  # nothing to extract: the reader counts filtered:no_content
     assert gzip_member(b"x")  # the helper module is shared with the WET tests
+
+
+def test_urls_from_keeps_the_same_pages_as_another_file(tmp_path):
+    """read.urls_from: only pages whose URL is in the given crawl file (or URL list) pass."""
+    from corpus.wet import url_set
+    from tests.wetfiles import page
+
+    wet = tmp_path / "a.warc.wet.gz"
+    wet.write_bytes(wet_file([record(f"https://example.org/{i}", page(i)) for i in range(5)]))
+    listing = tmp_path / "urls.txt"
+    listing.write_text("https://example.org/1\nhttp://example.org/3\n")
+    counters = Counters()
+    docs = list(iter_documents(str(wet), counters.inc_fn("r"), ReadOptions(urls_from=str(listing))))
+    assert [d.url for d in docs] == ["https://example.org/1", "https://example.org/3"]
+    assert counters.as_dict()["r/skipped:not_in_urls_from"] == 3
+    assert len(url_set(str(wet))) == 5  # a crawl file gives its records' URLs

@@ -167,6 +167,26 @@ def test_crawl_slice_over_http(tmp_path, local_server):  # noqa: F811
     assert any("wet.paths.gz" in line for line in log)
 
 
+def test_crawl_warc_slice_over_http(tmp_path, local_server):  # noqa: F811
+    """--crawl with --input-format warc reads the dump's warc.paths.gz and extracts the HTML."""
+    warc_dir = shared_path("crawl", "warc")
+    segment = tmp_path / "crawl-data" / "CC-MAIN-2020-34" / "segments" / "1" / "warc"
+    segment.mkdir(parents=True)
+    shutil.copy(warc_dir / "cc-2020-34-sample.warc.gz", segment / "sample.warc.gz")
+    listing = "crawl-data/CC-MAIN-2020-34/segments/1/warc/sample.warc.gz\n"
+    (tmp_path / "crawl-data" / "CC-MAIN-2020-34" / "warc.paths.gz").write_bytes(gzip.compress(listing.encode()))
+    base, log = local_server(tmp_path)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["build", "--crawl", "CC-MAIN-2020-34", "--input-format", "warc",
+                                      "--cc-base-url", base, "-o", str(out), "--preset", "c4-noclean",
+                                      "--languages", "", "--direct_running_mode=in_memory",
+                                      "--direct_num_workers=1"])
+    assert result.exit_code == 0, result.output
+    manifest = read_manifest(str(out))
+    assert manifest["counters"]["split-wet-file/passed"] == 16
+    assert any("warc.paths.gz" in line for line in log) and not any("wet.paths.gz" in line for line in log)
+
+
 def test_stats_and_show(tmp_path):
     out = tmp_path / "corpus"
     run_build([str(SAMPLE)], str(out), config(), log=lambda *_: None, beam_args=IN_MEMORY)
@@ -198,6 +218,23 @@ def test_build_equals_chain_on_shared_crawl(tmp_path):
     write_corpus(str(tmp_path / "local"), docs, {"config": cfg.to_dict(), "counters": {}})
     for name in read_manifest(str(tmp_path / "c4"))["splits"]["train"]["files"]:
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "c4" / name).read_bytes()
+
+
+def test_beam_build_from_warc_equals_the_chain(tmp_path):
+    """WARC input through Beam's worker processes (extraction in SDK worker threads, where the
+    time limit runs in a helper thread): the same documents and counters as one process."""
+    warcs = [str(shared_path("crawl", "warc", "cc-2020-34-sample.warc.gz")),
+             str(shared_path("crawl", "warc", "cc-2024-22-whirlwind.warc.gz"))]
+    cfg = build_config("c4-warc", badwords=str(shared_path("badwords")), languages="",
+                       overrides=["clean=false"])
+    manifest = run_build(warcs, str(tmp_path / "warc"), cfg, log=lambda *_: None,
+                         beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    counters = Counters()
+    local = {d.url: d.text for d in run_chain(warcs, cfg, counters)}
+    built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_documents(str(tmp_path / "warc"), s)}
+    assert built == local and len(built) >= 10
+    assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
+    assert manifest["extraction"]["extractor"] == "trafilatura"
 
 
 def test_corpus_package_never_imports_beam():

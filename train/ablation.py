@@ -108,8 +108,8 @@ def _variant_config(spec: dict, name: str):
 
 def build_corpora(spec: dict, log) -> Dict[str, str]:
     out = {}
-    inputs = [os.path.abspath(p) for p in spec["inputs"]]
     for name in spec["variants"]:
+        inputs = (spec["variants"][name] or {}).get("inputs") or spec["inputs"]
         config = _variant_config(spec, name)
         directory = os.path.join(spec["out_dir"], "corpora", name)
         try:
@@ -455,13 +455,21 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
     from corpus import progress
 
     spec = load_ablation(path, overrides)
-    inputs = []
-    for pattern in spec["inputs"]:
-        matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))
-        if not matches:
-            raise AblationError(f"input {pattern!r} matches no file")
-        inputs += [os.path.abspath(m) for m in matches]
-    spec["inputs"] = inputs
+    def expand(patterns) -> List[str]:
+        found = []
+        for pattern in patterns:
+            matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))
+            if not matches:
+                raise AblationError(f"input {pattern!r} matches no file")
+            found += [os.path.abspath(m) for m in matches]
+        return found
+
+    spec["inputs"] = expand(spec["inputs"])
+    for variant in spec["variants"].values():  # a variant may read its own files (WET vs WARC)
+        if variant and variant.get("inputs"):
+            variant["inputs"] = expand(variant["inputs"])
+        if variant and (variant.get("set") or {}).get("read.urls_from"):
+            variant["set"]["read.urls_from"] = _locate(spec, variant["set"]["read.urls_from"])
     if spec.get("badwords"):
         spec["badwords"] = _locate(spec, spec["badwords"])
     variants, seeds = len(spec["variants"]), len(spec["seeds"])
