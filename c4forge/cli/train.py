@@ -212,6 +212,76 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
         f"--tasks {GROUP}")
 
 
+@cli.command("finetune")
+@CHECKPOINT
+@click.option("--task", "tasks", required=True,
+              help="A GLUE task (sst2, cola, mrpc, stsb, rte, wnli), several comma-separated, or 'glue' for all.")
+@click.option("--glue-dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Directory of <task>/{train,validation}.jsonl (../shared/data/eval/glue layout).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="YAML: settings for every task at the top level, per task under its name "
+                   "(configs/glue.yaml).")
+@set_option
+@click.option("--seeds", default="0,1,2", show_default=True, help="Fine-tuning seeds, comma-separated.")
+@click.option("--lr", "lrs", default=None, help="Learning rates to sweep, comma-separated "
+              "(the best mean validation score is reported). Default: each task's lr.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write every run and the summary as JSON.")
+@output_options
+def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds, lrs, output) -> None:
+    """Fine-tune a pretrained run (any objective) on GLUE and report the official metrics,
+    mean and spread over seeds, and T5's GLUE average."""
+    import dataclasses
+    import json
+
+    import torch
+
+    from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+    from train.checkpoint import CheckpointError
+    from train.finetune.glue import TASKS, GlueError
+    from train.finetune.run import TASK_DEFAULTS, FinetuneConfig, run_glue
+
+    names = list(TASKS) if tasks == "glue" else [t.strip() for t in tasks.split(",") if t.strip()]
+    unknown = [t for t in names if t not in TASKS]
+    if unknown or not names:
+        raise click.UsageError(f"unknown GLUE task(s) {', '.join(unknown)}: choose from {', '.join(TASKS)} or glue")
+    try:
+        seed_list = [int(x) for x in seeds.split(",") if x.strip()]
+        lr_list = [float(x) for x in lrs.split(",")] if lrs else None
+    except ValueError as exc:
+        raise click.UsageError(f"--seeds/--lr: {exc}") from exc
+    try:
+        settings = load_yaml_mapping(config_file) if config_file else {}
+        settings = _merge_settings(settings, parse_overrides(overrides))
+        shared = {k: v for k, v in settings.items() if k not in TASKS}
+        configs = {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS.get(t, {}), **shared}),
+                                     settings.get(t) or {}) for t in names}
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        result = run_glue(checkpoint, names, glue_dir, configs, seed_list, lr_list, device, log=say)
+    except (GlueError, CheckpointError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    rows = ["| task | lr | metric(s), mean ± std over seeds | score |", "|---|---:|---|---:|"]
+    for task, s in result["tasks"].items():
+        metrics = ", ".join(f"{m} {v['mean']:.2f} ± {v['std']:.2f}" for m, v in s["metrics"].items())
+        rows.append(f"| {task} | {s['lr']:g} | {metrics} | {s['score']['mean']:.2f} |")
+    rows.append(f"| GLUE average (T5) | | | {result['glue_average']:.2f} |")
+    click.echo("\n".join(rows))
+    if output:
+        from corpus.io import atomic_write
+
+        with atomic_write(output) as handle:
+            json.dump(result, handle, indent=2)
+
+
+def _merge_settings(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = _merge_settings(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 @cli.command("export")
 @CHECKPOINT
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))

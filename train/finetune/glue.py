@@ -1,0 +1,60 @@
+"""GLUE tasks from local files in the layout of ../shared/data/eval/glue: ``<task>/{train,
+validation}.jsonl`` with ``sentence`` or ``sentence1`` + ``sentence2`` and ``label`` (an int; a
+float 0-5 for STS-B). A directory of the same layout from elsewhere works; users with the network
+can write one from the HF ``glue`` dataset (README)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Dict, List, Optional, Tuple
+
+
+class GlueError(ValueError):
+    """A GLUE task or file that cannot be used, with the reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    name: str
+    num_labels: int  # 1: regression (STS-B)
+    pair: bool
+
+
+TASKS: Dict[str, Task] = {
+    "sst2": Task("sst2", 2, False),
+    "cola": Task("cola", 2, False),
+    "mrpc": Task("mrpc", 2, True),
+    "stsb": Task("stsb", 1, True),
+    "rte": Task("rte", 2, True),
+    "wnli": Task("wnli", 2, True),
+}
+
+
+def load_split(glue_dir: str, task: str, split: str, limit: Optional[int] = None) -> List[Tuple[str, float]]:
+    """[(text, label)]: a pair's sentences joined by a newline (one document, as in pretraining)."""
+    if task not in TASKS:
+        raise GlueError(f"unknown GLUE task {task!r}: one of {', '.join(TASKS)} (or glue)")
+    path = os.path.join(glue_dir, task, f"{split}.jsonl")
+    if not os.path.exists(path):
+        raise GlueError(f"{task}: no {split} split at {path}")
+    out: List[Tuple[str, float]] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                text = (f"{row['sentence1']}\n{row['sentence2']}" if TASKS[task].pair else row["sentence"])
+                label = float(row["label"]) if task == "stsb" else int(row["label"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise GlueError(f"{path}:{number}: not a {task} row ({exc})") from exc
+            out.append((text, label))
+    if not out:
+        raise GlueError(f"{task}: {path} has no rows")
+    if limit is not None and limit < len(out):  # a fixed random subset, in file order
+        import numpy as np
+
+        keep = np.sort(np.random.default_rng(0).choice(len(out), limit, replace=False))
+        out = [out[i] for i in keep]
+    return out
