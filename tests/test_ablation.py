@@ -2,6 +2,8 @@
 and re-runs that reuse finished work (the CI check of `make demo`'s last step)."""
 import json
 
+import pytest
+
 import yaml
 from click.testing import CliRunner
 
@@ -48,15 +50,45 @@ def test_ablation_report_and_reuse(tmp_path):
         assert stage in second.output
 
 
-def test_verdict_wording():
+def test_verdict_comes_from_a_paired_test():
     summary = {"variants": {
-        "a": {"metrics": {"m": {"mean": 1.0, "std": 0.01, "values": [0.99, 1.0, 1.01]}}},
-        "b": {"metrics": {"m": {"mean": 1.2, "std": 0.01, "values": [1.19, 1.2, 1.21]}}},
-        "c": {"metrics": {"m": {"mean": 1.005, "std": 0.05, "values": [0.95, 1.0, 1.065]}}}}}
-    assert "a is lower (better) by 0.2000" in verdict(summary, "m", "a", "b")
-    assert "beyond seed noise" in verdict(summary, "m", "a", "b")
-    assert "within seed noise" in verdict(summary, "m", "a", "c")
-    assert "seeds per variant would separate it" in verdict(summary, "m", "a", "c")
+        "a": {"metrics": {"m": {"mean": 1.0, "std": 0.01, "values": [0.99, 1.0, 1.01], "seeds": [0, 1, 2]}}},
+        "b": {"metrics": {"m": {"mean": 1.2, "std": 0.01, "values": [1.19, 1.2, 1.21], "seeds": [0, 1, 2]}}},
+        "c": {"metrics": {"m": {"mean": 1.005, "std": 0.05, "values": [0.95, 1.0, 1.065], "seeds": [0, 1, 2]}}}}}
+    text = verdict(summary, "m", "a", "b")
+    assert "a is lower (better) by 0.2000" in text and "significant at 0.05" in text
+    assert "paired t-test over 3 seeds" in text and "CI [" in text
+    assert "not significant" in verdict(summary, "m", "a", "c")
+    assert "seeds per variant would be needed" in verdict(summary, "m", "a", "c")
+
+
+def test_two_seeds_at_2_4_standard_errors_is_not_a_verdict():
+    """The landed rule called 2 seeds "beyond seed noise" at 2.4 standard errors; a paired
+    t-test with one degree of freedom gives p = 0.25 there."""
+    summary = {"variants": {
+        "a": {"metrics": {"m": {"mean": 1.0, "std": 0.0, "values": [1.0, 1.0], "seeds": [0, 1]}}},
+        "b": {"metrics": {"m": {"mean": 1.12, "std": 0.0, "values": [1.05, 1.19], "seeds": [0, 1]}}}}}
+    # paired differences 0.05 and 0.19: mean 0.12, standard error 0.07 -> t = 1.71
+    text = verdict(summary, "m", "a", "b")
+    assert "not significant" in text and "p = 0.3" in text
+    higher = {"variants": {v: {"metrics": {"g": {**e["metrics"]["m"], "higher_is_better": True}}}
+                           for v, e in summary["variants"].items()}}
+    assert "b is higher (better)" in verdict(higher, "g", "a", "b")
+
+
+def test_t_statistics_equal_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    from train.stats import compare, t_quantile, t_two_sided_p
+
+    for t, df in [(0.5, 1), (2.4, 1), (2.0, 4), (6.4, 2), (1.1, 30.5)]:
+        assert t_two_sided_p(t, df) == pytest.approx(2 * stats.t.sf(t, df), rel=1e-9)
+    assert t_quantile(0.975, 3) == pytest.approx(stats.t.ppf(0.975, 3), rel=1e-9)
+    a, b = {0: 1.0, 1: 1.2, 2: 0.9}, {0: 1.3, 1: 1.4, 2: 1.25}
+    assert compare(a, b)["p"] == pytest.approx(stats.ttest_rel(list(b.values()), list(a.values())).pvalue)
+    c = {3: 1.3, 4: 1.4, 5: 1.25, 6: 1.1}
+    assert compare(a, c)["p"] == pytest.approx(
+        stats.ttest_ind(list(c.values()), list(a.values()), equal_var=False).pvalue)
+    assert compare({0: 1.0}, {0: 2.0}) is None
 
 
 def test_bad_ablation_configs(tmp_path):
@@ -80,7 +112,11 @@ def test_ablation_with_t5_span_objective(tmp_path):
     spec["tokenizer"]["vocab_size"] = 600
     spec["train"]["max_tokens"] = 8 * 128 * 6
     spec["train"]["eval_every"] = 3
-    spec["eval"] = {"texts": [str(ROOT / "corpus" / "data" / "demo-badwords")]}
+    from tests.conftest import shared_path
+
+    glue = {"tasks": ["sst2"], "glue_dir": str(shared_path("eval", "glue")), "seeds": [0],
+            "set": {"max_train": 300, "max_eval": 100, "sst2": {"epochs": 1}}}
+    spec["eval"] = {"texts": [str(ROOT / "corpus" / "data" / "demo-badwords")], "glue": glue}
     path = tmp_path / "ablation.yaml"
     path.write_text(yaml.safe_dump(spec))
     result = CliRunner().invoke(cli, ["ablate", "--config", str(path)])
@@ -93,6 +129,11 @@ def test_ablation_with_t5_span_objective(tmp_path):
     assert len(metric["values"]) == 2 and 0 < metric["mean"] < 7
     text = (report / "report.md").read_text()
     assert "Objective span" in text and "c4 vs c4-noclean" in text
+    # GLUE is the headline for an encoder-decoder; the validation loss gets no verdict
+    glue_average = results["variants"]["c4"]["metrics"]["GLUE average"]
+    assert glue_average["headline"] and len(glue_average["values"]) == 2 and 0 < glue_average["mean"] <= 100
+    assert "c4 vs c4-noclean**: On GLUE average" in text
+    assert "validation span loss" not in text.split("## Result")[1].split("## Charts")[0]
     config = json.loads((tmp_path / "ablation" / "runs" / "c4" / "seed-0" / "metrics.jsonl").read_text().splitlines()[0])
     assert "loss" in config
     from train.checkpoint import load_model

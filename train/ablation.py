@@ -198,19 +198,24 @@ def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, s
     from train.trainer import total_steps, train
 
     runs: Dict[str, Dict[int, str]] = {}
+    # One held-out set for every run's loss curve, so the curves compare: the validation split
+    # of the tokenizer's variant (by default the unfiltered one; the split is chosen by URL hash,
+    # so its documents are held out of every variant).
+    common = spec.get("curve_validation") or spec["tokenizer"].get("train_on")
+    curve_set = tokens.get(common)
     for name, directory in tokens.items():
         for seed in spec["seeds"]:
             run_dir = os.path.join(spec["out_dir"], "runs", name, f"seed-{seed}")
             base = json.loads(json.dumps(spec["train"]))
             base.setdefault("data", {})
-            base["data"].update({"train": directory, "train_split": "train", "validation": directory,
-                                 "validation_split": "validation"})
+            base["data"].update({"train": directory, "train_split": "train",
+                                 "validation": curve_set or directory, "validation_split": "validation"})
             base.update({"seed": seed, "out_dir": run_dir, "progress": False})
             config = build_train_config(base=base)
             steps = total_steps(config, 1)
             runs.setdefault(name, {})[seed] = run_dir
             stamp = {"tokens_manifest_sha256": file_sha256(os.path.join(directory, "manifest.json")),
-                     "train": _plain(spec["train"])}
+                     "train": _plain(spec["train"]), "curve_validation": common if curve_set else name}
             previous = (run_manifest(run_dir) or {}).get("meta")
             if previous == stamp and _finished(run_dir, steps):
                 log(f"run {name} seed {seed}: reusing finished run {run_dir}")
@@ -270,11 +275,32 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
                         else eval_objective(model, objective, directory, "validation", seq_len))
             if tasks and left_to_right:
                 out["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, ev.get("limit"))
+            if ev.get("glue"):
+                out["glue"] = _glue(spec, checkpoint)
             with atomic_write(path) as handle:
                 json.dump(out, handle, indent=2)
             results.setdefault(name, {})[seed] = out
             log(f"eval {name} seed {seed}: done")
     return results
+
+
+def _glue(spec: dict, checkpoint: str) -> dict:
+    """GLUE fine-tuning of one pretrained run: {task: mean score over fine-tuning seeds,
+    "average": T5's GLUE average}."""
+    from corpus.config import apply_settings
+    from train.finetune.run import TASK_DEFAULTS, FinetuneConfig, run_glue
+
+    glue = spec["eval"]["glue"]
+    tasks = glue.get("tasks") or ["sst2"]
+    settings = glue.get("set") or {}
+    shared = {k: v for k, v in settings.items() if k not in TASK_DEFAULTS}
+    configs = {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS[t], **shared}),
+                                 settings.get(t) or {}) for t in tasks}
+    result = run_glue(checkpoint, tasks, _locate(spec, glue["glue_dir"]), configs, glue.get("seeds") or [0],
+                      log=lambda *_: None)
+    out = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
+    out["average"] = result["glue_average"]
+    return out
 
 
 def _mean_std(values: List[float]):
@@ -307,47 +333,60 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
         keys = set()
         for r in per_seed.values():
             keys |= {("text", t) for t in r["texts"]} | {("validation", v) for v in r["validation"]} | \
-                    {("task", t) for t in r["tasks"]}
+                    {("task", t) for t in r["tasks"]} | {("glue", g) for g in r.get("glue", {})}
         for kind, key in sorted(keys):
+            higher, headline = False, False
             if kind == "text":
-                values = [r["texts"][key]["bits_per_byte"] for r in per_seed.values() if key in r["texts"]]
-                label = f"{key} bits/byte"
+                pick, label, headline = (lambda r: r["texts"].get(key, {}).get("bits_per_byte")), f"{key} bits/byte", True
             elif kind == "validation" and spec["objective"] not in LEFT_TO_RIGHT:
-                values = [r["validation"][key]["loss"] for r in per_seed.values() if key in r["validation"]]
+                pick = lambda r: r["validation"].get(key, {}).get("loss")  # noqa: E731
                 label = f"{key} validation {spec['objective']} loss"
             elif kind == "validation":
-                values = [r["validation"][key].get("bits_per_byte") for r in per_seed.values() if key in r["validation"]]
+                pick = lambda r: r["validation"].get(key, {}).get("bits_per_byte")  # noqa: E731
                 label = f"{key} validation bits/byte"
+            elif kind == "glue":
+                pick = lambda r: r.get("glue", {}).get(key)  # noqa: E731
+                label = "GLUE average" if key == "average" else f"GLUE {key}"
+                higher, headline = True, key == "average"
             else:
-                values = [r["tasks"][key]["accuracy"] for r in per_seed.values() if key in r["tasks"]]
-                label = f"{key} accuracy"
-            mean, std = _mean_std(values)
-            entry["metrics"][label] = {"mean": mean, "std": std, "values": values}
+                pick, label, higher = (lambda r: r["tasks"].get(key, {}).get("accuracy")), f"{key} accuracy", True
+            by_seed = {seed: pick(r) for seed, r in per_seed.items() if pick(r) is not None}
+            mean, std = _mean_std(list(by_seed.values()))
+            entry["metrics"][label] = {"mean": mean, "std": std, "values": list(by_seed.values()),
+                                       "seeds": list(by_seed), "higher_is_better": higher, "headline": headline}
         summary["variants"][name] = entry
     return summary
 
 
-def verdict(summary: dict, metric: str, a: str, b: str) -> str:
-    """One honest sentence comparing variants a and b on a lower-is-better metric."""
+def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> str:
+    """One sentence comparing variants a and b on ``metric``, decided by a paired t-test over
+    seeds (Welch's when the seeds differ), never by a rule of thumb."""
+    from train.stats import compare
+
     ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
     if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
         return f"No {metric} for both {a} and {b}."
+    higher = ma.get("higher_is_better", False)
+    seeds_a = ma.get("seeds") or list(range(len(ma["values"])))
+    seeds_b = mb.get("seeds") or list(range(len(mb["values"])))
+    result = compare(dict(zip(seeds_a, ma["values"])), dict(zip(seeds_b, mb["values"])), alpha)
     diff = mb["mean"] - ma["mean"]
-    n = max(1, min(len(ma["values"]), len(mb["values"])))
-    noise = math.sqrt((ma["std"] ** 2 + mb["std"] ** 2) / n) if n > 1 else float("nan")
     if diff == 0:
         return f"On {metric}, {a} and {b} score the same ({ma['mean']:.4f})."
-    direction = f"{a} is lower (better) by {diff:.4f}" if diff > 0 else f"{b} is lower (better) by {-diff:.4f}"
-    if n < 2 or math.isnan(noise):
-        return f"On {metric}, {direction}; with one seed the noise cannot be estimated."
-    if abs(diff) > 2 * noise:
-        return (f"On {metric}, {direction} (mean over {n} seeds; the difference is "
-                f"{abs(diff) / noise:.1f} standard errors, beyond seed noise).")
-    needed = math.ceil(4 * (ma["std"] ** 2 + mb["std"] ** 2) / diff ** 2) if diff else float("inf")
-    return (f"On {metric}, {direction}, but that is within seed noise (standard error {noise:.4f}, "
-            f"{n} seeds): this scale does not resolve the difference. With this seed-to-seed spread, "
-            f"about {needed} seeds per variant would separate it by two standard errors; longer "
-            "training and a larger model (more tokens per parameter) shrink the spread faster.")
+    better = (b if diff > 0 else a) if higher else (a if diff > 0 else b)
+    word = "higher" if higher else "lower"
+    direction = f"{better} is {word} (better) by {abs(diff):.4f}"
+    if result is None:
+        return f"On {metric}, {direction}; with one seed per variant there is no test: no verdict."
+    interval = (f"{b} - {a} = {result['difference']:+.4f}, {100 * (1 - alpha):.0f}% CI "
+                f"[{result['low']:+.4f}, {result['high']:+.4f}], {result['test']}, p = {result['p']:.3g}")
+    if result["significant"]:
+        return f"On {metric}, {direction}: significant at {alpha:g} ({interval})."
+    needed = result.get("seeds_needed")
+    more = (f" With this seed-to-seed spread of the paired differences about {needed} seeds per "
+            "variant would be needed to detect it." if needed else "")
+    return (f"On {metric}, {direction}, but that is not significant at {alpha:g} ({interval}): this "
+            f"experiment does not separate {a} and {b}.{more}")
 
 
 def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
@@ -366,7 +405,7 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
              f"({spec['train']['max_tokens']:,} tokens) for every variant; one tokenizer "
              f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
              f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
-             "over seeds; bits per byte and losses are lower-is-better, accuracy higher-is-better.", "",
+             "over seeds; bits per byte and losses are lower-is-better, accuracy and GLUE higher-is-better.", "",
              "| variant | preset | train docs | validation docs | bytes/token | " + " | ".join(metrics) + " |",
              "|---|---|---:|---:|---:|" + "---:|" * len(metrics)]
     for name in names:
@@ -375,12 +414,18 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
         lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
                      f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | " + " | ".join(cells) + " |")
     lines += ["", "## Result", ""]
-    text_metrics = [m for m in metrics if m.endswith("bits/byte") and "validation" not in m]
+    headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
     pairs = [(a, b) for a in names for b in names if a < b]
     if "c4" in names and "c4-noclean" in names:
         pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
-    lower_better = [m for m in metrics if m.endswith(("bits/byte", " loss"))]
-    for metric in text_metrics or lower_better[:1]:
+    lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
+                 "and GLUE), each from a paired t-test over seeds at the 5% level; a variant's own "
+                 "validation split is in-distribution for that variant, so it gets no verdict.")
+    lines.append("")
+    if not headline:
+        lines.append("- No headline metric: set `eval.texts` (held-out clean text such as "
+                     "WikiText-2; left-to-right objectives) or `eval.glue` to compare the variants.")
+    for metric in headline:
         for a, b in pairs:
             lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b))
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
@@ -391,13 +436,19 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
 
 
 def plot(summary: dict, runs, directory: str) -> List[str]:
+    """loss_curves.png: validation loss during training on one common held-out set, mean and
+    min-max band over seeds; final_metrics.png: per metric, each variant's mean and 95%
+    interval over seeds as a dot and a bar (axes fit the data, not zero: the differences are
+    small). Legends sit outside the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from train.stats import t_quantile
+
     files = []
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     for name, seeds in runs.items():
         curves = {}
         for run_dir in seeds.values():
@@ -409,36 +460,46 @@ def plot(summary: dict, runs, directory: str) -> List[str]:
             xs = sorted(curves)
             mean = [statistics.fmean(curves[x]) for x in xs]
             lo, hi = [min(curves[x]) for x in xs], [max(curves[x]) for x in xs]
-            line, = ax.plot(xs, mean, marker="o", label=f"{name} (mean of {len(seeds)} seeds)")
+            line, = ax.plot(xs, mean, marker="o", label=f"{name} ({len(seeds)} seeds)")
             ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
     ax.set_xlabel("training tokens")
-    ax.set_ylabel("validation loss (nats per token, own split)")
-    ax.set_title("Validation loss during training (band: min-max over seeds)")
+    ax.set_ylabel("validation loss (nats per token)")
+    ax.set_title("Validation loss on one common held-out set (band: min-max over seeds)")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
-    fig.savefig(os.path.join(directory, "loss_curves.png"))
+    fig.savefig(os.path.join(directory, "loss_curves.png"), bbox_inches="tight")
     plt.close(fig)
     files.append("loss_curves.png")
 
-    metrics = [m for m in next(iter(summary["variants"].values()))["metrics"] if m.endswith(("bits/byte", " loss"))]
+    names = list(summary["variants"])
+    metrics = []
+    for entry in summary["variants"].values():
+        metrics += [m for m, v in entry["metrics"].items() if m not in metrics and v.get("mean") is not None]
     if metrics:
-        names = list(summary["variants"])
-        fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(metrics) + 2), 4.5), dpi=120)
-        width = 0.8 / len(names)
-        for i, name in enumerate(names):
-            m = summary["variants"][name]["metrics"]
-            means = [m.get(k, {}).get("mean") or 0 for k in metrics]
-            stds = [m.get(k, {}).get("std") or 0 for k in metrics]
-            xs = [j + i * width for j in range(len(metrics))]
-            ax.bar(xs, means, width, yerr=stds, capsize=4, label=name)
-        ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(metrics))])
-        ax.set_xticklabels([k.replace(" bits/byte", "").replace(" validation", "\nvalidation") for k in metrics])
-        unit = "bits per byte" if metrics[0].endswith("bits/byte") else f"{summary['objective']} loss (nats per target token)"
-        ax.set_ylabel(f"{unit} (lower is better)")
-        ax.set_title(f"Final {unit.split(' (')[0]} by evaluation set (error bars: std over seeds)")
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend()
+        cols = min(3, len(metrics))
+        rows = -(-len(metrics) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), dpi=120, squeeze=False)
+        for k, metric in enumerate(metrics):
+            ax = axes[k // cols][k % cols]
+            for i, name in enumerate(names):
+                m = summary["variants"][name]["metrics"].get(metric)
+                if not m or m.get("mean") is None:
+                    continue
+                n = len(m["values"])
+                half = t_quantile(0.975, n - 1) * m["std"] / n ** 0.5 if n > 1 else 0.0
+                ax.errorbar([m["mean"]], [i], xerr=[[half], [half]], fmt="o", capsize=4)
+                ax.plot(m["values"], [i] * n, "x", color="grey", alpha=0.7)
+            ax.set_yticks(range(len(names)))
+            ax.set_yticklabels(names)
+            ax.set_ylim(-0.6, len(names) - 0.4)
+            better = "higher" if next((summary["variants"][v]["metrics"].get(metric, {}).get("higher_is_better")
+                                       for v in names if metric in summary["variants"][v]["metrics"]), False) else "lower"
+            ax.set_title(f"{metric}\n({better} is better)", fontsize=9)
+            ax.grid(axis="x", alpha=0.3)
+        for k in range(len(metrics), rows * cols):
+            axes[k // cols][k % cols].axis("off")
+        fig.suptitle("Mean and 95% interval over seeds (x: each seed)", fontsize=10)
         fig.tight_layout()
         fig.savefig(os.path.join(directory, "final_metrics.png"))
         plt.close(fig)
