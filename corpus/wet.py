@@ -540,9 +540,15 @@ def record_to_document(record: WarcRecord, inc: IncFn = null_inc,
     except UnicodeDecodeError:
         inc("skipped:non_utf8")
         return None
+    return _document(record, page_text(decoded, options.keep_metadata_like_lines), inc,
+                     record.header("Content-Length"), record.header("Content-Type"))
+
+
+def _document(record: WarcRecord, text: str, inc: IncFn, content_length: str,
+              content_type: str) -> Optional[Document]:
+    """The page as a Document, or None counted as tfds names it (no URL, text or date)."""
     url = record.header("WARC-Target-URI")
     timestamp = record.header("WARC-Date")
-    text = page_text(decoded, options.keep_metadata_like_lines)
     if not url:
         inc("filtered:no_url")
         return None
@@ -553,16 +559,9 @@ def record_to_document(record: WarcRecord, inc: IncFn = null_inc,
         inc("filtered:no_timestamp")
         return None
     inc("passed")
-    return Document(
-        url=url,
-        normalized_url=normalize_url(url),
-        text=text,
-        timestamp=timestamp,
-        content_length=record.header("Content-Length"),
-        content_type=record.header("Content-Type"),
-        source=record.source,
-        offset=record.offset,
-    )
+    return Document(url=url, normalized_url=normalize_url(url), text=text, timestamp=timestamp,
+                    content_length=content_length, content_type=content_type,
+                    source=record.source, offset=record.offset)
 
 
 def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
@@ -577,20 +576,7 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
     if extracted is None:
         return None
     text = page_text(extracted, keep_metadata_like_lines=True)
-    timestamp = record.header("WARC-Date")
-    if not url:
-        inc("filtered:no_url")
-        return None
-    if not text:
-        inc("filtered:no_content")
-        return None
-    if not timestamp:
-        inc("filtered:no_timestamp")
-        return None
-    inc("passed")
-    return Document(url=url, normalized_url=normalize_url(url), text=text, timestamp=timestamp,
-                    content_length=str(len(text.encode("utf-8"))), content_type="text/plain",
-                    source=record.source, offset=record.offset)
+    return _document(record, text, inc, str(len(text.encode("utf-8"))), "text/plain")
 
 
 _URL_SETS: Dict[str, frozenset] = {}
