@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from c4forge.cli.train import cli
 from tests.conftest import shared_path
-from tests.test_train_loop import settings, tokens  # noqa: F401 (fixture)
+from tests.test_train_loop import settings, tokens  # noqa: F401,F811 (fixture)
 from train.checkpoint import load_model, run_tokenizer_dir
 from train.config import build_train_config
 from train.trainer import train

@@ -14,7 +14,6 @@ alone, and bits per byte keeps the comparison independent of how text is split.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import time

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional
 
 
 def _betacf(a: float, b: float, x: float) -> float:

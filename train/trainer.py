@@ -24,7 +24,7 @@ import torch.distributed as dist
 from train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpoint,
                               load_checkpoint, save_checkpoint, start_run_dir)
 from train.config import TrainConfig
-from train.data import IGNORE, Batch, PackedLoader, TokenDocuments, mixture_entries
+from train.data import IGNORE, PackedLoader, TokenDocuments, mixture_entries
 from train.loggers import LoggerError, MetricLoggers
 from train.models import build_model, flops_per_token
 from train.objectives import MODEL_KIND, ObjectiveError, objective_for

@@ -230,7 +230,6 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
 def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds, lrs, output) -> None:
     """Fine-tune a pretrained run (any objective) on GLUE and report the official metrics,
     mean and spread over seeds, and T5's GLUE average."""
-    import dataclasses
     import json
 
     import torch

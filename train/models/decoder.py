@@ -9,7 +9,7 @@ Padding tokens (document id -1) attend only to themselves and are ignored by the
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import torch
 import torch.nn as nn
