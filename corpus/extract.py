@@ -65,20 +65,15 @@ def extraction_info(read) -> Optional[dict]:
 
 def split_http(body: bytes) -> Tuple[int, Dict[str, str], bytes]:
     """(status, headers with lower-case names, payload) of an HTTP response block."""
+    from corpus.wet import split_http_block
+
     match = _STATUS.match(body)
     if not match:
         raise Skip("not_http")
-    end, sep = body.find(b"\r\n\r\n"), 4
-    if end < 0:
-        end, sep = body.find(b"\n\n"), 2
-    if end < 0:
+    headers, payload = split_http_block(body)
+    if payload is body:  # no end of the headers: the crawler cut the record
         raise Skip("truncated")
-    headers: Dict[str, str] = {}
-    for line in re.split(r"\r\n|\n", body[:end].decode("latin-1"))[1:]:
-        name, colon, value = line.partition(":")
-        if colon:
-            headers[name.strip().lower()] = value.strip()
-    return int(match.group(1)), headers, body[end + sep:]
+    return int(match.group(1)), {k.lower(): v for k, v in headers.items()}, payload
 
 
 def _dechunk(payload: bytes) -> bytes:

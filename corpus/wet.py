@@ -643,7 +643,12 @@ WHOLE_FILE_SKIPS = ("skipped:unreadable_file", "skipped:read_error")
 
 def http_payload(record: WarcRecord) -> Tuple[Dict[str, str], bytes]:
     """HTTP headers and payload of a WARC ``response`` record (for HTML extraction)."""
-    body = record.body
+    return split_http_block(record.body)
+
+
+def split_http_block(body: bytes) -> Tuple[Dict[str, str], bytes]:
+    """(headers as written, payload) of an HTTP message block; ({}, body) when the block has
+    no end of headers."""
     end = body.find(b"\r\n\r\n")
     sep = 4
     if end < 0:

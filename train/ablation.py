@@ -286,15 +286,11 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
 def _glue(spec: dict, checkpoint: str) -> dict:
     """GLUE fine-tuning of one pretrained run: {task: mean score over fine-tuning seeds,
     "average": T5's GLUE average}."""
-    from corpus.config import apply_settings
-    from train.finetune.run import TASK_DEFAULTS, FinetuneConfig, run_glue
+    from train.finetune.run import run_glue, task_configs
 
     glue = spec["eval"]["glue"]
     tasks = glue.get("tasks") or ["sst2"]
-    settings = glue.get("set") or {}
-    shared = {k: v for k, v in settings.items() if k not in TASK_DEFAULTS}
-    configs = {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS[t], **shared}),
-                                 settings.get(t) or {}) for t in tasks}
+    configs = task_configs(tasks, glue.get("set") or {})
     result = run_glue(checkpoint, tasks, _locate(spec, glue["glue_dir"]), configs, glue.get("seeds") or [0],
                       log=lambda *_: None)
     out = {t: s["score"]["mean"] for t, s in result["tasks"].items()}

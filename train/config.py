@@ -175,12 +175,12 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     model's shape before the file's and overrides' own model settings apply."""
     data: Dict[str, Any] = dict(base or {})
     if file:
-        data = _merge(data, load_yaml_mapping(file))
-    data = _merge(data, parse_overrides(overrides))
+        data = merge_settings(data, load_yaml_mapping(file))
+    data = merge_settings(data, parse_overrides(overrides))
     preset = data.get("model_preset", TrainConfig.model_preset)
     if preset not in MODEL_PRESETS:
         raise ConfigError(f"unknown model_preset {preset!r}; choose from {', '.join(MODEL_PRESETS)}")
-    model = _merge(dict(MODEL_PRESETS[preset]), data.get("model", {}))
+    model = merge_settings(dict(MODEL_PRESETS[preset]), data.get("model", {}))
     data["model"] = model
     config = apply_settings(TrainConfig(), data)
     if config.data.packing not in ("concat", "best_fit"):
@@ -273,11 +273,12 @@ def validate_numbers(config: TrainConfig) -> None:
         raise ConfigError(f"distributed={config.distributed!r}: choose ddp or fsdp")
 
 
-def _merge(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
+def merge_settings(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
+    """``b`` over ``a``, nested mappings merged key by key."""
     out = dict(a)
     for key, value in b.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge_settings(out[key], value)
         else:
             out[key] = value
     return out

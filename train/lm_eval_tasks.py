@@ -23,7 +23,7 @@ from typing import Dict, Iterable, List, Optional
 import yaml
 
 from corpus.outdir import OutputKind, hook_from_env, write_directory
-from train.evaluate import TASK_FILES, load_task
+from train.evaluate import load_task
 
 FORMAT = "c4forge-lm-eval-tasks"
 MANIFEST = "c4forge-lm-eval-tasks.json"
@@ -117,4 +117,4 @@ def write_lm_eval_tasks(eval_dir: str, output: str, tasks: Iterable[str],
     return counts
 
 
-__all__ = ["write_lm_eval_tasks", "task_name", "TASK_FILES", "GROUP"]
+__all__ = ["write_lm_eval_tasks", "task_name", "GROUP"]

@@ -234,10 +234,11 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
     import torch
 
-    from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+    from corpus.config import ConfigError, load_yaml_mapping, parse_overrides
     from train.checkpoint import CheckpointError
+    from train.config import merge_settings
     from train.finetune.glue import TASKS, GlueError
-    from train.finetune.run import TASK_DEFAULTS, FinetuneConfig, run_glue
+    from train.finetune.run import run_glue, task_configs
 
     names = list(TASKS) if tasks == "glue" else [t.strip() for t in tasks.split(",") if t.strip()]
     unknown = [t for t in names if t not in TASKS]
@@ -250,10 +251,7 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
         raise click.UsageError(f"--seeds/--lr: {exc}") from exc
     try:
         settings = load_yaml_mapping(config_file) if config_file else {}
-        settings = _merge_settings(settings, parse_overrides(overrides))
-        shared = {k: v for k, v in settings.items() if k not in TASKS}
-        configs = {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS.get(t, {}), **shared}),
-                                     settings.get(t) or {}) for t in names}
+        configs = task_configs(names, merge_settings(settings, parse_overrides(overrides)))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -272,13 +270,6 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
         with atomic_write(output) as handle:
             json.dump(result, handle, indent=2)
-
-
-def _merge_settings(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for key, value in b.items():
-        out[key] = _merge_settings(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
 
 
 @cli.command("export")

@@ -47,6 +47,16 @@ TASK_DEFAULTS: Dict[str, Dict[str, object]] = {
 }
 
 
+def task_configs(tasks: Iterable[str], settings: Dict[str, object]) -> Dict[str, FinetuneConfig]:
+    """Per task: the defaults, then the settings' top-level keys (every task), then the task's
+    own block (``{lr: 1e-3, sst2: {epochs: 3}}``)."""
+    from corpus.config import apply_settings
+
+    shared = {k: v for k, v in settings.items() if k not in TASKS}
+    return {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS.get(t, {}), **shared}),
+                              settings.get(t) or {}) for t in tasks}
+
+
 def _predict(clf: Classifier, sequences: List[List[int]], regression: bool, batch: int = 64) -> List[float]:
     out: List[float] = []
     clf.eval()
