@@ -30,7 +30,7 @@ STAGE_ORDER = (NS_READ, NS_LENGTH, NS_URL, NS_PARAGRAPH, NS_CLEAN, NS_LINES, NS_
 
 
 def text_bytes(page: Document) -> int:
-    return len(page.text.encode("utf-8"))
+    return page.text_size()
 
 
 def count_bytes(inc: IncFn, before: Document, after: Optional[Document]) -> None:
