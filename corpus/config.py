@@ -13,6 +13,7 @@ Presets are configs, not code paths:
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
@@ -72,6 +73,25 @@ class CorpusConfig:
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def for_workers(self) -> "CorpusConfig":
+        """The same config with its local file paths made absolute: a portable runner's workers
+        start in folders of their own, where a relative path names nothing."""
+        badwords = self.badwords
+        if os.path.exists(badwords):  # a directory; otherwise a list name or a URL template
+            badwords = worker_path(badwords)
+        return dataclasses.replace(
+            self, badwords=badwords,
+            lid_model=worker_path(self.lid_model) if self.lid_model else self.lid_model,
+            read=dataclasses.replace(self.read, urls_from=worker_path(self.read.urls_from)))
+
+
+def worker_path(path: str) -> str:
+    """``path`` as a worker elsewhere on this machine can open it: local paths absolute, URLs
+    (gs://, s3://, https://) and empty values unchanged."""
+    if not path or "://" in path:
+        return path
+    return os.path.abspath(path)
 
 
 PRESETS: Dict[str, Dict[str, Any]] = {

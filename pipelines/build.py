@@ -22,7 +22,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from corpus.config import CorpusConfig
+from corpus.config import CorpusConfig, worker_path
 from corpus.extract import extraction_info
 from corpus.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
 from corpus.report import strict_problem
@@ -46,7 +46,16 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
     binary). The DirectRunner runs in multi-processing mode on every core unless told otherwise;
     its multi-threading mode has been seen to lose elements."""
     args = list(beam_args)
-    runner = runner or DEFAULT_RUNNER
+    given = []  # a --runner among the Beam arguments (either form) counts as the runner
+    for i, arg in enumerate(list(args)):
+        if arg.startswith("--runner="):
+            given.append(arg.split("=", 1)[1])
+        elif arg == "--runner" and i + 1 < len(args):
+            given.append(args[i + 1])
+    args = [a for i, a in enumerate(args)
+            if not (a.startswith("--runner=") or a == "--runner"
+                    or (i > 0 and args[i - 1] == "--runner"))]
+    runner = runner or (given[-1] if given else DEFAULT_RUNNER)
     if not verbose:
         logging.getLogger("apache_beam").setLevel(logging.ERROR)
         if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
@@ -162,8 +171,10 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
     pipeline = beam.Pipeline(options=options)
     reports = progress_dir(staging)
-    build_graph(pipeline, inputs, config, staging, docs_per_shard, num_shards, cc_rounds,
-                shard_format, reports)
+    # workers (portable runners) start in folders of their own: give them absolute paths
+    build_graph(pipeline, [worker_path(p) for p in inputs], config.for_workers(),
+                worker_path(staging), docs_per_shard, num_shards, cc_rounds, shard_format,
+                worker_path(reports) if reports else reports)
     try:
         with ProgressBoard(reports, len(inputs)):
             result = pipeline.run()

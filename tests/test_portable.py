@@ -1,0 +1,51 @@
+"""The portable path Flink, Spark and Dataflow run Python through: Beam's job service, an
+external pool of SDK worker processes that boot as Beam's container does (the project staged
+from pyproject.toml, pip-installed per worker), pickled DoFns, gRPC data and state planes.
+Same corpus (documents, texts, shard bytes, every counter) as the DirectRunner."""
+import os
+
+import pytest
+
+from corpus.config import build_config
+from corpus.shards import iter_documents, read_manifest
+from pipelines.build import run_build
+from pipelines.worker_pool import local_portable_services
+from tests.conftest import ROOT, shared_path
+
+pytestmark = pytest.mark.slow
+
+
+def _corpus(directory):
+    return {d["url"]: d for s in ("train", "validation") for d in iter_documents(str(directory), s)}
+
+
+def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):
+    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
+    cfg = build_config("c4", badwords=str(shared_path("badwords")))
+    direct = run_build(crawl, str(tmp_path / "direct"), cfg, log=lambda *_: None,
+                       beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    services = tmp_path / "services"
+    with local_portable_services(str(services), workers=2) as beam_args:
+        # relative paths, as a user types them: workers start in folders of their own
+        cwd = os.getcwd()
+        os.chdir(shared_path())
+        try:
+            portable = run_build([os.path.relpath(p) for p in crawl], str(tmp_path / "portable"),
+                                 build_config("c4", badwords="badwords"), log=lambda *_: None,
+                                 beam_args=beam_args)
+        finally:
+            os.chdir(cwd)
+    assert portable["build"]["runner"] == "PortableRunner"
+    assert portable["counters"] == direct["counters"]  # every step's element and byte counts
+    assert portable["counters"]["split-wet-file/passed"] > 1500
+    built, expected = _corpus(tmp_path / "portable"), _corpus(tmp_path / "direct")
+    assert built == expected and len(built) > 300
+    for name in read_manifest(str(tmp_path / "direct"))["splits"]["train"]["files"]:
+        assert (tmp_path / "portable" / name).read_bytes() == (tmp_path / "direct" / name).read_bytes()
+    # Several workers booted, each from the staged sdist of this project, not the checkout.
+    workers = [w for w in services.iterdir() if w.name.startswith("c4forge-worker-")]
+    assert len(workers) >= 2
+    for worker in workers:
+        staged = worker / "site" / "pipelines" / "c4.py"
+        assert staged.read_bytes() == (ROOT / "pipelines" / "c4.py").read_bytes()
+        assert list((worker / "staged").glob("workflow.tar.gz"))
