@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import struct
 from typing import Optional
 
 _SIZE = "_text_size"  # (text object, its UTF-8 length): valid while ``text`` is that object
@@ -50,3 +51,70 @@ class Document:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# --------------------------------------------------------------------------- binary form
+# What Beam shuffles (pipelines/c4.py packs Documents to bytes before every grouping): a fixed
+# header, then the UTF-8 string fields. Smaller and faster than pickling the dataclass (no field
+# names per record), and opaque to the runner: Beam's local runner decodes grouped values into
+# Python objects, and a page's str takes 1-4 bytes per character plus object overhead there,
+# where these bytes take one per byte (less with ``compress``).
+
+_HEADER = struct.Struct("<BqdI8I")  # flags, offset, language_score, cluster size, 8 lengths
+_STRINGS = ("url", "normalized_url", "text", "timestamp", "content_length", "content_type",
+            "language", "source")
+_NO_LANGUAGE, _NO_SCORE, _COMPRESSED = 1, 2, 4
+FORMAT_VERSION = 1
+
+
+_CODEC = []
+
+
+def _zstd():
+    if not _CODEC:
+        import pyarrow
+
+        _CODEC.append(pyarrow.Codec("zstd", compression_level=1))
+    return _CODEC[0]
+
+
+def to_bytes(doc: Document, compress: bool = False) -> bytes:
+    """The document as bytes (:func:`from_bytes` inverts it exactly); ``compress``: the text
+    zstd-compressed (level 1: about 2.3x smaller on web text, about 200 MB/s)."""
+    values = [doc.url, doc.normalized_url, doc.text, doc.timestamp, doc.content_length,
+              doc.content_type, doc.language or "", doc.source]
+    parts = [v.encode("utf-8", "surrogatepass") for v in values]
+    flags = (_NO_LANGUAGE if doc.language is None else 0) | \
+        (_NO_SCORE if doc.language_score is None else 0)
+    size = len(parts[2])
+    if compress and size > 256:
+        parts[2] = _zstd().compress(parts[2], asbytes=True)
+        flags |= _COMPRESSED
+    header = _HEADER.pack(flags, doc.offset, doc.language_score or 0.0, doc.near_dup_cluster_size,
+                          *[len(p) for p in parts])
+    if flags & _COMPRESSED:
+        header += size.to_bytes(8, "little")
+    return b"".join([header, *parts])
+
+
+def from_bytes(data: bytes) -> Document:
+    flags, offset, score, cluster, *lengths = _HEADER.unpack_from(data)
+    pos = _HEADER.size
+    size = 0
+    if flags & _COMPRESSED:
+        size = int.from_bytes(data[pos:pos + 8], "little")
+        pos += 8
+    view = memoryview(data)
+    values = []
+    for i, length in enumerate(lengths):
+        chunk = view[pos:pos + length]
+        pos += length
+        if i == 2 and flags & _COMPRESSED:
+            chunk = _zstd().decompress(chunk, decompressed_size=size, asbytes=True)
+        values.append(str(chunk, "utf-8", "surrogatepass"))
+    url, normalized_url, text, timestamp, content_length, content_type, language, source = values
+    return Document(url=url, normalized_url=normalized_url, text=text, timestamp=timestamp,
+                    content_length=content_length, content_type=content_type,
+                    language=None if flags & _NO_LANGUAGE else language,
+                    language_score=None if flags & _NO_SCORE else score, source=source,
+                    offset=offset, near_dup_cluster_size=cluster)

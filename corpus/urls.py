@@ -45,9 +45,15 @@ def select_newest_page(pages: Iterable[Document], inc: IncFn = null_inc) -> Opti
     return selected
 
 
+def replaces(timestamp: str, current: str) -> bool:
+    """Whether a page crawled at ``timestamp`` replaces the one kept so far (crawled at
+    ``current``): only if strictly newer, so ties keep the first seen."""
+    return timestamp > current
+
+
 def newer_page(a: Document, b: Document) -> Document:
     """Binary form of :func:`select_newest_page` for streaming dedup: ``b`` wins only if newer."""
-    return b if b.timestamp > a.timestamp else a
+    return b if replaces(b.timestamp, a.timestamp) else a
 
 
 VALIDATION_MODULUS = 1000

@@ -69,6 +69,22 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
     return PipelineOptions(args)
 
 
+def local_runner(options: PipelineOptions):
+    """The engine for ``--runner DirectRunner``: Beam's FnApiRunner, built as the DirectRunner
+    builds it. Beam's DirectRunner first tries to switch to Prism (a Go binary it downloads
+    from GitHub) and only falls back to the FnApiRunner when that fails: offline it always fell
+    back, online it silently ran another engine. None for every other runner."""
+    if options.get_all_options().get("runner") != "DirectRunner":
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+
+
 class BeamFS:
     """corpus.outdir's filesystem operations on Beam's FileSystems (local, gs://, s3://)."""
 
@@ -169,7 +185,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     started = time.time()
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
-    pipeline = beam.Pipeline(options=options)
+    pipeline = beam.Pipeline(runner=local_runner(options), options=options)
     reports = progress_dir(staging)
     # workers (portable runners) start in folders of their own: give them absolute paths
     build_graph(pipeline, [worker_path(p) for p in inputs], config.for_workers(),

@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from corpus.config import CorpusConfig
-from corpus.document import Document
+from corpus.document import Document, from_bytes, to_bytes
 from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
 from corpus.minhash import MinHasher
 from corpus.near_dedup import bucket_edges, doc_id
@@ -23,10 +23,13 @@ from corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, documen
                            shard_metadata, shard_name, write_shard)
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
-from corpus.urls import newer_page, split_of
+from corpus.urls import replaces, split_of
 from corpus.wet import iter_file_documents
 
 NS_OUTPUT = "output"
+# Documents cross every grouping as corpus.document bytes; zstd on their text halves what the
+# shuffle holds, at about 0.2 CPU s per 15 MB of text packed (benchmarks/RESULTS.md).
+SHUFFLE_COMPRESSION = True
 
 
 class _Counting:
@@ -84,42 +87,15 @@ class LengthFn(StepsFn):
             yield page
 
 
-class NewestPageFn(beam.CombineFn):
-    """Newest page per normalised URL, and how many pages had that URL."""
-
-    def create_accumulator(self):
-        return (None, 0, 0)
-
-    def add_input(self, acc, page):
-        best, count, size = acc
-        return (page if best is None else newer_page(best, page), count + 1, size + text_bytes(page))
-
-    def merge_accumulators(self, accs):
-        best, count, size = None, 0, 0
-        for other, n, b in accs:
-            if other is not None:
-                best = other if best is None else newer_page(best, other)
-            count += n
-            size += b
-        return (best, count, size)
-
-    def extract_output(self, acc):
-        return acc
-
-
-class CountUrlDuplicatesFn(_Counting, beam.DoFn):
-    def process(self, element):
-        _, (page, count, size) = element
-        inc = self.inc_for(NS_URL)
-        inc("bytes-in", size)
-        inc("bytes-out", text_bytes(page))
-        inc("passed")
-        if count > 1:
-            inc("filtered", count - 1)
-        yield page
+def _recorder(log: List[Tuple[str, str, int]], namespace: str):
+    def inc(name: str, amount: int = 1) -> None:
+        log.append((namespace, name, amount))
+    return inc
 
 
 class CleanFn(StepsFn):
+    """[paragraph filter] -> clean_page, counted at once (used when URLs are not deduplicated)."""
+
     def process(self, page: Document):
         if not self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
             return
@@ -128,10 +104,63 @@ class CleanFn(StepsFn):
             yield cleaned
 
 
-def _claims(page: Document) -> Iterator[Tuple[bytes, Tuple[bytes, str]]]:
+class CleanCandidateFn(StepsFn):
+    """page -> (normalised url, candidate): the page cleaned *before* the URL dedup, so the
+    shuffle that picks the newest page per URL carries cleaned text (about half of the raw),
+    compressed. Cleaning is per page, so the winner's cleaned text is the same either way; its
+    counters are recorded here and counted only for the winner (NewestPageFn), so every counter
+    equals tfds' order (dedup, then clean) and `corpus clean`'s."""
+
+    def process(self, page: Document):
+        log: List[Tuple[str, str, int]] = []
+        cleaned = None
+        if self.steps.paragraphs_ok(page, _recorder(log, NS_PARAGRAPH)):
+            cleaned = self.steps.clean(page, _recorder(log, NS_CLEAN))
+        counters = "\n".join(f"{ns}\t{name}\t{amount}" for ns, name, amount in log)
+        packed = to_bytes(cleaned, SHUFFLE_COMPRESSION) if cleaned is not None else b""
+        yield page.normalized_url, (page.timestamp, text_bytes(page), counters, packed)
+
+
+class NewestPageFn(_Counting, beam.DoFn):
+    """(normalised url, its candidates) -> the newest page's cleaned text, if any; the others
+    are counted as duplicates and the winner's recorded clean counters are counted.
+
+    A GroupByKey, not a CombinePerKey: Beam lifts a combine into the reading workers, where its
+    table keeps up to 100,000 accumulators (here whole pages) per bundle."""
+
+    def process(self, element):
+        _, candidates = element
+        best, count, size = None, 0, 0
+        for candidate in candidates:
+            if best is None or replaces(candidate[0], best[0]):
+                best = candidate
+            count += 1
+            size += candidate[1]
+        inc = self.inc_for(NS_URL)
+        inc("bytes-in", size)
+        inc("bytes-out", best[1])
+        inc("passed")
+        if count > 1:
+            inc("filtered", count - 1)
+        for line in best[2].split("\n") if best[2] else ():
+            namespace, name, amount = line.split("\t")
+            self.inc_for(namespace)(name, int(amount))
+        if best[3]:
+            yield from_bytes(best[3])
+
+
+def _claims(page: Document) -> Iterator[Tuple[bytes, bytes]]:
+    """(line key, md5(url)): ``min`` picks tfds' owner, the claimant with the smallest md5 of
+    its URL, and the 16-byte digest names the page (URLs are unique after URL dedup) in the
+    shuffle and in the join back to the pages: compact bytes, not tuples with URL strings."""
     rank = url_rank(page.url)
-    for key, url in line_claims(page):
-        yield key, (rank, url)
+    for key, _ in line_claims(page):
+        yield key, rank
+
+
+def _packed(kv):
+    """(key, Document) -> (key, bytes) before a grouping: see corpus.document.to_bytes."""
+    return kv[0], to_bytes(kv[1], SHUFFLE_COMPRESSION)
 
 
 class KeepOwnedLinesFn(_Counting, beam.DoFn):
@@ -139,10 +168,10 @@ class KeepOwnedLinesFn(_Counting, beam.DoFn):
         self.min_sentences = min_sentences
 
     def process(self, element):
-        url, grouped = element
-        pages = list(grouped["pages"])
+        rank, grouped = element
+        pages = [from_bytes(p) for p in grouped["pages"]]
         if len(pages) != 1:  # URL dedup makes urls unique; anything else is a wiring bug
-            raise ValueError(f"{len(pages)} pages for url {url}")
+            raise ValueError(f"{len(pages)} pages for md5(url) {rank.hex()}")
         inc = self.inc_for(NS_LINES)
         kept = keep_owned_lines(pages[0], set(grouped["lines"]), self.min_sentences, inc)
         inc("bytes-in", text_bytes(pages[0]))
@@ -262,7 +291,7 @@ class ApplyClustersFn(_Counting, beam.DoFn):
 
     def process(self, element):
         node, grouped = element
-        pages = list(grouped["page"])
+        pages = [from_bytes(p) for p in grouped["page"]]
         if not pages:
             return
         labels = list(grouped["label"])
@@ -295,7 +324,7 @@ def near_dedup(pages, config: CorpusConfig, rounds: int):
     sizes = (labels
              | "root of node" >> beam.Map(lambda kv: (kv[1], 1))
              | "cluster size" >> beam.CombinePerKey(sum))
-    deduped = ({"page": keyed, "label": labels, "size": sizes}
+    deduped = ({"page": keyed | "pack pages for join" >> beam.Map(_packed), "label": labels, "size": sizes}
                | "join clusters" >> beam.CoGroupByKey()
                | "apply clusters" >> beam.ParDo(ApplyClustersFn()))
     _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
@@ -318,16 +347,18 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8,
              | "length limit" >> beam.ParDo(LengthFn(config)))
     if config.dedupe_urls:
         pages = (pages
-                 | "key by normalised url" >> beam.Map(lambda p: (p.normalized_url, p))
-                 | "newest per url" >> beam.CombinePerKey(NewestPageFn())
-                 | "count url duplicates" >> beam.ParDo(CountUrlDuplicatesFn()))
-    pages = pages | "clean page" >> beam.ParDo(CleanFn(config))
+                 | "clean page" >> beam.ParDo(CleanCandidateFn(config))
+                 | "group by url" >> beam.GroupByKey()
+                 | "newest per url" >> beam.ParDo(NewestPageFn()))
+    else:
+        pages = pages | "clean page" >> beam.ParDo(CleanFn(config))
     if config.dedupe_lines:
         owners = (pages
                   | "line claims" >> beam.FlatMap(_claims)
                   | "line owner" >> beam.CombinePerKey(min)
-                  | "url to owned line" >> beam.Map(lambda kv: (kv[1][1], kv[0])))
-        pages = ({"pages": pages | "key by url" >> beam.Map(lambda p: (p.url, p)), "lines": owners}
+                  | "owner to owned line" >> beam.Map(lambda kv: (kv[1], kv[0])))
+        pages = ({"pages": pages | "key by url rank" >> beam.Map(lambda p: _packed((url_rank(p.url), p))),
+                  "lines": owners}
                  | "group lines by url" >> beam.CoGroupByKey()
                  | "keep owned lines" >> beam.ParDo(KeepOwnedLinesFn(config.dedupe_min_sentences)))
     pages = (pages
@@ -350,7 +381,7 @@ class WriteShardFn(_Counting, beam.DoFn):
         from apache_beam.io.filesystems import FileSystems
 
         (split, index, count), pages = element
-        rows = [document_row(p) for p in pages]
+        rows = [document_row(from_bytes(p)) for p in pages]
         name = shard_name(split, index, count, self.shard_format)
         path = FileSystems.join(self.staging, name)
         text_bytes = write_shard(path, rows, create=FileSystems.create,
@@ -384,6 +415,7 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
             | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
                                          docs_per_shard=docs_per_shard, fixed=num_shards,
                                          per_mille=per_mille)
+            | "pack pages for shards" >> beam.Map(_packed)
             | "group shards" >> beam.GroupByKey()
             | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {})))
 
