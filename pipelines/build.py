@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from corpus.config import CorpusConfig, worker_path
+from corpus.near_dedup import DEFAULT_CC_ROUNDS
 from corpus.extract import extraction_info
 from corpus.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
 from corpus.report import strict_problem
@@ -166,7 +167,7 @@ def counters_of(result) -> Dict[str, int]:
 def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
               runner: Optional[str] = None, beam_args: Sequence[str] = (),
               overwrite: bool = False, docs_per_shard: int = 50_000,
-              num_shards: Optional[int] = None, cc_rounds: int = 8,
+              num_shards: Optional[int] = None, cc_rounds: int = DEFAULT_CC_ROUNDS,
               command: Optional[List[str]] = None, log=print, verbose: bool = False,
               strict: bool = False, shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
     """Build the corpus into ``output``; returns the manifest."""
@@ -205,6 +206,11 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         raise BuildError(f"pipeline finished in state {state}; {output} is unchanged")
     counters = counters_of(result)
     elapsed = time.time() - started
+    unconverged = counters.get("near-dedup/unconverged-nodes", 0)
+    if unconverged:
+        log(f"warning: near-dedup did not converge in {cc_rounds} rounds ({unconverged:,} "
+            f"documents' clusters still changing, so some near-duplicates were kept); "
+            f"rerun with --cc-rounds {2 * cc_rounds}")
     problem = strict_problem(counters) if strict else None
     if problem:
         fs.remove(staging)

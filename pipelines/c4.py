@@ -18,7 +18,7 @@ from corpus.config import CorpusConfig
 from corpus.document import Document, from_bytes, to_bytes
 from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
 from corpus.minhash import MinHasher
-from corpus.near_dedup import bucket_edges, doc_id
+from corpus.near_dedup import DEFAULT_CC_ROUNDS, bucket_edges, doc_id, hash_to_min, initial_cluster
 from corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
                            shard_metadata, shard_name, write_shard)
 from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
@@ -238,50 +238,53 @@ def _both_directions(edge: Tuple[int, int]):
     yield b, a
 
 
-def _propagate(element):
-    """Send a node's label to its neighbours (and keep it)."""
-    node, grouped = element
-    labels = list(grouped["label"])
-    if not labels:
-        return
-    label = labels[0]
-    yield node, label
-    for neighbour in grouped["adjacent"]:
-        yield neighbour, label
+class _UnionFn(beam.CombineFn):
+    """Union of node-id tuples, as a sorted tuple."""
+
+    def create_accumulator(self):
+        return set()
+
+    def add_input(self, acc, ids):
+        acc.update(ids)
+        return acc
+
+    def merge_accumulators(self, accs):
+        merged = set()
+        for acc in accs:
+            merged.update(acc)
+        return merged
+
+    def extract_output(self, acc):
+        return tuple(sorted(acc))
 
 
-def _pointer_jump(element):
-    """Each node pointing at ``label`` learns label's own label (halves path lengths)."""
-    label_node, grouped = element
-    own = list(grouped["own"])
-    target = own[0] if own else label_node
-    for node in grouped["pointing"]:
-        yield node, min(target, label_node)
+def _changed(element) -> int:
+    _, grouped = element
+    before, after = list(grouped["before"]), list(grouped["after"])
+    return int(before != after)
 
 
 def connected_components(edges, rounds: int):
-    """{node: smallest id in its component} by min-label propagation with pointer jumping,
-    unrolled ``rounds`` times on the engine (no collect-to-one-node step). Returns the labels
-    and the number of nodes whose label still changed in the last round (0: converged)."""
+    """{node: smallest id in its component} by Hash-to-Min (corpus.near_dedup.hash_to_min;
+    Rastogi et al., "Finding Connected Components in Map-Reduce in Logarithmic Rounds", ICDE
+    2013), unrolled ``rounds`` times on the engine: no collect-to-one-node step, one shuffle per
+    round (plus one for the neighbour lists and one for the convergence check). Returns the
+    labels and the number of nodes whose cluster still changed in the last round (0: the fixed
+    point, every label final)."""
     adjacency = edges | "both directions" >> beam.FlatMap(_both_directions)
-    labels = (adjacency
-              | "initial label" >> beam.Map(lambda kv: (kv[0], min(kv))) 
-              | "min initial" >> beam.CombinePerKey(min))
-    previous = labels
+    clusters = (adjacency
+                | "neighbours" >> beam.GroupByKey()
+                | "initial cluster" >> beam.MapTuple(lambda node, adjacent: (node, initial_cluster(node, adjacent))))
+    previous = clusters
     for r in range(rounds):
-        labels = ({"label": labels, "adjacent": adjacency}
-                  | f"cc{r} group" >> beam.CoGroupByKey()
-                  | f"cc{r} send" >> beam.FlatMap(_propagate)
-                  | f"cc{r} min" >> beam.CombinePerKey(min))
-        labels = ({"own": labels, "pointing": labels | f"cc{r} invert" >> beam.Map(lambda kv: (kv[1], kv[0]))}
-                  | f"cc{r} jump group" >> beam.CoGroupByKey()
-                  | f"cc{r} jump" >> beam.FlatMap(_pointer_jump)
-                  | f"cc{r} jump min" >> beam.CombinePerKey(min))
-        if r == rounds - 2:
-            previous = labels
-    changed = ({"before": previous, "after": labels}
+        previous = clusters
+        clusters = (clusters
+                    | f"cc{r} send" >> beam.FlatMapTuple(hash_to_min)
+                    | f"cc{r} union" >> beam.CombinePerKey(_UnionFn()))
+    labels = clusters | "label is cluster minimum" >> beam.Map(lambda kv: (kv[0], kv[1][0]))
+    changed = ({"before": previous, "after": clusters}
                | "cc compare" >> beam.CoGroupByKey()
-               | "cc changed" >> beam.Map(lambda kv: int(list(kv[1]["before"])[:1] != list(kv[1]["after"])[:1]))
+               | "cc changed" >> beam.Map(_changed)
                | "cc count changed" >> beam.CombineGlobally(sum))
     return labels, changed
 
@@ -337,7 +340,7 @@ class _CountUnconverged(_Counting, beam.DoFn):
             self.inc_for(NS_NEAR)("unconverged-nodes", changed)
 
 
-def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = 8,
+def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
     (``progress_dir``: where the reading step reports, see pipelines/progress.py)."""
@@ -422,7 +425,7 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
-                cc_rounds: int = 8, shard_format: str = DEFAULT_SHARD_FORMAT,
+                cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
                 progress_dir: Optional[str] = None):
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))

@@ -11,6 +11,7 @@ import click
 from corpus.badwords import BadwordsUnavailable
 from corpus.config import PRESETS, ConfigError, build_config
 from corpus.io import atomic_write
+from corpus.near_dedup import DEFAULT_CC_ROUNDS
 from corpus.outdir import OutputError
 from corpus.wet import CrawlReadError
 from c4forge.cli.common import Console, filtered_stderr, group, output_options, say
@@ -214,7 +215,7 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
                    "SparkRunner. Other Beam options pass through, e.g. --project, --region.")
 @click.option("--docs-per-shard", default=50_000, show_default=True, type=int)
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
-@click.option("--cc-rounds", default=8, show_default=True, type=int,
+@click.option("--cc-rounds", default=DEFAULT_CC_ROUNDS, show_default=True, type=int,
               help="Rounds of the near-dedup connected-components step.")
 @click.option("--strict", is_flag=True,
               help="Fail (output unchanged) if any input file is unreadable or cut short.")
