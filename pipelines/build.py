@@ -145,6 +145,53 @@ def _size(path: str) -> int:
         return 0
 
 
+# Memory of the DirectRunner (Beam's FnApiRunner, multi-processing), measured by
+# benchmarks/bench_build.py on the shared crawl replicated 1x-32x (benchmarks/RESULTS.md): about
+# 0.2 GB per process (the Beam SDK alone) plus about 4 bytes per byte of page text, for the
+# shuffles it keeps in memory (runner) and the partitions its workers receive whole.
+DIRECT_GB_PER_PROCESS = 0.25
+DIRECT_BYTES_PER_TEXT_BYTE = 4.0
+TEXT_PER_GZIP_BYTE = 2.3  # Common Crawl WET: text bytes per byte of .wet.gz
+
+
+def direct_runner_memory(input_bytes: Dict[str, int], workers: int) -> float:
+    """Estimated peak RAM (bytes) of a DirectRunner build of these inputs (path -> size)."""
+    text = sum(size * (TEXT_PER_GZIP_BYTE if path.endswith(".gz") else 1.0)
+               for path, size in input_bytes.items())
+    return (workers + 1) * DIRECT_GB_PER_PROCESS * 1e9 + DIRECT_BYTES_PER_TEXT_BYTE * text
+
+
+def available_memory() -> Optional[int]:
+    """MemAvailable of this machine (Linux), else physical memory, else None."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_warning(options: PipelineOptions, input_bytes: Dict[str, int]) -> Optional[str]:
+    """A one-line warning when the DirectRunner is given more input than this machine's memory
+    holds (it keeps every shuffle in memory); None otherwise or for other runners."""
+    settings = options.get_all_options()
+    if settings.get("runner") != "DirectRunner" or not input_bytes:
+        return None
+    workers = int(settings.get("direct_num_workers") or 1)
+    needed, available = direct_runner_memory(input_bytes, workers), available_memory()
+    if available is None or needed <= available:
+        return None
+    return (f"warning: the DirectRunner keeps every shuffle in memory: about {needed / 1e9:.1f} GB "
+            f"for {sum(input_bytes.values()) / 1e6:,.0f} MB of input, {available / 1e9:.1f} GB "
+            "available. Split the input into several builds or use a cluster runner "
+            "(README, \"Runners\").")
+
+
 def versions() -> Dict[str, str]:
     found = {"python": platform.python_version()}
     for name in VERSIONED:
@@ -186,6 +233,10 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     started = time.time()
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
+    input_bytes = {p: _size(p) for p in inputs}
+    warning = memory_warning(options, {p: n for p, n in input_bytes.items() if n})
+    if warning:
+        log(warning)
     pipeline = beam.Pipeline(runner=local_runner(options), options=options)
     reports = progress_dir(staging)
     # workers (portable runners) start in folders of their own: give them absolute paths
@@ -221,7 +272,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         if parse_shard_name(name):
             files[name] = json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
 
-    read_bytes = sum(_size(p) for p in inputs)
+    read_bytes = sum(input_bytes.values())
     manifest = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": command or sys.argv,

@@ -260,3 +260,33 @@ def test_crawl_listing_errors(local_server, tmp_path):  # noqa: F811
     base, _ = local_server(tmp_path)
     with pytest.raises(CrawlListingError, match="cannot read the WET listing"):
         wet_urls("CC-MAIN-2019-30", "0:1", base)
+
+
+def test_direct_runner_warns_before_a_build_too_big_for_memory(tmp_path, monkeypatch):
+    import pipelines.build as build
+
+    logged = []
+    monkeypatch.setattr(build, "available_memory", lambda: 10 ** 8)  # 100 MB free
+    run_build([str(SAMPLE)], str(tmp_path / "out"), config(), log=logged.append, beam_args=IN_MEMORY)
+    assert any(line.startswith("warning: the DirectRunner keeps every shuffle in memory")
+               for line in logged)
+    monkeypatch.setattr(build, "available_memory", lambda: 10 ** 12)
+    logged.clear()
+    run_build([str(SAMPLE)], str(tmp_path / "out2"), config(), log=logged.append, beam_args=IN_MEMORY)
+    assert not any("warning" in line for line in logged)
+    # the estimate: 0.25 GB per process + 4 bytes per byte of text (gzip inputs count 2.3x)
+    assert build.direct_runner_memory({"a.wet.gz": 10 ** 9}, 2) == pytest.approx(0.75e9 + 9.2e9)
+
+
+def test_direct_runner_never_tries_prism(tmp_path, monkeypatch):
+    """Beam's DirectRunner first tries to download Prism and switch to it; ours runs the
+    FnApiRunner it documents (offline the attempt failed; online it changed the engine)."""
+    from apache_beam.runners.portability import prism_runner
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("PrismRunner constructed")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "__init__", refuse)
+    manifest = run_build([str(SAMPLE)], str(tmp_path / "out"), config(), log=lambda *_: None,
+                         beam_args=["--direct_num_workers=1"])
+    assert manifest["build"]["runner"] == "DirectRunner" and manifest["splits"]["train"]["documents"] > 100
