@@ -87,9 +87,11 @@ class LengthFn(StepsFn):
             yield page
 
 
-def _recorder(log: List[Tuple[str, str, int]], namespace: str):
+def _recorder(counts: Dict[Tuple[str, str], int], namespace: str):
+    """An inc() that adds into ``counts`` (summed per name: a page's line counters are many)."""
     def inc(name: str, amount: int = 1) -> None:
-        log.append((namespace, name, amount))
+        key = (namespace, name)
+        counts[key] = counts.get(key, 0) + amount
     return inc
 
 
@@ -112,11 +114,11 @@ class CleanCandidateFn(StepsFn):
     equals tfds' order (dedup, then clean) and `corpus clean`'s."""
 
     def process(self, page: Document):
-        log: List[Tuple[str, str, int]] = []
+        counts: Dict[Tuple[str, str], int] = {}
         cleaned = None
-        if self.steps.paragraphs_ok(page, _recorder(log, NS_PARAGRAPH)):
-            cleaned = self.steps.clean(page, _recorder(log, NS_CLEAN))
-        counters = "\n".join(f"{ns}\t{name}\t{amount}" for ns, name, amount in log)
+        if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
+            cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
+        counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
         packed = to_bytes(cleaned, SHUFFLE_COMPRESSION) if cleaned is not None else b""
         yield page.normalized_url, (page.timestamp, text_bytes(page), counters, packed)
 
