@@ -124,6 +124,11 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
+def token_manifest_sha256(directory: str) -> str:
+    """sha256 of a token directory's manifest: names exactly this encoding of its corpus."""
+    return file_sha256(os.path.join(directory, MANIFEST))
+
+
 def read_token_manifest(directory: str) -> dict:
     path = os.path.join(directory, MANIFEST)
     try:

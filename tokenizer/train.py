@@ -215,6 +215,19 @@ def tokenizer_user_symbols(info: dict) -> List[str]:
     return user_symbols(int(info.get("t5_sentinels") or 0))
 
 
+def tokenizer_settings(directory: str) -> Optional[dict]:
+    """The settings a tokenizer directory was trained with (and the corpus it was trained on),
+    or None when there is no readable tokenizer there."""
+    import json
+
+    try:
+        with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as handle:
+            info = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
 def load_tokenizer(directory: str):
     """(SentencePieceProcessor, settings dict) of a tokenizer directory, checked for
     consistency: a model file that is not the one the settings describe is refused, and so is

@@ -100,6 +100,20 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     return path if os.path.isdir(path) else None
 
 
+def checkpoint_step(path: str) -> int:
+    """The training step a checkpoint directory (``step-NNNNNN``) holds."""
+    match = re.fullmatch(r"step-(\d{6,})", os.path.basename(os.path.normpath(path)))
+    if not match:
+        raise CheckpointError(f"{path} is not a checkpoint directory (step-NNNNNN)")
+    return int(match.group(1))
+
+
+def finished_steps(run_dir: str) -> int:
+    """Steps of a run's latest checkpoint; 0 when it has none."""
+    latest = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+    return checkpoint_step(latest) if latest else 0
+
+
 def resolve_checkpoint(path: str) -> str:
     """A checkpoint directory from a run dir, its checkpoints/ dir, or a step directory."""
     for candidate in (path, os.path.join(path, "checkpoints")):

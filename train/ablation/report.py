@@ -1,0 +1,217 @@
+"""The ablation's report: per-variant summaries over seeds, verdicts from a paired test on the
+headline metrics only (held-out clean text, GLUE), ``report.md``, ``results.json`` and charts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from typing import List
+
+from corpus.io import atomic_write
+from corpus.shards import read_manifest
+from tokenizer.formats import read_token_manifest
+
+
+def _mean_std(values: List[float]):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def _fmt(mean, std, digits=4):
+    return "-" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def summarise(spec: dict, corpora, tokens, results) -> dict:
+    from train.objectives import LEFT_TO_RIGHT
+
+    summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
+               "variants": {}}
+    for name in spec["variants"]:
+        corpus = read_manifest(corpora[name])
+        token = read_token_manifest(tokens[name])
+        per_seed = results[name]
+        entry = {
+            "preset": corpus["config"]["preset"],
+            "documents": {s: corpus["splits"][s]["documents"] for s in corpus["splits"]},
+            "train_tokens_available": token["splits"]["train"]["tokens"],
+            "bytes_per_token": token["splits"]["train"]["bytes_per_token"],
+            "metrics": {},
+        }
+        keys = set()
+        for r in per_seed.values():
+            keys |= {("text", t) for t in r["texts"]} | {("validation", v) for v in r["validation"]} | \
+                    {("task", t) for t in r["tasks"]} | {("glue", g) for g in r.get("glue", {})}
+        for kind, key in sorted(keys):
+            higher, headline = False, False
+            if kind == "text":
+                pick, label, headline = (lambda r: r["texts"].get(key, {}).get("bits_per_byte")), f"{key} bits/byte", True
+            elif kind == "validation" and spec["objective"] not in LEFT_TO_RIGHT:
+                pick = lambda r: r["validation"].get(key, {}).get("loss")  # noqa: E731
+                label = f"{key} validation {spec['objective']} loss"
+            elif kind == "validation":
+                pick = lambda r: r["validation"].get(key, {}).get("bits_per_byte")  # noqa: E731
+                label = f"{key} validation bits/byte"
+            elif kind == "glue":
+                pick = lambda r: r.get("glue", {}).get(key)  # noqa: E731
+                label = "GLUE average" if key == "average" else f"GLUE {key}"
+                higher, headline = True, key == "average"
+            else:
+                pick, label, higher = (lambda r: r["tasks"].get(key, {}).get("accuracy")), f"{key} accuracy", True
+            by_seed = {seed: pick(r) for seed, r in per_seed.items() if pick(r) is not None}
+            mean, std = _mean_std(list(by_seed.values()))
+            entry["metrics"][label] = {"mean": mean, "std": std, "values": list(by_seed.values()),
+                                       "seeds": list(by_seed), "higher_is_better": higher, "headline": headline}
+        summary["variants"][name] = entry
+    return summary
+
+
+def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> str:
+    """One sentence comparing variants a and b on ``metric``, decided by a paired t-test over
+    seeds (Welch's when the seeds differ), never by a rule of thumb."""
+    from train.stats import compare
+
+    ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
+    if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
+        return f"No {metric} for both {a} and {b}."
+    higher = ma.get("higher_is_better", False)
+    seeds_a = ma.get("seeds") or list(range(len(ma["values"])))
+    seeds_b = mb.get("seeds") or list(range(len(mb["values"])))
+    result = compare(dict(zip(seeds_a, ma["values"])), dict(zip(seeds_b, mb["values"])), alpha)
+    diff = mb["mean"] - ma["mean"]
+    if diff == 0:
+        return f"On {metric}, {a} and {b} score the same ({ma['mean']:.4f})."
+    better = (b if diff > 0 else a) if higher else (a if diff > 0 else b)
+    word = "higher" if higher else "lower"
+    direction = f"{better} is {word} (better) by {abs(diff):.4f}"
+    if result is None:
+        return f"On {metric}, {direction}; with one seed per variant there is no test: no verdict."
+    interval = (f"{b} - {a} = {result['difference']:+.4f}, {100 * (1 - alpha):.0f}% CI "
+                f"[{result['low']:+.4f}, {result['high']:+.4f}], {result['test']}, p = {result['p']:.3g}")
+    if result["significant"]:
+        return f"On {metric}, {direction}: significant at {alpha:g} ({interval})."
+    needed = result.get("seeds_needed")
+    more = (f" With this seed-to-seed spread of the paired differences about {needed} seeds per "
+            "variant would be needed to detect it." if needed else "")
+    return (f"On {metric}, {direction}, but that is not significant at {alpha:g} ({interval}): this "
+            f"experiment does not separate {a} and {b}.{more}")
+
+
+def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
+    os.makedirs(directory, exist_ok=True)
+    with atomic_write(os.path.join(directory, "results.json")) as handle:
+        json.dump(summary, handle, indent=2)
+    charts = plot(summary, runs, directory)
+    names = list(summary["variants"])
+    metrics = []
+    for entry in summary["variants"].values():
+        for m in entry["metrics"]:
+            if m not in metrics:
+                metrics.append(m)
+    lines = [f"# Ablation: {summary['name']}", "",
+             f"Objective {summary['objective']}. Seeds {summary['seeds']}; the same model, hyper-parameters and token budget "
+             f"({spec['train']['max_tokens']:,} tokens) for every variant; one tokenizer "
+             f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
+             f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
+             "over seeds; bits per byte and losses are lower-is-better, accuracy and GLUE higher-is-better.", "",
+             "| variant | preset | train docs | validation docs | bytes/token | " + " | ".join(metrics) + " |",
+             "|---|---|---:|---:|---:|" + "---:|" * len(metrics)]
+    for name in names:
+        e = summary["variants"][name]
+        cells = [_fmt(e["metrics"].get(m, {}).get("mean"), e["metrics"].get(m, {}).get("std")) for m in metrics]
+        lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
+                     f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Result", ""]
+    headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
+    pairs = [(a, b) for a in names for b in names if a < b]
+    if "c4" in names and "c4-noclean" in names:
+        pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
+    lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
+                 "and GLUE), each from a paired t-test over seeds at the 5% level; a variant's own "
+                 "validation split is in-distribution for that variant, so it gets no verdict.")
+    lines.append("")
+    if not headline:
+        lines.append("- No headline metric: set `eval.texts` (held-out clean text such as "
+                     "WikiText-2; left-to-right objectives) or `eval.glue` to compare the variants.")
+    for metric in headline:
+        for a, b in pairs:
+            lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b))
+    lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
+    path = os.path.join(directory, "report.md")
+    with atomic_write(path) as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def plot(summary: dict, runs, directory: str) -> List[str]:
+    """loss_curves.png: validation loss during training on one common held-out set, mean and
+    min-max band over seeds; final_metrics.png: per metric, each variant's mean and 95%
+    interval over seeds as a dot and a bar (axes fit the data, not zero: the differences are
+    small). Legends sit outside the data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from train.stats import t_quantile
+
+    files = []
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    for name, seeds in runs.items():
+        curves = {}
+        for run_dir in seeds.values():
+            with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as handle:
+                for row in map(json.loads, handle):
+                    if "val_loss" in row:
+                        curves.setdefault(row.get("tokens") or row["step"], []).append(row["val_loss"])
+        if curves:
+            xs = sorted(curves)
+            mean = [statistics.fmean(curves[x]) for x in xs]
+            lo, hi = [min(curves[x]) for x in xs], [max(curves[x]) for x in xs]
+            line, = ax.plot(xs, mean, marker="o", label=f"{name} ({len(seeds)} seeds)")
+            ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("validation loss (nats per token)")
+    ax.set_title("Validation loss on one common held-out set (band: min-max over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "loss_curves.png"), bbox_inches="tight")
+    plt.close(fig)
+    files.append("loss_curves.png")
+
+    names = list(summary["variants"])
+    metrics = []
+    for entry in summary["variants"].values():
+        metrics += [m for m, v in entry["metrics"].items() if m not in metrics and v.get("mean") is not None]
+    if metrics:
+        cols = min(3, len(metrics))
+        rows = -(-len(metrics) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), dpi=120, squeeze=False)
+        for k, metric in enumerate(metrics):
+            ax = axes[k // cols][k % cols]
+            for i, name in enumerate(names):
+                m = summary["variants"][name]["metrics"].get(metric)
+                if not m or m.get("mean") is None:
+                    continue
+                n = len(m["values"])
+                half = t_quantile(0.975, n - 1) * m["std"] / n ** 0.5 if n > 1 else 0.0
+                ax.errorbar([m["mean"]], [i], xerr=[[half], [half]], fmt="o", capsize=4)
+                ax.plot(m["values"], [i] * n, "x", color="grey", alpha=0.7)
+            ax.set_yticks(range(len(names)))
+            ax.set_yticklabels(names)
+            ax.set_ylim(-0.6, len(names) - 0.4)
+            better = "higher" if next((summary["variants"][v]["metrics"].get(metric, {}).get("higher_is_better")
+                                       for v in names if metric in summary["variants"][v]["metrics"]), False) else "lower"
+            ax.set_title(f"{metric}\n({better} is better)", fontsize=9)
+            ax.grid(axis="x", alpha=0.3)
+        for k in range(len(metrics), rows * cols):
+            axes[k // cols][k % cols].axis("off")
+        fig.suptitle("Mean and 95% interval over seeds (x: each seed)", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(os.path.join(directory, "final_metrics.png"))
+        plt.close(fig)
+        files.append("final_metrics.png")
+    return files

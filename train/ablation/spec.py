@@ -1,0 +1,120 @@
+"""The ablation's spec: the YAML file (plus ``--set`` overrides), checked, with paths resolved.
+
+An ablation compares corpus variants (named presets plus settings) built from the same crawl
+inputs, trained the same way: see train/ablation/__init__.py for the whole flow.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from typing import List, Optional
+
+from corpus.config import build_config, load_yaml_mapping
+from corpus.outdir import OutputError, check_name
+
+
+class AblationError(RuntimeError):
+    """The ablation config is wrong or a stage failed; the message says which."""
+
+
+def plain(value):
+    """JSON-normalised (tuples -> lists) for comparing configs with stored manifests."""
+    return json.loads(json.dumps(value))
+
+
+def apply_spec_overrides(spec: dict, overrides: List[str]) -> dict:
+    """``--set a.b=VALUE`` on the ablation YAML: VALUE is read as YAML (``seeds=[0,1,2]``,
+    ``train.max_tokens=200000``); the key may be new."""
+    import yaml
+
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise AblationError(f"setting {item!r} is not KEY=VALUE")
+        node = spec
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise AblationError(f"{key}: {part} is not a group of settings")
+            node = child
+        try:
+            node[parts[-1]] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise AblationError(f"{key}: {value!r} is not a YAML value") from exc
+    return spec
+
+
+def load_ablation(path: str, overrides: Optional[List[str]] = None) -> dict:
+    spec = apply_spec_overrides(load_yaml_mapping(path), list(overrides or []))
+    for key in ("inputs", "variants", "train", "out_dir"):
+        if key not in spec:
+            raise AblationError(f"{path}: missing '{key}'")
+    if not isinstance(spec["variants"], dict) or len(spec["variants"]) < 2:
+        raise AblationError(f"{path}: an ablation needs at least two variants (a mapping of names)")
+    try:  # names become directory names: never a path
+        for name in spec["variants"]:
+            check_name(str(name), "variant name")
+    except OutputError as exc:
+        raise AblationError(f"{path}: {exc}") from exc
+    seeds = spec.get("seeds", [0, 1, 2])
+    if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                               for x in seeds) or not seeds:
+        raise AblationError(f"{path}: seeds must be a non-empty list of integers")
+    if not spec["train"].get("max_tokens"):
+        raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
+    spec.setdefault("seeds", [0, 1, 2])
+    objective = spec.get("objective", spec["train"].get("objective", "causal"))
+    from train.objectives import OBJECTIVES
+
+    if objective not in OBJECTIVES:
+        raise AblationError(f"{path}: objective {objective!r}: choose from {', '.join(OBJECTIVES)}")
+    spec["objective"] = objective
+    spec["train"]["objective"] = objective  # every variant and seed trains the same objective
+    spec.setdefault("validation_per_mille", 50)
+    spec.setdefault("tokenizer", {})
+    spec.setdefault("eval", {})
+    base = os.path.dirname(os.path.abspath(path))
+    spec["_base"] = base
+    return spec
+
+
+def variant_config(spec: dict, name: str):
+    variant = spec["variants"][name] or {}
+    overrides = [f"{k}={v}" for k, v in (variant.get("set") or {}).items()]
+    settings = {"validation_per_mille": spec["validation_per_mille"]}
+    if spec.get("badwords"):
+        settings["badwords"] = spec["badwords"]
+    return build_config(variant.get("preset", "c4"), overrides=overrides, **settings)
+
+
+def locate(spec: dict, path: str) -> str:
+    """A path from the config: as given (relative to the working directory) if it exists, else
+    relative to the config file's directory."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return os.path.abspath(path)
+    return os.path.join(spec["_base"], path)
+
+
+def resolve_inputs(spec: dict) -> dict:
+    """Expand every input glob (shared and per-variant) to absolute paths, and resolve the
+    other paths of the spec; an input that matches nothing is an error naming it."""
+    def expand(patterns) -> List[str]:
+        found = []
+        for pattern in patterns:
+            matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))
+            if not matches:
+                raise AblationError(f"input {pattern!r} matches no file")
+            found += [os.path.abspath(m) for m in matches]
+        return found
+
+    spec["inputs"] = expand(spec["inputs"])
+    for variant in spec["variants"].values():  # a variant may read its own files (WET vs WARC)
+        if variant and variant.get("inputs"):
+            variant["inputs"] = expand(variant["inputs"])
+        if variant and (variant.get("set") or {}).get("read.urls_from"):
+            variant["set"]["read.urls_from"] = locate(spec, variant["set"]["read.urls_from"])
+    if spec.get("badwords"):
+        spec["badwords"] = locate(spec, spec["badwords"])
+    return spec

@@ -1,0 +1,224 @@
+"""The ablation's stages, each over every variant (and seed): corpora, one tokenizer, token
+shards, training runs, evaluations. Every finished unit is reused when what it was made from is
+unchanged (:func:`reuse_or_build`); each stage asks the module that owns a format for what it
+needs (manifests, tokenizer settings, checkpoint steps), never reads those files itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Callable, Dict
+
+from corpus.counters import Counters
+from corpus.io import atomic_write
+from corpus.local import run_chain
+from corpus.shards import CorpusFormatError, manifest_path, read_manifest, write_corpus
+from tokenizer.encode import encode_corpus
+from tokenizer.formats import (TokenFormatError, file_sha256, read_token_manifest,
+                               token_manifest_sha256)
+from tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
+from train.ablation.spec import AblationError, locate, plain, variant_config
+
+
+def reuse_or_build(unit: str, where: str, is_current: Callable[[], bool],
+                   build: Callable[[], str], log) -> str:
+    """The one re-run rule: a unit whose stored inputs match what it would be made from now is
+    reused (and says so); anything else is (re)built, replacing only its own files. ``build``
+    returns what it did, for the log line."""
+    if is_current():
+        log(f"{unit}: reusing {where}")
+        return where
+    started = time.time()
+    done = build()
+    log(f"{unit}: {done} in {time.time() - started:.0f}s")
+    return where
+
+
+def build_corpora(spec: dict, log) -> Dict[str, str]:
+    out = {}
+    for name in spec["variants"]:
+        inputs = (spec["variants"][name] or {}).get("inputs") or spec["inputs"]
+        config = variant_config(spec, name)
+        directory = os.path.join(spec["out_dir"], "corpora", name)
+
+        def current() -> bool:
+            try:
+                manifest = read_manifest(directory)
+            except CorpusFormatError:
+                return False
+            return manifest["config"] == plain(config.to_dict()) and manifest["inputs"] == inputs
+
+        def build() -> str:
+            counters = Counters()
+            docs = run_chain(inputs, config, counters)
+            write_corpus(directory, docs, {"config": config.to_dict(), "inputs": inputs,
+                                           "counters": counters.as_dict(),
+                                           "build": {"runner": "single process (ablation)"}},
+                         validation_per_mille=config.validation_per_mille)
+            return f"built {len(docs):,} documents"
+
+        out[name] = reuse_or_build(f"corpus {name}", directory, current, build, log)
+    return out
+
+
+def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
+    settings = dict(spec["tokenizer"])
+    train_on = settings.pop("train_on", "c4-noclean" if "c4-noclean" in corpora else next(iter(corpora)))
+    if train_on not in corpora:
+        raise AblationError(f"tokenizer.train_on {train_on!r} is not a variant")
+    config = TokenizerConfig(**{k: v for k, v in settings.items() if k in TokenizerConfig.__dataclass_fields__})
+    directory = os.path.join(spec["out_dir"], "tokenizer")
+    corpus_sha = file_sha256(manifest_path(corpora[train_on]))
+
+    def current() -> bool:
+        info = tokenizer_settings(directory)
+        return bool(info) and info.get("corpus", {}).get("manifest_sha256") == corpus_sha and all(
+            info.get(k) == getattr(config, k) for k in TokenizerConfig.__dataclass_fields__)
+
+    def build() -> str:
+        train_tokenizer(corpora[train_on], directory, config, overwrite=True)
+        return f"trained {config.model_type} {config.vocab_size} on {train_on}"
+
+    return reuse_or_build("tokenizer", directory, current, build, log)
+
+
+def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) -> Dict[str, str]:
+    from tokenizer.train import load_tokenizer
+
+    model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
+    out = {}
+    for name, corpus in corpora.items():
+        directory = os.path.join(spec["out_dir"], "tokens", name)
+
+        def current() -> bool:
+            try:
+                manifest = read_token_manifest(directory)
+            except TokenFormatError:
+                return False
+            return (manifest["tokenizer"]["model_sha256"] == model_sha and
+                    manifest["corpus"]["manifest_sha256"] == file_sha256(manifest_path(corpus)))
+
+        def build() -> str:
+            encode_corpus(corpus, tokenizer, directory, overwrite=True, log=lambda *_: None)
+            return "encoded"
+
+        out[name] = reuse_or_build(f"tokens {name}", directory, current, build, log)
+    return out
+
+
+def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, str]]:
+    from train.checkpoint import finished_steps, run_manifest
+    from train.config import build_train_config
+    from train.trainer import total_steps, train
+
+    runs: Dict[str, Dict[int, str]] = {}
+    # One held-out set for every run's loss curve, so the curves compare: the validation split
+    # of the tokenizer's variant (by default the unfiltered one; the split is chosen by URL hash,
+    # so its documents are held out of every variant).
+    common = spec.get("curve_validation") or spec["tokenizer"].get("train_on")
+    curve_set = tokens.get(common)
+    for name, directory in tokens.items():
+        for seed in spec["seeds"]:
+            run_dir = os.path.join(spec["out_dir"], "runs", name, f"seed-{seed}")
+            base = json.loads(json.dumps(spec["train"]))
+            base.setdefault("data", {})
+            base["data"].update({"train": directory, "train_split": "train",
+                                 "validation": curve_set or directory, "validation_split": "validation"})
+            base.update({"seed": seed, "out_dir": run_dir, "progress": False})
+            config = build_train_config(base=base)
+            steps = total_steps(config, 1)
+            runs.setdefault(name, {})[seed] = run_dir
+            stamp = {"tokens_manifest_sha256": token_manifest_sha256(directory),
+                     "train": plain(spec["train"]), "curve_validation": common if curve_set else name}
+            previous = (run_manifest(run_dir) or {}).get("meta")
+
+            def build(config=config, stamp=stamp, previous=previous, run_dir=run_dir, steps=steps) -> str:
+                # same inputs: continue an interrupted run; other tokens or settings: start
+                # again (only the run's own files are removed)
+                resume = previous == stamp and finished_steps(run_dir) > 0
+                train(config, resume=resume, overwrite=not resume, meta=stamp, log=lambda *_: None)
+                return f"{steps} steps"
+
+            reuse_or_build(f"run {name} seed {seed}", run_dir,
+                           lambda: previous == stamp and finished_steps(run_dir) >= steps, build, log)
+    return runs
+
+
+def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str, str],
+                  tokenizer: str, log) -> Dict[str, Dict[int, dict]]:
+    from tokenizer.train import load_tokenizer
+    from train.checkpoint import latest_checkpoint, load_model
+    from corpus.config import apply_settings
+    from train.config import MaskingConfig
+    from train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
+    from train.objectives import LEFT_TO_RIGHT, objective_for
+
+    sp, _ = load_tokenizer(tokenizer)
+    ev = spec["eval"]
+    left_to_right = spec["objective"] in LEFT_TO_RIGHT
+    if not left_to_right and (ev.get("texts") or ev.get("tasks")):
+        log(f"eval: a {spec['objective']} model does not score text left to right: bits per byte of "
+            "texts and zero-shot tasks are skipped; each variant's validation split gets the objective's loss")
+    texts = [locate(spec, t) for t in ev.get("texts", [])]
+    tasks = ev.get("tasks", [])
+    eval_dir = locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
+    results: Dict[str, Dict[int, dict]] = {}
+    for name, seeds in runs.items():
+        for seed, run_dir in seeds.items():
+            path = os.path.join(run_dir, "eval.json")
+            checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+
+            def cached() -> dict:
+                try:
+                    with open(path, encoding="utf-8") as handle:
+                        return json.load(handle)
+                except (OSError, ValueError):
+                    return {}
+
+            def current() -> bool:
+                stored = cached()
+                return stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev)
+
+            def build(checkpoint=checkpoint, path=path) -> str:
+                model, config = load_model(checkpoint)
+                seq_len = config["data"]["seq_len"]
+                out = {"checkpoint": checkpoint, "spec": plain(ev), "texts": {}, "validation": {}, "tasks": {}}
+                objective = None if left_to_right else objective_for(
+                    spec["objective"], apply_settings(MaskingConfig(), config.get("masking") or {}),
+                    tokenizer, 0, seq_len)
+                for text in texts if left_to_right else []:
+                    with open(text, encoding="utf-8") as handle:
+                        out["texts"][os.path.basename(text)] = eval_text(model, sp, handle.read(), seq_len)
+                for other, directory in tokens.items():
+                    manifest = read_token_manifest(directory)
+                    if manifest["splits"].get("validation", {}).get("documents"):
+                        out["validation"][other] = (
+                            eval_tokens(model, directory, "validation", seq_len) if left_to_right
+                            else eval_objective(model, objective, directory, "validation", seq_len))
+                if tasks and left_to_right:
+                    out["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, ev.get("limit"))
+                if ev.get("glue"):
+                    out["glue"] = _glue(spec, checkpoint)
+                with atomic_write(path) as handle:
+                    json.dump(out, handle, indent=2)
+                return "done"
+
+            reuse_or_build(f"eval {name} seed {seed}", path, current, build, log)
+            results.setdefault(name, {})[seed] = cached()
+    return results
+
+
+def _glue(spec: dict, checkpoint: str) -> dict:
+    """GLUE fine-tuning of one pretrained run: {task: mean score over fine-tuning seeds,
+    "average": T5's GLUE average}."""
+    from train.finetune.run import run_glue, task_configs
+
+    glue = spec["eval"]["glue"]
+    tasks = glue.get("tasks") or ["sst2"]
+    configs = task_configs(tasks, glue.get("set") or {})
+    result = run_glue(checkpoint, tasks, locate(spec, glue["glue_dir"]), configs, glue.get("seeds") or [0],
+                      log=lambda *_: None)
+    out = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
+    out["average"] = result["glue_average"]
+    return out
