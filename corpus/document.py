@@ -83,7 +83,7 @@ def to_bytes(doc: Document, compress: bool = False) -> bytes:
     zstd-compressed (level 1: about 2.3x smaller on web text, about 200 MB/s)."""
     values = [doc.url, doc.normalized_url, doc.text, doc.timestamp, doc.content_length,
               doc.content_type, doc.language or "", doc.source]
-    parts = [v.encode("utf-8", "surrogatepass") for v in values]
+    parts = [_utf8(v) for v in values]
     flags = (_NO_LANGUAGE if doc.language is None else 0) | \
         (_NO_SCORE if doc.language_score is None else 0)
     size = len(parts[2])
@@ -109,12 +109,32 @@ def from_bytes(data: bytes) -> Document:
     for i, length in enumerate(lengths):
         chunk = view[pos:pos + length]
         pos += length
-        if i == 2 and flags & _COMPRESSED:
-            chunk = _zstd().decompress(chunk, decompressed_size=size, asbytes=True)
-        values.append(str(chunk, "utf-8", "surrogatepass"))
+        if i == 2:
+            if flags & _COMPRESSED:
+                chunk = _zstd().decompress(chunk, decompressed_size=size, asbytes=True)
+            size = length if not flags & _COMPRESSED else size
+        values.append(_text(chunk))
     url, normalized_url, text, timestamp, content_length, content_type, language, source = values
-    return Document(url=url, normalized_url=normalized_url, text=text, timestamp=timestamp,
-                    content_length=content_length, content_type=content_type,
-                    language=None if flags & _NO_LANGUAGE else language,
-                    language_score=None if flags & _NO_SCORE else score, source=source,
-                    offset=offset, near_dup_cluster_size=cluster)
+    doc = Document(url=url, normalized_url=normalized_url, text=text, timestamp=timestamp,
+                   content_length=content_length, content_type=content_type,
+                   language=None if flags & _NO_LANGUAGE else language,
+                   language_score=None if flags & _NO_SCORE else score, source=source,
+                   offset=offset, near_dup_cluster_size=cluster)
+    doc.__dict__[_SIZE] = (text, size)  # the byte counters need not encode it again
+    return doc
+
+
+def _utf8(value: str) -> bytes:
+    """UTF-8, by CPython's fast path; a lone surrogate (never from our readers, but a str may
+    hold one) round-trips through ``surrogatepass``."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+
+
+def _text(data) -> str:
+    try:
+        return str(data, "utf-8")
+    except UnicodeDecodeError:
+        return str(data, "utf-8", "surrogatepass")

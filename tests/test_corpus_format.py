@@ -174,3 +174,24 @@ def test_a_shard_that_is_not_arrow_or_parquet_is_a_clear_error(corpora, tmp_path
     bad.write_bytes(gzip.compress(b"not a shard"))
     with pytest.raises(CorpusFormatError, match="not a readable corpus shard"):
         shard_rows(str(bad))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_document_bytes_round_trip(compress):
+    """The form Documents take in Beam shuffles: every field back exactly, None kept apart from
+    empty, long texts compressed, lone surrogates and non-ASCII intact; the byte size known."""
+    from corpus.document import Document, from_bytes, to_bytes
+
+    docs = [Document(),
+            Document(url="http://ü.example/ä?q=1", normalized_url="ü.example/ä", text="Grüße 😀\n" * 200,
+                     timestamp="2019-04-24T09:23:58Z", content_length="123", content_type="text/plain",
+                     language="de", language_score=0.0, source="s3://b/f.wet.gz", offset=1 << 40,
+                     near_dup_cluster_size=7),
+            Document(url="http://x/", text="lone \udc80 surrogate " * 40, language="", language_score=None)]
+    for doc in docs:
+        data = to_bytes(doc, compress)
+        back = from_bytes(data)
+        assert back == doc and back.text_size() == len(doc.text.encode("utf-8", "surrogatepass"))
+        assert (back.language is None) == (doc.language is None)
+    long_text = docs[1]
+    assert (len(to_bytes(long_text, compress)) < len(long_text.text.encode())) == compress
