@@ -11,15 +11,14 @@ job submitted with ``--direct_num_workers N`` gets N external workers from the p
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
-import threading
 
 from apache_beam.options.pipeline_options import DirectOptions
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+from pipelines.worker_pool import serve_until_stopped
 
 
 class ParallelBeamJob(local_job_service.BeamJob):
@@ -42,16 +41,7 @@ def main(argv=None) -> int:
     parser.add_argument("--staging-dir", help="where staged artifacts go (default: a temp folder)")
     args = parser.parse_args(argv)
     servicer = local_job_service.LocalJobServicer(args.staging_dir, beam_job_type=ParallelBeamJob)
-    port = servicer.start_grpc_server(args.port)
-    if args.port_file:
-        with open(args.port_file + ".tmp", "w") as handle:
-            handle.write(str(port))
-        os.replace(args.port_file + ".tmp", args.port_file)
-    print(f"job service listening on localhost:{port}", file=sys.stderr, flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
+    serve_until_stopped("job service", servicer.start_grpc_server(args.port), args.port_file)
     servicer.stop()
     return 0
 

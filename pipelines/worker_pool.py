@@ -21,7 +21,9 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Iterator, List
+from typing import Iterator, List, Optional
+
+from corpus.io import atomic_write
 
 from pipelines.worker_boot import ROOT_ENV
 
@@ -50,19 +52,22 @@ def main(argv=None) -> int:
     folder = tempfile.mkdtemp(prefix="c4forge-pool-")
     address, server = BeamFnExternalWorkerPoolServicer.start(
         use_process=True, port=args.port, container_executable=boot_launcher(folder))
-    port = address.rsplit(":", 1)[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as handle:
-            handle.write(port)
-        os.replace(tmp, args.port_file)
-    print(f"worker pool listening on localhost:{port}", file=sys.stderr, flush=True)
+    serve_until_stopped("worker pool", int(address.rsplit(":", 1)[1]), args.port_file)
+    server.stop(5)
+    return 0
+
+
+def serve_until_stopped(what: str, port: int, port_file: Optional[str]) -> None:
+    """Announce the port (and write it, atomically, to ``port_file``), then block until SIGTERM
+    or SIGINT: the main loop of the job service and of the worker pool."""
+    if port_file:
+        with atomic_write(port_file) as handle:
+            handle.write(str(port))
+    print(f"{what} listening on localhost:{port}", file=sys.stderr, flush=True)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     done.wait()
-    server.stop(5)
-    return 0
 
 
 if __name__ == "__main__":
