@@ -44,8 +44,7 @@ class BuildError(RuntimeError):
 def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
                      verbose: bool = False) -> PipelineOptions:
     """Named runner always (Beam's default local runner may try Prism, which downloads a
-    binary). The DirectRunner runs in multi-processing mode on every core unless told otherwise;
-    its multi-threading mode has been seen to lose elements."""
+    binary); the DirectRunner's mode follows the machine (:func:`direct_runner_defaults`)."""
     args = list(beam_args)
     given = []  # a --runner among the Beam arguments (either form) counts as the runner
     for i, arg in enumerate(list(args)):
@@ -63,11 +62,38 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
             args.append("--default_sdk_harness_log_level=ERROR")
     args.append(f"--runner={runner}")
     if runner == "DirectRunner":
-        if not any(a.startswith("--direct_running_mode") for a in args):
-            args.append("--direct_running_mode=multi_processing")
-        if not any(a.startswith("--direct_num_workers") for a in args):
-            args.append(f"--direct_num_workers={os.cpu_count() or 1}")
+        args = direct_runner_defaults(args, os.cpu_count() or 1)
     return PipelineOptions(args)
+
+
+# On this many cores or fewer the DirectRunner runs in one process: its multi-processing mode
+# spends about twice the CPU of `corpus clean` (gRPC data plane, a runner process between the
+# workers) and about twice the memory, so with two cores it finishes no sooner
+# (benchmarks/RESULTS.md, "corpus build at scale"). With more cores its workers pay off.
+IN_MEMORY_MAX_CORES = 2
+
+
+def direct_runner_defaults(args: List[str], cores: int) -> List[str]:
+    """The DirectRunner's mode and worker count unless given: one process (``in_memory``) on
+    machines of up to IN_MEMORY_MAX_CORES cores, else ``multi_processing`` with one worker per
+    core (never ``multi_threading``: it has been seen to lose elements)."""
+    def given(flag: str) -> Optional[str]:
+        for i, arg in enumerate(args):
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+            if arg == flag and i + 1 < len(args):
+                return args[i + 1]
+        return None
+
+    args = list(args)
+    mode, workers = given("--direct_running_mode"), given("--direct_num_workers")
+    if mode is None:
+        parallel = int(workers) > 1 if workers else cores > IN_MEMORY_MAX_CORES
+        mode = "multi_processing" if parallel else "in_memory"
+        args.append(f"--direct_running_mode={mode}")
+    if workers is None:
+        args.append(f"--direct_num_workers={1 if mode == 'in_memory' else cores}")
+    return args
 
 
 def local_runner(options: PipelineOptions):

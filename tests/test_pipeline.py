@@ -290,3 +290,14 @@ def test_direct_runner_never_tries_prism(tmp_path, monkeypatch):
     manifest = run_build([str(SAMPLE)], str(tmp_path / "out"), config(), log=lambda *_: None,
                          beam_args=["--direct_num_workers=1"])
     assert manifest["build"]["runner"] == "DirectRunner" and manifest["splits"]["train"]["documents"] > 100
+
+
+def test_direct_runner_mode_follows_the_machine():
+    from pipelines.build import direct_runner_defaults
+
+    assert direct_runner_defaults([], 2) == ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+    assert direct_runner_defaults([], 16) == ["--direct_running_mode=multi_processing", "--direct_num_workers=16"]
+    assert direct_runner_defaults(["--direct_num_workers=4"], 2) == [
+        "--direct_num_workers=4", "--direct_running_mode=multi_processing"]
+    assert direct_runner_defaults(["--direct_running_mode", "in_memory"], 8) == [
+        "--direct_running_mode", "in_memory", "--direct_num_workers=1"]
