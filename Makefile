@@ -21,7 +21,7 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
-# The main job on the embedded sample crawl, offline: `corpus build` (Beam, all cores) with the
+# The main job on the embedded sample crawl, offline: `corpus build` (Beam's local runner) with the
 # C4 rules and with T5's unfiltered preset, then what every rule removed.
 SAMPLE := corpus/data/sample.warc.wet.gz
 demo: $(STAMP)

@@ -211,7 +211,8 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
               show_default=True, help="Shard format: Arrow IPC streams (HF datasets, pyarrow, "
               "polars) or Parquet (duckdb, Spark, BigQuery).")
 @click.option("--runner", default=None,
-              help="Beam runner: DirectRunner (default, all cores), DataflowRunner, FlinkRunner, "
+              help="Beam runner: DirectRunner (default; one process on <= 2 cores, else one worker per "
+                   "core), PortableRunner, DataflowRunner, FlinkRunner, "
                    "SparkRunner. Other Beam options pass through, e.g. --project, --region.")
 @click.option("--docs-per-shard", default=50_000, show_default=True, type=int)
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
