@@ -171,20 +171,24 @@ def _size(path: str) -> int:
         return 0
 
 
-# Memory of the DirectRunner (Beam's FnApiRunner, multi-processing), measured by
-# benchmarks/bench_build.py on the shared crawl replicated 1x-32x (benchmarks/RESULTS.md): about
-# 0.2 GB per process (the Beam SDK alone) plus about 4 bytes per byte of page text, for the
-# shuffles it keeps in memory (runner) and the partitions its workers receive whole.
+# Memory of the DirectRunner (Beam's FnApiRunner), measured by benchmarks/bench_build.py on the
+# shared crawl replicated 1x-32x (benchmarks/RESULTS.md), rounded up: about 0.25 GB per process
+# (the Beam SDK alone is 0.18 GB), plus per byte of page text 2 bytes in one process (measured
+# 1.5 at the margin) or 4 in multi-processing mode (measured 3.4), where the runner process holds
+# every shuffle and each worker receives its partition of a grouping whole.
 DIRECT_GB_PER_PROCESS = 0.25
-DIRECT_BYTES_PER_TEXT_BYTE = 4.0
+DIRECT_BYTES_PER_TEXT_BYTE = {"in_memory": 2.0, "multi_processing": 4.0}
 TEXT_PER_GZIP_BYTE = 2.3  # Common Crawl WET: text bytes per byte of .wet.gz
 
 
-def direct_runner_memory(input_bytes: Dict[str, int], workers: int) -> float:
+def direct_runner_memory(input_bytes: Dict[str, int], workers: int,
+                         mode: str = "multi_processing") -> float:
     """Estimated peak RAM (bytes) of a DirectRunner build of these inputs (path -> size)."""
     text = sum(size * (TEXT_PER_GZIP_BYTE if path.endswith(".gz") else 1.0)
                for path, size in input_bytes.items())
-    return (workers + 1) * DIRECT_GB_PER_PROCESS * 1e9 + DIRECT_BYTES_PER_TEXT_BYTE * text
+    processes = 1 if mode == "in_memory" else workers + 1
+    per_byte = DIRECT_BYTES_PER_TEXT_BYTE.get(mode, DIRECT_BYTES_PER_TEXT_BYTE["multi_processing"])
+    return processes * DIRECT_GB_PER_PROCESS * 1e9 + per_byte * text
 
 
 def available_memory() -> Optional[int]:
@@ -209,7 +213,8 @@ def memory_warning(options: PipelineOptions, input_bytes: Dict[str, int]) -> Opt
     if settings.get("runner") != "DirectRunner" or not input_bytes:
         return None
     workers = int(settings.get("direct_num_workers") or 1)
-    needed, available = direct_runner_memory(input_bytes, workers), available_memory()
+    mode = settings.get("direct_running_mode") or "in_memory"
+    needed, available = direct_runner_memory(input_bytes, workers, mode), available_memory()
     if available is None or needed <= available:
         return None
     return (f"warning: the DirectRunner keeps every shuffle in memory: about {needed / 1e9:.1f} GB "

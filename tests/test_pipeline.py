@@ -274,8 +274,10 @@ def test_direct_runner_warns_before_a_build_too_big_for_memory(tmp_path, monkeyp
     logged.clear()
     run_build([str(SAMPLE)], str(tmp_path / "out2"), config(), log=logged.append, beam_args=IN_MEMORY)
     assert not any("warning" in line for line in logged)
-    # the estimate: 0.25 GB per process + 4 bytes per byte of text (gzip inputs count 2.3x)
+    # the estimate: 0.25 GB per process + 2 (one process) or 4 (multi-processing) bytes per byte
+    # of text; gzip inputs count 2.3x
     assert build.direct_runner_memory({"a.wet.gz": 10 ** 9}, 2) == pytest.approx(0.75e9 + 9.2e9)
+    assert build.direct_runner_memory({"a.wet": 10 ** 9}, 1, "in_memory") == pytest.approx(0.25e9 + 2e9)
 
 
 def test_direct_runner_never_tries_prism(tmp_path, monkeypatch):
