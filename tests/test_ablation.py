@@ -164,3 +164,12 @@ def test_variants_may_read_their_own_inputs(tmp_path):
     assert manifests["b"]["inputs"] == [str(other)]
     assert manifests["a"]["inputs"] == spec["inputs"]
     assert manifests["b"]["counters"]["split-wet-file/passed"] == 4
+    # Regression: a variant whose settings changed since the last run is rebuilt in place (it
+    # used to stop with "already holds a c4forge corpus; pass --overwrite").
+    logged = []
+    loaded["variants"]["a"] = {"preset": "c4-noclean", "set": {"max_page_chars": 5000}}
+    build_corpora(loaded, logged.append)
+    assert any(line.startswith("corpus a: built") for line in logged)
+    assert any(line.startswith("corpus b: reusing") for line in logged)
+    manifest = json.loads((tmp_path / "ablation" / "corpora" / "a" / "_manifest.json").read_text())
+    assert manifest["config"]["max_page_chars"] == 5000

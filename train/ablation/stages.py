@@ -55,7 +55,8 @@ def build_corpora(spec: dict, log) -> Dict[str, str]:
             write_corpus(directory, docs, {"config": config.to_dict(), "inputs": inputs,
                                            "counters": counters.as_dict(),
                                            "build": {"runner": "single process (ablation)"}},
-                         validation_per_mille=config.validation_per_mille)
+                         validation_per_mille=config.validation_per_mille,
+                         overwrite=True)  # the ablation's own folder: only its files go
             return f"built {len(docs):,} documents"
 
         out[name] = reuse_or_build(f"corpus {name}", directory, current, build, log)
