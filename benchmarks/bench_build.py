@@ -144,24 +144,24 @@ def measure(cmd: List[str], setup=None) -> Dict[str, float]:
             "peak_single": sampler.peak_single}
 
 
+def _digest(docs) -> str:
+    """Order-free digest of (url, text) pairs: equal outputs, equal digests."""
+    h = hashlib.sha256()
+    for url, text in sorted(docs):
+        h.update(url.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def digest_of_corpus(directory: str) -> str:
     from corpus.shards import iter_documents
 
-    h = hashlib.sha256()
-    docs = sorted((d["url"], d["text"]) for s in ("train", "validation")
-                  for d in iter_documents(directory, s))
-    for url, text in docs:
-        h.update(url.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()[:16]
+    return _digest((d["url"], d["text"]) for s in ("train", "validation")
+                   for d in iter_documents(directory, s))
 
 
 def digest_of_jsonl(path: str) -> str:
-    h = hashlib.sha256()
     with open(path) as handle:
-        docs = sorted((d["url"], d["text"]) for d in map(json.loads, handle))
-    for url, text in docs:
-        h.update(url.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()[:16]
+        return _digest((d["url"], d["text"]) for d in map(json.loads, handle))
 
 
 def text_size(files: List[str]):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 from typing import Optional
 
@@ -67,15 +68,11 @@ _NO_LANGUAGE, _NO_SCORE, _COMPRESSED = 1, 2, 4
 FORMAT_VERSION = 1
 
 
-_CODEC = []
-
-
+@functools.lru_cache(maxsize=1)
 def _zstd():
-    if not _CODEC:
-        import pyarrow
+    import pyarrow
 
-        _CODEC.append(pyarrow.Codec("zstd", compression_level=1))
-    return _CODEC[0]
+    return pyarrow.Codec("zstd", compression_level=1)
 
 
 def to_bytes(doc: Document, compress: bool = False) -> bytes:
@@ -109,10 +106,10 @@ def from_bytes(data: bytes) -> Document:
     for i, length in enumerate(lengths):
         chunk = view[pos:pos + length]
         pos += length
-        if i == 2:
-            if flags & _COMPRESSED:
-                chunk = _zstd().decompress(chunk, decompressed_size=size, asbytes=True)
-            size = length if not flags & _COMPRESSED else size
+        if i == 2 and flags & _COMPRESSED:
+            chunk = _zstd().decompress(chunk, decompressed_size=size, asbytes=True)
+        elif i == 2:
+            size = length
         values.append(_text(chunk))
     url, normalized_url, text, timestamp, content_length, content_type, language, source = values
     doc = Document(url=url, normalized_url=normalized_url, text=text, timestamp=timestamp,

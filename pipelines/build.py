@@ -41,21 +41,27 @@ class BuildError(RuntimeError):
     """The build cannot start or finish (output exists, no inputs, pipeline failure)."""
 
 
+def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
+    """The last value of ``flag`` among Beam arguments, as ``--flag=V`` or ``--flag V``."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
 def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
                      verbose: bool = False) -> PipelineOptions:
     """Named runner always (Beam's default local runner may try Prism, which downloads a
     binary); the DirectRunner's mode follows the machine (:func:`direct_runner_defaults`)."""
     args = list(beam_args)
-    given = []  # a --runner among the Beam arguments (either form) counts as the runner
-    for i, arg in enumerate(list(args)):
-        if arg.startswith("--runner="):
-            given.append(arg.split("=", 1)[1])
-        elif arg == "--runner" and i + 1 < len(args):
-            given.append(args[i + 1])
+    # a --runner among the Beam arguments (either form) counts as the runner
+    runner = runner or flag_value(args, "--runner") or DEFAULT_RUNNER
     args = [a for i, a in enumerate(args)
             if not (a.startswith("--runner=") or a == "--runner"
                     or (i > 0 and args[i - 1] == "--runner"))]
-    runner = runner or (given[-1] if given else DEFAULT_RUNNER)
     if not verbose:
         logging.getLogger("apache_beam").setLevel(logging.ERROR)
         if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
@@ -77,16 +83,8 @@ def direct_runner_defaults(args: List[str], cores: int) -> List[str]:
     """The DirectRunner's mode and worker count unless given: one process (``in_memory``) on
     machines of up to IN_MEMORY_MAX_CORES cores, else ``multi_processing`` with one worker per
     core (never ``multi_threading``: it has been seen to lose elements)."""
-    def given(flag: str) -> Optional[str]:
-        for i, arg in enumerate(args):
-            if arg.startswith(flag + "="):
-                return arg.split("=", 1)[1]
-            if arg == flag and i + 1 < len(args):
-                return args[i + 1]
-        return None
-
     args = list(args)
-    mode, workers = given("--direct_running_mode"), given("--direct_num_workers")
+    mode, workers = flag_value(args, "--direct_running_mode"), flag_value(args, "--direct_num_workers")
     if mode is None:
         parallel = int(workers) > 1 if workers else cores > IN_MEMORY_MAX_CORES
         mode = "multi_processing" if parallel else "in_memory"
