@@ -15,6 +15,7 @@ core-hours for one Common Crawl dump from the marginal CPU per page between the 
 scales.
 
 Run: .venv/bin/python benchmarks/bench_build.py [--scales 1,4,16,32] [--engines clean,direct,portable]
+     [--repeat 3]
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import hashlib
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -175,6 +177,44 @@ def text_size(files: List[str]):
     return pages, n_bytes
 
 
+def run_engine(engine: str, inputs: List[str], common: List[str], workers: int,
+               digests: Dict[str, set]) -> Dict[str, float]:
+    """One run of ``engine`` on ``inputs``; the digest of its output is added to ``digests``."""
+    from pipelines.worker_pool import local_portable_services
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if engine == "clean":
+            cmd = [str(BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", f"{tmp}/c.jsonl", *common]
+            result = measure(cmd)
+            digests.setdefault(engine, set()).add(digest_of_jsonl(f"{tmp}/c.jsonl"))
+            return result
+        cmd = [str(BIN / "corpus"), "build", "-i", *inputs, "-o", f"{tmp}/b", *common]
+        if engine == "direct":  # the mode `corpus build` picks for this machine
+            result = measure(cmd)
+        elif engine == "direct-mp":
+            result = measure(cmd + ["--direct_running_mode=multi_processing",
+                                    f"--direct_num_workers={workers}"])
+        else:
+            result = measure(cmd, lambda: local_portable_services(f"{tmp}/services", workers))
+        digests.setdefault(engine, set()).add(digest_of_corpus(f"{tmp}/b"))
+        return result
+
+
+def aggregate(results: List[Dict[str, float]]) -> Dict[str, float]:
+    """Median wall and CPU over the runs (and every run's CPU), the highest peaks."""
+    return {"wall": statistics.median(r["wall"] for r in results),
+            "cpu": statistics.median(r["cpu"] for r in results),
+            "cpu_runs": [r["cpu"] for r in results],
+            "peak_total": max(r["peak_total"] for r in results),
+            "peak_single": max(r["peak_single"] for r in results)}
+
+
+def cpu_cell(runs: List[float]) -> str:
+    """The median, with the range when there were several runs."""
+    median = f"{statistics.median(runs):.1f}"
+    return median if len(runs) == 1 else f"{median} ({min(runs):.1f}-{max(runs):.1f})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", default=str(ROOT.parent / "shared" / "data" / "crawl" / "*.wet.gz"))
@@ -186,14 +226,15 @@ def main() -> int:
                              "(one process on <= 2 cores); direct-mp: the DirectRunner's multi-processing "
                              "mode; portable: job service + external worker pool")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per engine and scale, interleaved; the table gives the median "
+                             "wall and CPU and the highest peak memory")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     files = sorted(glob.glob(args.input))
     if not files:
         print(f"no input matches {args.input}", file=sys.stderr)
         return 2
-    from pipelines.worker_pool import local_portable_services
-
     engines = args.engines.split(",")
     common = ["--preset", args.preset, "--badwords", args.badwords]
     rows = []
@@ -201,30 +242,21 @@ def main() -> int:
         inputs = make_copies(files, scale)
         pages, n_bytes = text_size(inputs)
         digests = {}
+        runs: Dict[str, List[Dict[str, float]]] = {engine: [] for engine in engines}
+        for _ in range(args.repeat):  # engines interleaved, so drifting load hits each alike
+            for engine in engines:
+                runs[engine].append(run_engine(engine, inputs, common, args.workers, digests))
         for engine in engines:
-            with tempfile.TemporaryDirectory() as tmp:
-                if engine == "clean":
-                    cmd = [str(BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", f"{tmp}/c.jsonl", *common]
-                    result = measure(cmd)
-                    digests[engine] = digest_of_jsonl(f"{tmp}/c.jsonl")
-                else:
-                    cmd = [str(BIN / "corpus"), "build", "-i", *inputs, "-o", f"{tmp}/b", *common]
-                    if engine == "direct":  # the mode `corpus build` picks for this machine
-                        result = measure(cmd)
-                    elif engine == "direct-mp":
-                        result = measure(cmd + ["--direct_running_mode=multi_processing",
-                                                f"--direct_num_workers={args.workers}"])
-                    else:
-                        result = measure(cmd, lambda: local_portable_services(f"{tmp}/services", args.workers))
-                    digests[engine] = digest_of_corpus(f"{tmp}/b")
+            result = aggregate(runs[engine])
             row = {"scale": scale, "engine": engine, "pages": pages, "text_mb": n_bytes / 1e6,
                    **result, "ram_per_byte": result["peak_total"] / n_bytes}
             rows.append(row)
-            print(f"x{scale} {engine}: {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU, "
+            print(f"x{scale} {engine}: {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU "
+                  f"(runs: {', '.join(f'{r:.1f}' for r in result['cpu_runs'])}), "
                   f"peak {result['peak_total'] / 1e9:.2f} GB ({row['ram_per_byte']:.2f} B/B), "
                   f"largest process {result['peak_single'] / 1e9:.2f} GB", file=sys.stderr, flush=True)
-        same = len(set(digests.values())) == 1
-        print(f"x{scale}: outputs {'identical' if same else 'DIFFER: ' + json.dumps(digests)}",
+        same = len(set().union(*digests.values())) == 1
+        print(f"x{scale}: outputs {'identical' if same else 'DIFFER: ' + json.dumps({e: sorted(d) for e, d in digests.items()})}",
               file=sys.stderr, flush=True)
         for row in rows:
             if row["scale"] == scale:
@@ -235,15 +267,17 @@ def main() -> int:
     default = " ".join(direct_runner_defaults([], os.cpu_count() or 1))
     print(f"input: {len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten "
           f"per copy; preset {args.preset}; {os.cpu_count()} cores; direct = `corpus build` "
-          f"defaults here ({default}); direct-mp and portable: {args.workers} workers\n")
-    print("| scale | pages | text MB | engine | wall s | CPU s | CPU vs clean | pages/s/core "
+          f"defaults here ({default}); direct-mp and portable: {args.workers} workers; "
+          f"{args.repeat} run(s) per engine and scale, interleaved: median wall and CPU, "
+          "highest peak memory\n")
+    print("| scale | pages | text MB | engine | wall s | CPU s (range) | CPU vs clean | pages/s/core "
           "| peak RSS GB (tree) | RAM B per text B | largest process GB | same output |")
     print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     clean_cpu = {r["scale"]: r["cpu"] for r in rows if r["engine"] == "clean"}
     for r in rows:
         ratio = f"{r['cpu'] / clean_cpu[r['scale']]:.2f}x" if r["scale"] in clean_cpu else "-"
         print(f"| {r['scale']}x | {r['pages']:,} | {r['text_mb']:.0f} | {r['engine']} | {r['wall']:.1f} "
-              f"| {r['cpu']:.1f} | {ratio} | {r['pages'] / r['cpu']:,.0f} | {r['peak_total'] / 1e9:.2f} "
+              f"| {cpu_cell(r['cpu_runs'])} | {ratio} | {r['pages'] / r['cpu']:,.0f} | {r['peak_total'] / 1e9:.2f} "
               f"| {r['ram_per_byte']:.2f} | {r['peak_single'] / 1e9:.2f} | {'yes' if r['output_identical'] else 'NO'} |")
     scales = sorted({r["scale"] for r in rows})
     if len(scales) >= 2:

@@ -27,9 +27,8 @@ from corpus.urls import replaces, split_of
 from corpus.wet import iter_file_documents
 
 NS_OUTPUT = "output"
-# Documents cross every grouping as corpus.document bytes; zstd on their text makes what the
-# shuffles hold 2.3x smaller (measured at 16x: 1.74 GB peak with it, 2.52 GB without, the same
-# CPU within noise).
+# Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
+# smaller; see corpus.document._codec for why LZ4 and not zstd).
 SHUFFLE_COMPRESSION = True
 
 
@@ -128,8 +127,16 @@ class NewestPageFn(_Counting, beam.DoFn):
     """(normalised url, its candidates) -> the newest page's cleaned text, if any; the others
     are counted as duplicates and the winner's recorded clean counters are counted.
 
+    With ``keyed``, the winner also goes to the ``KEYED`` output as (md5(url), its bytes as
+    they came): the line-dedup join takes them without packing the page again.
+
     A GroupByKey, not a CombinePerKey: Beam lifts a combine into the reading workers, where its
     table keeps up to 100,000 accumulators (here whole pages) per bundle."""
+
+    KEYED = "keyed"
+
+    def __init__(self, keyed: bool = False) -> None:
+        self.keyed = keyed
 
     def process(self, element):
         _, candidates = element
@@ -149,7 +156,10 @@ class NewestPageFn(_Counting, beam.DoFn):
             namespace, name, amount = line.split("\t")
             self.inc_for(namespace)(name, int(amount))
         if best[3]:
-            yield from_bytes(best[3])
+            page = from_bytes(best[3])
+            yield page
+            if self.keyed:
+                yield beam.pvalue.TaggedOutput(self.KEYED, (url_rank(page.url), best[3]))
 
 
 def _claims(page: Document) -> Iterator[Tuple[bytes, bytes]]:
@@ -351,19 +361,24 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
              | "reshuffle files" >> beam.Reshuffle()
              | "read wet" >> beam.ParDo(ReadWetFn(config, progress_dir))
              | "length limit" >> beam.ParDo(LengthFn(config)))
+    keyed = None  # (md5(url), packed page) for the line-dedup join
     if config.dedupe_urls:
-        pages = (pages
-                 | "clean page" >> beam.ParDo(CleanCandidateFn(config))
-                 | "group by url" >> beam.GroupByKey()
-                 | "newest per url" >> beam.ParDo(NewestPageFn()))
+        newest = (pages
+                  | "clean page" >> beam.ParDo(CleanCandidateFn(config))
+                  | "group by url" >> beam.GroupByKey()
+                  | "newest per url" >> beam.ParDo(NewestPageFn(keyed=config.dedupe_lines))
+                  .with_outputs(NewestPageFn.KEYED, main="pages"))
+        pages, keyed = newest.pages, newest[NewestPageFn.KEYED]
     else:
         pages = pages | "clean page" >> beam.ParDo(CleanFn(config))
     if config.dedupe_lines:
+        if keyed is None:
+            keyed = pages | "key by url rank" >> beam.Map(lambda p: _packed((url_rank(p.url), p)))
         owners = (pages
                   | "line claims" >> beam.FlatMap(_claims)
                   | "line owner" >> beam.CombinePerKey(min)
                   | "owner to owned line" >> beam.Map(lambda kv: (kv[1], kv[0])))
-        pages = ({"pages": pages | "key by url rank" >> beam.Map(lambda p: _packed((url_rank(p.url), p))),
+        pages = ({"pages": keyed,
                   "lines": owners}
                  | "group lines by url" >> beam.CoGroupByKey()
                  | "keep owned lines" >> beam.ParDo(KeepOwnedLinesFn(config.dedupe_min_sentences)))
