@@ -1,10 +1,20 @@
-"""Triton kernels against their torch references: values and gradients on odd shapes, in fp32
-(under TRITON_INTERPRET=1 on a CPU; bf16 inputs are upcast inside the kernels), and a short
-training run whose losses match between the two paths.
+"""Triton kernels against their torch references: values and gradients on odd shapes, and a
+short training run whose losses match between the two paths.
 
-Tolerances: fp32 elementwise kernels rtol/atol 1e-5; reductions (RMSNorm, cross-entropy) 1e-4,
-since the kernels sum in another order than torch.
+Where they run: on a machine without a GPU under TRITON_INTERPRET=1 (tests/conftest.py), in
+fp32 only (the interpreter's bf16 is broken); on a CUDA machine compiled for the device, in fp32
+and bf16. The reference is always the torch function in fp32 on the same input values (bf16
+inputs upcast), so a bf16 case measures the kernel's own error.
+
+Tolerances (rtol = atol):
+- fp32: elementwise kernels 1e-5, their gradients 1e-4; reductions (RMSNorm, cross-entropy) 1e-4,
+  since the kernels sum in another order than torch.
+- bf16 (CUDA): outputs 2e-2 (a bf16 result is rounded to 8 significant bits, 0.4% relative,
+  before it is compared), gradients 5e-2 (computed from bf16 upstream gradients and rounded
+  again); the fused cross-entropy's loss 1e-2 relative (logits come from a bf16 matmul).
 """
+import os
+
 import pytest
 import torch
 
@@ -17,69 +27,102 @@ from train.kernels.rmsnorm import rmsnorm_torch  # noqa: E402
 from train.kernels.rope import rope_tables, rope_torch  # noqa: E402
 from train.kernels.swiglu import swiglu_torch  # noqa: E402
 
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+CUDA = torch.cuda.is_available() and not INTERPRETED
+if CUDA:
+    TARGETS = [pytest.param("cuda", torch.float32, id="cuda-fp32"),
+               pytest.param("cuda", torch.bfloat16, id="cuda-bf16")]
+else:
+    TARGETS = [pytest.param("cpu", torch.float32, id="interpreted-fp32")]
+BF16_OUT, BF16_GRAD = 2e-2, 5e-2
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (compiled Triton, FlexAttention backward)")
 
-def both(fn_ref, fn_tri, *inputs, tol=1e-5):
-    """Run both implementations on copies of the inputs; compare outputs and input gradients."""
+
+def both(fn_ref, fn_tri, *inputs, device="cpu", dtype=torch.float32, tol=1e-5):
+    """The kernel on ``inputs`` in ``dtype`` on ``device``, the reference in fp32 on the same
+    values; compare outputs and input gradients (tolerances: module docstring)."""
     torch.manual_seed(0)
-    ref_in = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
-    tri_in = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    tri_in = [(x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device))
+              .detach().requires_grad_(x.is_floating_point()) for x in inputs]
+    ref_in = [(x.detach().float() if x.is_floating_point() else x).clone()
+              .requires_grad_(x.is_floating_point()) for x in tri_in]
     ref_out, tri_out = fn_ref(*ref_in), fn_tri(*tri_in)
-    torch.testing.assert_close(tri_out, ref_out, rtol=tol, atol=tol)
-    upstream = torch.randn_like(ref_out)
-    (ref_out * upstream).sum().backward()
+    assert tri_out.dtype == dtype
+    out_tol, grad_tol = (tol, tol * 10) if dtype == torch.float32 else (BF16_OUT, BF16_GRAD)
+    torch.testing.assert_close(tri_out.float(), ref_out, rtol=out_tol, atol=out_tol)
+    upstream = torch.randn_like(ref_out).to(dtype)
+    (ref_out * upstream.float()).sum().backward()
     (tri_out * upstream).sum().backward()
     for a, b in zip(tri_in, ref_in):
         if b.grad is not None:
-            torch.testing.assert_close(a.grad, b.grad, rtol=tol * 10, atol=tol * 10)
+            assert a.grad.dtype == dtype
+            torch.testing.assert_close(a.grad.float(), b.grad, rtol=grad_tol, atol=grad_tol)
 
 
+@pytest.mark.parametrize("device,dtype", TARGETS)
 @pytest.mark.parametrize("shape", [(5, 123, 123), (3, 7, 64), (1, 1, 17)])
-def test_rmsnorm(shape):
+def test_rmsnorm(shape, device, dtype):
     x = torch.randn(*shape)
     w = torch.randn(shape[-1])
-    both(lambda a, b: rmsnorm_torch(a, b, 1e-5), lambda a, b: rmsnorm_triton(a, b, 1e-5), x, w, tol=1e-5)
+    both(lambda a, b: rmsnorm_torch(a, b, 1e-5), lambda a, b: rmsnorm_triton(a, b, 1e-5), x, w,
+         device=device, dtype=dtype, tol=1e-5)
 
 
+@pytest.mark.parametrize("device,dtype", TARGETS)
 @pytest.mark.parametrize("b,h,t,d", [(5, 3, 123, 32), (2, 4, 7, 10)])
-def test_rope_contiguous_and_strided(b, h, t, d):
-    positions = torch.randint(0, 500, (b, t))
+def test_rope_contiguous_and_strided(b, h, t, d, device, dtype):
+    positions = torch.randint(0, 500, (b, t), device=device)
     cos, sin = rope_tables(positions, d, 10000.0)
     x = torch.randn(b, h, t, d)
-    both(lambda a: rope_torch(a, cos, sin), lambda a: rope_triton(a, cos, sin), x)
+    both(lambda a: rope_torch(a, cos, sin), lambda a: rope_triton(a, cos, sin), x,
+         device=device, dtype=dtype)
     # the model passes a transposed (non-contiguous) view
-    y = torch.randn(b, t, h, d).transpose(1, 2)
-    torch.testing.assert_close(rope_triton(y, cos, sin), rope_torch(y, cos, sin), rtol=1e-5, atol=1e-5)
+    y = torch.randn(b, t, h, d, device=device).to(dtype).transpose(1, 2)
+    tol = 1e-5 if dtype == torch.float32 else BF16_OUT
+    torch.testing.assert_close(rope_triton(y, cos, sin).float(), rope_torch(y.float(), cos, sin),
+                               rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("device,dtype", TARGETS)
 @pytest.mark.parametrize("shape", [(5, 123, 123), (2, 3, 1001)])
-def test_swiglu(shape):
-    both(swiglu_torch, swiglu_triton, torch.randn(*shape), torch.randn(*shape))
+def test_swiglu(shape, device, dtype):
+    both(swiglu_torch, swiglu_triton, torch.randn(*shape), torch.randn(*shape), device=device,
+         dtype=dtype)
 
 
+@pytest.mark.parametrize("device,dtype", TARGETS)
 @pytest.mark.parametrize("n,d,vocab,padded,chunk", [(5 * 123, 32, 123, 128, 97), (37, 16, 1000, 1024, 4096)])
-def test_linear_cross_entropy(n, d, vocab, padded, chunk):
+def test_linear_cross_entropy(n, d, vocab, padded, chunk, device, dtype):
     torch.manual_seed(1)
-    h = torch.randn(n, d)
-    w = torch.randn(padded, d) * 0.5
-    targets = torch.randint(0, vocab, (n,))
+    h = torch.randn(n, d, device=device).to(dtype)
+    w = (torch.randn(padded, d, device=device) * 0.5).to(dtype)
+    targets = torch.randint(0, vocab, (n,), device=device)
     targets[::7] = -100
     results = []
-    for fn in (linear_cross_entropy_torch, linear_cross_entropy_triton):
-        hh, ww = h.clone().requires_grad_(), w.clone().requires_grad_()
+    for fn, in_dtype in ((linear_cross_entropy_torch, torch.float32), (linear_cross_entropy_triton, dtype)):
+        hh = h.to(in_dtype).clone().requires_grad_()
+        ww = w.to(in_dtype).clone().requires_grad_()
         loss, count = fn(hh, ww, targets, vocab, chunk)
         (loss * 0.5).backward()
-        results.append((loss, count, hh.grad, ww.grad))
+        assert hh.grad.dtype == ww.grad.dtype == in_dtype
+        results.append((loss, count, hh.grad.float(), ww.grad.float()))
     (l1, c1, gh1, gw1), (l2, c2, gh2, gw2) = results
     assert int(c1) == int(c2) == int((targets != -100).sum())
-    torch.testing.assert_close(l2, l1, rtol=1e-4, atol=1e-3)
-    torch.testing.assert_close(gh2, gh1, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(gw2, gw1, rtol=1e-4, atol=1e-4)
+    if dtype == torch.float32:
+        torch.testing.assert_close(l2, l1, rtol=1e-4, atol=1e-3)
+        torch.testing.assert_close(gh2, gh1, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(gw2, gw1, rtol=1e-4, atol=1e-4)
+    else:
+        torch.testing.assert_close(l2 / c2, l1 / c1, rtol=5e-3, atol=5e-3)  # mean token loss
+        torch.testing.assert_close(gh2, gh1, rtol=BF16_GRAD, atol=BF16_GRAD)
+        torch.testing.assert_close(gw2, gw1, rtol=BF16_GRAD, atol=BF16_GRAD)
     assert gw2[vocab:].abs().max() == 0  # padded vocabulary rows get no gradient
 
 
 def test_bf16_inputs_are_upcast_inside():
-    x = torch.randn(4, 9, 48)
-    w = torch.randn(48)
+    device = "cuda" if CUDA else "cpu"
+    x = torch.randn(4, 9, 48, device=device)
+    w = torch.randn(48, device=device)
     out = rmsnorm_triton(x.to(torch.bfloat16), w.to(torch.bfloat16), 1e-5)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), rmsnorm_torch(x, w, 1e-5), rtol=2e-2, atol=2e-2)
@@ -107,3 +150,50 @@ def test_training_losses_match_between_paths(tmp_path):
         runs[impl] = [json.loads(l)["loss"] for l in open(out / "metrics.jsonl")]
     assert len(runs["torch"]) == 30
     torch.testing.assert_close(torch.tensor(runs["triton"]), torch.tensor(runs["torch"]), rtol=1e-4, atol=1e-4)
+
+
+def _packed_doc_ids(batch: int, length: int, seed: int = 0) -> torch.Tensor:
+    """Document ids of packed rows: documents of 1-300 tokens back to back, as the loader packs."""
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for _ in range(batch):
+        row, doc = [], 0
+        while len(row) < length:
+            row += [doc] * int(torch.randint(1, 300, (1,), generator=g))
+            doc += 1
+        rows.append(row[:length])
+    return torch.tensor(rows)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["causal", "prefix"])
+def test_flex_attention_document_mask_matches_masked_sdpa(dtype, bidirectional):
+    """FlexAttention with the model's document block mask vs SDPA with the dense boolean mask
+    (the CPU path and the oracle): outputs and q/k/v gradients on packed rows, causal and with a
+    bidirectional prefix (prefix LM)."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    from train.models.decoder import attention_mask, compiled_flex_attention, document_block_mask
+
+    b, h, t, d = 2, 4, 1024, 64
+    doc_ids = _packed_doc_ids(b, t).cuda()
+    prefix = (torch.arange(t, device="cuda")[None] < 200).expand(b, t) if bidirectional else None
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(b, h, t, d, device="cuda", dtype=dtype) for _ in range(3))
+    upstream = torch.randn(b, h, t, d, device="cuda", dtype=dtype)
+    results = []
+    for attend in ("sdpa", "flex-eager", "flex-compiled"):
+        qq, kk, vv = (x.clone().requires_grad_() for x in (q, k, v))
+        if attend == "sdpa":
+            y = torch.nn.functional.scaled_dot_product_attention(
+                qq.float(), kk.float(), vv.float(), attn_mask=attention_mask(doc_ids, prefix))
+        else:
+            fn = flex_attention if attend == "flex-eager" else compiled_flex_attention()
+            y = fn(qq, kk, vv, block_mask=document_block_mask(doc_ids, prefix))
+        (y.float() * upstream.float()).sum().backward()
+        results.append((y.float(), qq.grad.float(), kk.grad.float(), vv.grad.float()))
+    tol = 2e-3 if dtype == torch.float32 else 2e-2
+    for flex in results[1:]:
+        for got, want in zip(flex, results[0]):
+            torch.testing.assert_close(got, want, rtol=tol, atol=tol)

@@ -327,6 +327,8 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
                 tps = window_tokens / elapsed if elapsed > 0 else 0.0
                 last.update(tokens_per_second=round(tps, 1),
                             mfu=round(flops * tps / (peak * world), 4) if peak else None)
+                if device.type == "cuda":  # since the start, this rank's tensors (not the cache)
+                    last["peak_memory_gb"] = round(torch.cuda.max_memory_allocated(device) / 1e9, 3)
                 window_start, window_tokens = time.perf_counter(), 0
             if val_loader_args and (step % config.eval_every == 0 or step == steps):
                 val = evaluate_loss(model, PackedLoader(*val_loader_args, seed=0, **val_loader_kwargs),

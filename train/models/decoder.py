@@ -8,6 +8,7 @@ Padding tokens (document id -1) attend only to themselves and are ignored by the
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Dict, Optional
 
@@ -48,6 +49,30 @@ def attention_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] 
         visible = visible | bidirectional.bool()[:, None, :]
     eye = torch.eye(t, dtype=torch.bool, device=doc_ids.device)
     return ((same & visible) | eye)[:, None]
+
+
+def document_block_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] = None):
+    """:func:`attention_mask` as a FlexAttention BlockMask: blocks that no query of a block may
+    see are skipped, so attention costs what each document's own triangle costs."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    docs = doc_ids
+    both = bidirectional.bool() if bidirectional is not None else torch.zeros_like(doc_ids, dtype=torch.bool)
+
+    def document_mask(b, h, q, kv):
+        return ((docs[b, q] == docs[b, kv]) & ((kv <= q) | both[b, kv])) | (q == kv)
+
+    b, t = doc_ids.shape
+    return create_block_mask(document_mask, b, None, t, t, device=doc_ids.device)
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_flex_attention():
+    """FlexAttention compiled once: uncompiled, flex_attention runs a reference that builds the
+    whole (T, T) score matrix (PyTorch warns so); inside a compiled model it is traced anyway."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return torch.compile(flex_attention, dynamic=False)
 
 
 def _flex_available(device_type: str) -> bool:
@@ -99,9 +124,7 @@ class Attention(nn.Module):
         if isinstance(mask, torch.Tensor):
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:  # a FlexAttention BlockMask
-            from torch.nn.attention.flex_attention import flex_attention
-
-            y = flex_attention(q, k, v, block_mask=mask)
+            y = compiled_flex_attention()(q, k, v, block_mask=mask)
         return self.wo(y.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -172,16 +195,7 @@ class KernelModel(nn.Module):
 
     def self_mask(self, doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] = None):
         if self.attention_impl == "flex":
-            from torch.nn.attention.flex_attention import create_block_mask
-
-            docs = doc_ids
-            both = bidirectional.bool() if bidirectional is not None else torch.zeros_like(doc_ids, dtype=torch.bool)
-
-            def document_mask(b, h, q, kv):
-                return ((docs[b, q] == docs[b, kv]) & ((kv <= q) | both[b, kv])) | (q == kv)
-
-            b, t = doc_ids.shape
-            return create_block_mask(document_mask, b, None, t, t, device=doc_ids.device)
+            return document_block_mask(doc_ids, bidirectional)
         return attention_mask(doc_ids, bidirectional)
 
     def loss_or_logits(self, h: torch.Tensor, targets: Optional[torch.Tensor]):
