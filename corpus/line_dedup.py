@@ -27,6 +27,11 @@ def url_rank(url: str) -> bytes:
     return hashlib.md5(url.encode("utf-8")).digest()
 
 
+def line_keys(page: Document) -> Iterator[bytes]:
+    """The key of every line of the page, in order."""
+    return map(line_key, page.text.split("\n"))
+
+
 def line_claims(page: Document) -> Iterator[Tuple[bytes, str]]:
     """(line key, url) for every line of the page, as tfds ``_emit_url_to_lines``."""
     for line in page.text.split("\n"):

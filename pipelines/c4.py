@@ -13,10 +13,12 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
 
 from corpus.config import CorpusConfig
 from corpus.document import Document, from_bytes, to_bytes
-from corpus.line_dedup import keep_owned_lines, line_claims, url_rank
+from corpus.line_dedup import keep_owned_lines, line_keys, url_rank
 from corpus.minhash import MinHasher
 from corpus.near_dedup import DEFAULT_CC_ROUNDS, bucket_edges, doc_id, hash_to_min, initial_cluster
 from corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
@@ -162,13 +164,46 @@ class NewestPageFn(_Counting, beam.DoFn):
                 yield beam.pvalue.TaggedOutput(self.KEYED, (url_rank(page.url), best[3]))
 
 
-def _claims(page: Document) -> Iterator[Tuple[bytes, bytes]]:
-    """(line key, md5(url)): ``min`` picks tfds' owner, the claimant with the smallest md5 of
-    its URL, and the 16-byte digest names the page (URLs are unique after URL dedup) in the
-    shuffle and in the join back to the pages: compact bytes, not tuples with URL strings."""
-    rank = url_rank(page.url)
-    for key, _ in line_claims(page):
-        yield key, rank
+class ClaimLinesFn(beam.DoFn):
+    """Pages -> (line key, md5(url)) claims, combined in the DoFn: per key only the smallest
+    md5(url) seen in the bundle goes out (``min`` picks tfds' owner), so the shuffle carries one
+    claim per distinct line per bundle, not one element per line of every page (in-mapper
+    combining: Beam's lifted combine did the same per element, at several times the CPU). The
+    table is bounded like Beam's own (``max_keys``): when full, it is emitted and emptied.
+
+    The 16-byte digest names the page (URLs are unique after URL dedup) in the shuffle and in
+    the join back to the pages: compact bytes, not tuples with URL strings."""
+
+    def __init__(self, max_keys: int = 1_000_000) -> None:
+        self.max_keys = max_keys
+        self.table: Dict[bytes, bytes] = {}
+
+    def start_bundle(self) -> None:
+        self.table = {}
+
+    def process(self, page: Document):
+        rank = url_rank(page.url)
+        table = self.table
+        for key in line_keys(page):
+            current = table.get(key)
+            if current is None or rank < current:
+                table[key] = rank
+        if len(table) >= self.max_keys:
+            yield from self._drain()
+
+    def finish_bundle(self):
+        for claim in self._drain():
+            yield WindowedValue(claim, GlobalWindow().max_timestamp(), (GlobalWindow(),))
+
+    def _drain(self):
+        table, self.table = self.table, {}
+        return iter(table.items())
+
+
+def _owner_of_line(element) -> Tuple[bytes, bytes]:
+    """(line key, claiming md5(url)s) -> (the smallest md5(url), line key)."""
+    key, ranks = element
+    return min(ranks), key
 
 
 def _packed(kv):
@@ -375,9 +410,9 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
         if keyed is None:
             keyed = pages | "key by url rank" >> beam.Map(lambda p: _packed((url_rank(p.url), p)))
         owners = (pages
-                  | "line claims" >> beam.FlatMap(_claims)
-                  | "line owner" >> beam.CombinePerKey(min)
-                  | "owner to owned line" >> beam.Map(lambda kv: (kv[1], kv[0])))
+                  | "line claims" >> beam.ParDo(ClaimLinesFn())
+                  | "group claims by line" >> beam.GroupByKey()
+                  | "owner of line" >> beam.Map(_owner_of_line))
         pages = ({"pages": keyed,
                   "lines": owners}
                  | "group lines by url" >> beam.CoGroupByKey()

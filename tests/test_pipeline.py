@@ -303,3 +303,30 @@ def test_direct_runner_mode_follows_the_machine():
         "--direct_num_workers=4", "--direct_running_mode=multi_processing"]
     assert direct_runner_defaults(["--direct_running_mode", "in_memory"], 8) == [
         "--direct_running_mode", "in_memory", "--direct_num_workers=1"]
+
+
+@pytest.mark.parametrize("max_keys", [1_000_000, 3])
+def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
+    """ClaimLinesFn emits one claim per distinct line per bundle (from finish_bundle, or when
+    its table is full: max_keys=3 drains it after nearly every page); after the grouping every
+    line's owner is LineOwners' (the smallest md5(url)), and no line is lost."""
+    from corpus.document import Document
+    from corpus.line_dedup import LineOwners, line_key, url_rank
+    from pipelines.c4 import ClaimLinesFn, _owner_of_line
+
+    lines = [f"Line number {i} of a page that shares some of its lines." for i in range(12)]
+    pages = [Document(url=f"http://site{p}.example/{p}", text="\n".join(lines[p:p + 5] + lines[p % 3::4]))
+             for p in range(9)]
+    owners = LineOwners()
+    for page in pages:
+        owners.add(page)
+    expected = set()
+    for page in pages:
+        expected |= {(url_rank(page.url), key) for key in owners.owned_by(page)}
+    assert len({key for _, key in expected}) == len({line_key(line) for p in pages for line in p.text.split("\n")})
+    with BeamTestPipeline(argv=IN_MEMORY) as p:
+        got = (p | beam.Create(pages)
+               | beam.ParDo(ClaimLinesFn(max_keys=max_keys))
+               | beam.GroupByKey()
+               | beam.Map(_owner_of_line))
+        assert_that(got, equal_to(sorted(expected)))
