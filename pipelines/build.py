@@ -41,6 +41,13 @@ class BuildError(RuntimeError):
     """The build cannot start or finish (output exists, no inputs, pipeline failure)."""
 
 
+# benchmarks/dask_findings.py reproduces both (apache-beam 2.77): refused before anything is
+# written, since line dedup and MinHash batching emit from finish_bundle and would lose data.
+UNSUPPORTED_DASK = ("the DaskRunner is not supported: it drops what a DoFn emits in finish_bundle "
+                    "(line dedup's claims, MinHash batches) and cannot report counters; use the "
+                    "DirectRunner or a portable runner (README, \"Why not the DaskRunner\")")
+
+
 def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
     """The last value of ``flag`` among Beam arguments, as ``--flag=V`` or ``--flag V``."""
     value = None
@@ -66,6 +73,8 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
         logging.getLogger("apache_beam").setLevel(logging.ERROR)
         if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
             args.append("--default_sdk_harness_log_level=ERROR")
+    if "DaskRunner" in runner:
+        raise BuildError(UNSUPPORTED_DASK)
     args.append(f"--runner={runner}")
     if runner == "DirectRunner":
         args = direct_runner_defaults(args, os.cpu_count() or 1)
@@ -171,11 +180,13 @@ def _size(path: str) -> int:
 
 # Memory of the DirectRunner (Beam's FnApiRunner), measured by benchmarks/bench_build.py on the
 # shared crawl replicated 1x-32x (benchmarks/RESULTS.md), rounded up: about 0.25 GB per process
-# (the Beam SDK alone is 0.18 GB), plus per byte of page text 2 bytes in one process (measured
-# 1.5 at the margin) or 4 in multi-processing mode (measured 3.4), where the runner process holds
-# every shuffle and each worker receives its partition of a grouping whole.
+# (the Beam SDK alone is 0.18 GB), plus per byte of page text 3.5 bytes in one process (measured
+# 3.25 at the margin between 16x and 32x, 3.41 in all at 32x) or 4.5 in multi-processing mode
+# (measured 4.28 at the margin), where the runner process holds every shuffle and each worker
+# receives its partition of a grouping whole. Shuffled text is LZ4-compressed
+# (corpus.document._codec): zstd held about a third less for about 12% more CPU.
 DIRECT_GB_PER_PROCESS = 0.25
-DIRECT_BYTES_PER_TEXT_BYTE = {"in_memory": 2.0, "multi_processing": 4.0}
+DIRECT_BYTES_PER_TEXT_BYTE = {"in_memory": 3.5, "multi_processing": 4.5}
 TEXT_PER_GZIP_BYTE = 2.3  # Common Crawl WET: text bytes per byte of .wet.gz
 
 
@@ -249,12 +260,12 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
     """Build the corpus into ``output``; returns the manifest."""
     if not inputs:
         raise BuildError("no input files")
+    options = pipeline_options(runner, beam_args, verbose)
     fs = BeamFS()
     try:
         target = claim(output, CORPUS_KIND, overwrite, fs)
     except OutputError as exc:
         raise BuildError(str(exc)) from exc
-    options = pipeline_options(runner, beam_args, verbose)
     try:
         staging = new_staging(target, fs)
     except OSError as exc:
