@@ -80,6 +80,33 @@ def batch_elements_loses_finish_bundle_output(address: str, folder: str) -> str:
     return "NOT REPRODUCED: 1,000 in, 1,000 out"
 
 
+def tagged_outputs_mixed(address: str, folder: str) -> str:
+    """A ParDo with a tagged output (pipelines/c4.py: NewestPageFn's pages and its keyed bytes
+    for the line-dedup join): each output should get only its own elements."""
+    import apache_beam as beam
+
+    class Split(beam.DoFn):
+        def process(self, x):
+            yield x
+            if x % 2:
+                yield beam.pvalue.TaggedOutput("odd", -x)
+
+    out = os.path.join(folder, "tagged")
+    p = beam.Pipeline(options=_options(DASK, address))
+    outputs = p | beam.Create(list(range(10))) | beam.ParDo(Split()).with_outputs("odd", main="all")
+    _ = (outputs.all
+         | beam.Map(lambda x: int(x < 0))
+         | beam.CombineGlobally(sum)
+         | beam.Map(lambda n: open(out, "w").write(str(n))))
+    p.run().wait_until_finish()
+    stray = int(open(out).read()) if os.path.exists(out) else None
+    if stray:
+        return f"REPRODUCED: the main output got {stray} of the tagged output's 5 elements"
+    if stray is None:
+        return "REPRODUCED: the pipeline failed or wrote nothing"
+    return "NOT REPRODUCED: each output got only its own elements"
+
+
 def c4_graph(address: str, folder: str, rounds: int, timeout: float) -> str:
     """The whole `corpus build` graph on the shared crawl (run in a child process, stopped at
     ``timeout`` seconds)."""
@@ -143,8 +170,9 @@ def main() -> int:
         print("1. runner by name:", refused_by_name(address))
         print("2. metrics:", metrics_unsupported(address))
         print("3. BatchElements:", batch_elements_loses_finish_bundle_output(address, folder))
+        print("4. tagged outputs:", tagged_outputs_mixed(address, folder))
         if args.graph:
-            print("4. c4 graph:", c4_graph(address, folder, args.rounds, args.timeout))
+            print("5. c4 graph:", c4_graph(address, folder, args.rounds, args.timeout))
     return 0
 
 
