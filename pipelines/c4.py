@@ -169,12 +169,13 @@ class ClaimLinesFn(beam.DoFn):
     md5(url) seen in the bundle goes out (``min`` picks tfds' owner), so the shuffle carries one
     claim per distinct line per bundle, not one element per line of every page (in-mapper
     combining: Beam's lifted combine did the same per element, at several times the CPU). The
-    table is bounded like Beam's own (``max_keys``): when full, it is emitted and emptied.
+    table is bounded (``max_keys``; 250,000 keys hold about 35 MB): when full, it is emitted and
+    emptied, so a line may be claimed once per drain, never lost.
 
     The 16-byte digest names the page (URLs are unique after URL dedup) in the shuffle and in
     the join back to the pages: compact bytes, not tuples with URL strings."""
 
-    def __init__(self, max_keys: int = 1_000_000) -> None:
+    def __init__(self, max_keys: int = 250_000) -> None:
         self.max_keys = max_keys
         self.table: Dict[bytes, bytes] = {}
 
