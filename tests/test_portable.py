@@ -20,15 +20,18 @@ def _corpus(directory):
 
 
 def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):
-    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
-    cfg = build_config("c4", badwords=str(shared_path("badwords")))
+    # resolved: the portable run names the same files relative to the working directory, which
+    # the OS gives with symlinks resolved; the settings (and so the shards' config hash) then agree
+    shared = shared_path().resolve()
+    crawl = sorted(str(p) for p in (shared / "crawl").glob("*.wet.gz"))
+    cfg = build_config("c4", badwords=str(shared / "badwords"))
     direct = run_build(crawl, str(tmp_path / "direct"), cfg, log=lambda *_: None,
                        beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
     services = tmp_path / "services"
     with local_portable_services(str(services), workers=2) as beam_args:
         # relative paths, as a user types them: workers start in folders of their own
         cwd = os.getcwd()
-        os.chdir(shared_path())
+        os.chdir(shared)
         try:
             portable = run_build([os.path.relpath(p) for p in crawl], str(tmp_path / "portable"),
                                  build_config("c4", badwords="badwords"), log=lambda *_: None,
