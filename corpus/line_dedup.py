@@ -12,7 +12,7 @@ for single-process runs.
 from __future__ import annotations
 
 import hashlib
-from typing import Dict, Iterable, Iterator, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, Optional, Set
 
 from corpus import sentences
 from corpus.counters import IncFn, null_inc
@@ -32,10 +32,14 @@ def line_keys(page: Document) -> Iterator[bytes]:
     return map(line_key, page.text.split("\n"))
 
 
-def line_claims(page: Document) -> Iterator[Tuple[bytes, str]]:
-    """(line key, url) for every line of the page, as tfds ``_emit_url_to_lines``."""
-    for line in page.text.split("\n"):
-        yield line_key(line), page.url
+def add_claims(owners: Dict[bytes, bytes], page: Document) -> None:
+    """Claim every line of ``page`` in ``owners`` (line key -> smallest md5(url) so far), as
+    tfds ``_emit_url_to_lines`` + ``Top.PerKey(1, key=_hash_text, reverse=True)`` combined."""
+    rank = url_rank(page.url)
+    for key in line_keys(page):
+        current = owners.get(key)
+        if current is None or rank < current:
+            owners[key] = rank
 
 
 def owner_of(urls: Iterable[str]) -> str:
@@ -76,23 +80,18 @@ def keep_owned_lines(page: Document, owned: Set[bytes], min_sentences: int = 3,
 
 
 class LineOwners:
-    """In-memory owner table for single-process runs: key -> smallest (md5(url), url)."""
+    """In-memory owner table for single-process runs: line key -> smallest md5(url)."""
 
     def __init__(self) -> None:
-        self._best: Dict[bytes, Tuple[bytes, str]] = {}
+        self._best: Dict[bytes, bytes] = {}
 
     def add(self, page: Document) -> None:
-        rank = url_rank(page.url)
-        best = self._best
-        for key, url in line_claims(page):
-            current = best.get(key)
-            if current is None or rank < current[0]:
-                best[key] = (rank, url)
+        add_claims(self._best, page)
 
     def owned_by(self, page: Document) -> Set[bytes]:
         best = self._best
-        url = page.url
-        return {key for key, _ in line_claims(page) if best[key][1] == url}
+        rank = url_rank(page.url)
+        return {key for key in line_keys(page) if best[key] == rank}
 
     def __len__(self) -> int:
         return len(self._best)

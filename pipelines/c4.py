@@ -18,7 +18,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from corpus.config import CorpusConfig
 from corpus.document import Document, from_bytes, to_bytes
-from corpus.line_dedup import keep_owned_lines, line_keys, url_rank
+from corpus.line_dedup import add_claims, keep_owned_lines, url_rank
 from corpus.minhash import MinHasher
 from corpus.near_dedup import DEFAULT_CC_ROUNDS, bucket_edges, doc_id, hash_to_min, initial_cluster
 from corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
@@ -183,13 +183,8 @@ class ClaimLinesFn(beam.DoFn):
         self.table = {}
 
     def process(self, page: Document):
-        rank = url_rank(page.url)
-        table = self.table
-        for key in line_keys(page):
-            current = table.get(key)
-            if current is None or rank < current:
-                table[key] = rank
-        if len(table) >= self.max_keys:
+        add_claims(self.table, page)
+        if len(self.table) >= self.max_keys:
             yield from self._drain()
 
     def finish_bundle(self):
