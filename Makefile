@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml Makefile
 	# torch first and pinned: an unpinned torch pulls several GB of CUDA packages.
 	$(BIN)/pip install -q "torch==$(TORCH_VERSION)"
 	$(BIN)/pip install -q -e ".[dev]"
-	$(BIN)/python -m corpus.langid --self-check
+	$(BIN)/python -m c4forge.cli.langid --self-check
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -52,7 +52,7 @@ bench:
 	$(BENCH)/bin/pip install -q --upgrade pip
 	$(BENCH)/bin/pip install -q -e ".[bench]"
 	$(BENCH)/bin/pip install -q fasttext-numpy2-wheel
-	$(BENCH)/bin/python -m corpus.langid --self-check
+	$(BENCH)/bin/python -m c4forge.cli.langid --self-check
 	$(BENCH)/bin/python benchmarks/bench_clean.py
 
 clean-venv:

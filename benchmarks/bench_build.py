@@ -55,7 +55,7 @@ def rel(path) -> str:
 def make_copies(files: List[str], scale: int) -> List[str]:
     """``scale`` copies of the crawl files, URLs rewritten per copy; one gzip member per record
     (as in Common Crawl). Cached by scale."""
-    from corpus.wet import iter_records
+    from c4forge.corpus.wet import iter_records
 
     folder = CACHE / f"x{scale}"
     done = folder / "complete"
@@ -155,7 +155,7 @@ def _digest(docs) -> str:
 
 
 def digest_of_corpus(directory: str) -> str:
-    from corpus.shards import iter_documents
+    from c4forge.corpus.shards import iter_documents
 
     return _digest((d["url"], d["text"]) for s in ("train", "validation")
                    for d in iter_documents(directory, s))
@@ -167,7 +167,7 @@ def digest_of_jsonl(path: str) -> str:
 
 
 def text_size(files: List[str]):
-    from corpus.wet import iter_documents
+    from c4forge.corpus.wet import iter_documents
 
     pages = n_bytes = 0
     for path in files:
@@ -180,7 +180,7 @@ def text_size(files: List[str]):
 def run_engine(engine: str, inputs: List[str], common: List[str], workers: int,
                digests: Dict[str, set]) -> Dict[str, float]:
     """One run of ``engine`` on ``inputs``; the digest of its output is added to ``digests``."""
-    from pipelines.worker_pool import local_portable_services
+    from c4forge.pipelines.worker_pool import local_portable_services
 
     with tempfile.TemporaryDirectory() as tmp:
         if engine == "clean":
@@ -262,7 +262,7 @@ def main() -> int:
             if row["scale"] == scale:
                 row["output_identical"] = same
 
-    from pipelines.build import direct_runner_defaults
+    from c4forge.pipelines.build import direct_runner_defaults
 
     default = " ".join(direct_runner_defaults([], os.cpu_count() or 1))
     print(f"input: {len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten "

@@ -36,10 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from corpus import langid, sentences  # noqa: E402
-from corpus.clean import clean_page  # noqa: E402
-from corpus.document import Document  # noqa: E402
-from corpus.wet import iter_documents  # noqa: E402
+from c4forge.corpus import langid, sentences  # noqa: E402
+from c4forge.corpus.clean import clean_page  # noqa: E402
+from c4forge.corpus.document import Document  # noqa: E402
+from c4forge.corpus.wet import iter_documents  # noqa: E402
 from tests import reference_c4  # noqa: E402
 
 THRESHOLD = 0.65

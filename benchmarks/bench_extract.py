@@ -29,8 +29,8 @@ from typing import Callable, Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from corpus.extract import decode_html, html_bytes, response_text  # noqa: E402
-from corpus.wet import iter_records, page_text  # noqa: E402
+from c4forge.corpus.extract import decode_html, html_bytes, response_text  # noqa: E402
+from c4forge.corpus.wet import iter_records, page_text  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 WORD = re.compile(r"\w+")

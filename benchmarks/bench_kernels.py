@@ -64,12 +64,12 @@ def measure(fn, inputs, repeat=20):
 
 def cases(dtype, only):
     """(kernel, shape label, make_inputs, torch reference, triton kernel, extra args)."""
-    from train.kernels.elementwise_triton import rmsnorm_triton, rope_triton, swiglu_triton
-    from train.kernels.linear_ce import linear_cross_entropy_torch
-    from train.kernels.linear_ce_triton import linear_cross_entropy_triton
-    from train.kernels.rmsnorm import rmsnorm_torch
-    from train.kernels.rope import rope_tables, rope_torch
-    from train.kernels.swiglu import swiglu_torch
+    from c4forge.train.kernels.elementwise_triton import rmsnorm_triton, rope_triton, swiglu_triton
+    from c4forge.train.kernels.linear_ce import linear_cross_entropy_torch
+    from c4forge.train.kernels.linear_ce_triton import linear_cross_entropy_triton
+    from c4forge.train.kernels.rmsnorm import rmsnorm_torch
+    from c4forge.train.kernels.rope import rope_tables, rope_torch
+    from c4forge.train.kernels.swiglu import swiglu_torch
 
     dev = "cuda"
 

@@ -20,12 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokenizer.train import load_tokenizer  # noqa: E402
-from train.checkpoint import load_model, run_tokenizer_dir  # noqa: E402
-from train.evaluate import (TASK_FILES, _joiner, _split_pair, continuation_logprobs,  # noqa: E402
+from c4forge.tokenizer.train import load_tokenizer  # noqa: E402
+from c4forge.train.checkpoint import load_model, run_tokenizer_dir  # noqa: E402
+from c4forge.train.evaluate import (TASK_FILES, _joiner, _split_pair, continuation_logprobs,  # noqa: E402
                             load_task, run_tasks)
-from train.export import export_hf  # noqa: E402
-from train.lm_eval_tasks import task_name, write_lm_eval_tasks  # noqa: E402
+from c4forge.train.export import export_hf  # noqa: E402
+from c4forge.train.lm_eval_tasks import task_name, write_lm_eval_tasks  # noqa: E402
 
 METRIC = {"lambada": "acc,none", "winogrande": "acc,none", "blimp": "acc,none"}
 

@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokenizer.formats import write_manifest  # noqa: E402
-from train.data import PackedLoader, TokenDocuments  # noqa: E402
+from c4forge.tokenizer.formats import write_manifest  # noqa: E402
+from c4forge.train.data import PackedLoader, TokenDocuments  # noqa: E402
 
 WORK = ROOT / ".cache" / "bench-loader"
 SEQ, BATCH = 1024, 32
@@ -187,12 +187,12 @@ def crawl_tokens() -> Path:
     directory = WORK / "shared-crawl-c4"
     if (directory / "ids" / "manifest.json").exists():
         return directory / "ids"
-    from corpus.config import build_config
-    from corpus.counters import Counters
-    from corpus.local import run_chain
-    from corpus.shards import write_corpus
-    from tokenizer.encode import encode_corpus
-    from tokenizer.train import TokenizerConfig, train_tokenizer
+    from c4forge.corpus.config import build_config
+    from c4forge.core.counters import Counters
+    from c4forge.corpus.local import run_chain
+    from c4forge.corpus.shards import write_corpus
+    from c4forge.tokenizer.encode import encode_corpus
+    from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
     shared = ROOT.parent / "shared" / "data"
     inputs = sorted(str(p) for p in (shared / "crawl").glob("*.wet.gz"))

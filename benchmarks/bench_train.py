@@ -27,8 +27,8 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from train.config import ModelConfig  # noqa: E402
-from train.models import LM  # noqa: E402
+from c4forge.train.config import ModelConfig  # noqa: E402
+from c4forge.train.models import LM  # noqa: E402
 
 
 class NanoBlock(nn.Module):

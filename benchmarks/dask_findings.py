@@ -125,8 +125,8 @@ def c4_graph(address: str, folder: str, rounds: int, timeout: float) -> str:
 
 def _build_child(address, folder, rounds, queue):
     import apache_beam as beam
-    from corpus.config import build_config
-    from pipelines.c4 import build_graph
+    from c4forge.corpus.config import build_config
+    from c4forge.pipelines.c4 import build_graph
 
     crawl = sorted(glob.glob(str(ROOT.parent / "shared" / "data" / "crawl" / "*.wet.gz")))
     cfg = build_config("c4", badwords=str(ROOT.parent / "shared" / "data" / "badwords")).for_workers()
@@ -136,7 +136,7 @@ def _build_child(address, folder, rounds, queue):
     build_graph(p, crawl, cfg, staging, cc_rounds=rounds)
     result = p.run()
     result.wait_until_finish()
-    from corpus.shards import shard_rows
+    from c4forge.corpus.shards import shard_rows
 
     shards = [n for n in os.listdir(staging) if not n.endswith(".json") and "-of-" in n]
     documents = sum(shard_rows(os.path.join(staging, n)) for n in shards)

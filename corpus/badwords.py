@@ -8,6 +8,7 @@ naming ``--badwords``.
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import hashlib
 import os
 import re
@@ -16,9 +17,9 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Pattern, Sequence, Set
 
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
-from corpus.urls import md5_int
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.document import Document
+from c4forge.corpus.urls import md5_int
 
 LDNOOBW = "https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words"
 EN_BADWORDS_URL = f"{LDNOOBW}/25e679f03d96baa721cde20db9944649e8d0a844/en"
@@ -30,7 +31,7 @@ NO_SPACE_LANGUAGES = ("ja", "th", "zh")
 ALLOWLIST: Mapping[str, Set[str]] = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}
 
 
-class BadwordsUnavailable(RuntimeError):
+class BadwordsUnavailable(C4forgeError, RuntimeError):
     """The list could not be read (no network, wrong path)."""
 
 

@@ -20,9 +20,9 @@ import heapq
 import re
 from typing import Optional, Tuple
 
-from corpus import sentences
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
+from c4forge.corpus import sentences
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.document import Document
 
 END_MARKS: Tuple[str, ...] = (".", "?", "!", '"')
 ELLIPSIS = "..."

@@ -1,6 +1,7 @@
 """Common Crawl listings: a crawl id and a file slice -> WET file URLs."""
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import gzip
 import re
 import urllib.error
@@ -11,7 +12,7 @@ DEFAULT_BASE_URL = "https://data.commoncrawl.org"
 _CRAWL_ID = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 
 
-class CrawlListingError(RuntimeError):
+class CrawlListingError(C4forgeError, RuntimeError):
     """The crawl id, the slice or the listing download is wrong."""
 
 

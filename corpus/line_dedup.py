@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 from typing import Dict, Iterable, Iterator, Optional, Set
 
-from corpus import sentences
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
+from c4forge.corpus import sentences
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.document import Document
 
 
 def line_key(line: str) -> bytes:

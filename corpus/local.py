@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Iterator, List
 
-from corpus import progress
-from corpus.config import CorpusConfig
-from corpus.counters import Counters
-from corpus.document import Document
-from corpus.line_dedup import LineOwners, keep_owned_lines
-from corpus.minhash import MinHasher, batched
-from corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id
-from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
+from c4forge.core import progress
+from c4forge.corpus.config import CorpusConfig
+from c4forge.core.counters import Counters
+from c4forge.corpus.document import Document
+from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines
+from c4forge.corpus.minhash import MinHasher, batched
+from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id
+from c4forge.corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, count_bytes,
                           text_bytes)
-from corpus.urls import newer_page
-from corpus.wet import iter_file_documents
+from c4forge.corpus.urls import newer_page
+from c4forge.corpus.wet import iter_file_documents
 
 
 def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -> Iterator[Document]:

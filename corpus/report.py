@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional
 
-from corpus.steps import STAGE_ORDER
+from c4forge.corpus.steps import STAGE_ORDER
 
 
 def _stage_key(name: str) -> tuple:
@@ -92,8 +92,8 @@ def manifest_report(manifest: dict) -> str:
 
 def strict_problem(counters: Dict[str, int]) -> Optional[str]:
     """What --strict refuses: any input file skipped whole or cut short by an I/O error."""
-    from corpus.steps import NS_READ
-    from corpus.wet import WHOLE_FILE_SKIPS
+    from c4forge.corpus.steps import NS_READ
+    from c4forge.corpus.wet import WHOLE_FILE_SKIPS
 
     found = {name: counters.get(f"{NS_READ}/{name}", 0) for name in WHOLE_FILE_SKIPS}
     found = {k: v for k, v in found.items() if v}

@@ -27,7 +27,7 @@ url, so a build is byte-for-byte reproducible. A document's split is md5(normali
 < validation_per_mille -> validation (tfds: 1, i.e. == 0); its shard is doc id % shards.
 
 ``_manifest.json`` always names a complete set of shards: outputs are swapped in by
-:mod:`corpus.outdir` (during a swap it carries ``location``, the staging folder its shards are
+:mod:`c4forge.core.outdir` (during a swap it carries ``location``, the staging folder its shards are
 in; read shard paths through :func:`shard_paths`, never by joining names yourself). It records:
 format version, shard format, the command's config and its hash, input files, library versions,
 per-split documents/bytes/shard files, and every pipeline counter. Version 1 corpora (Arrow IPC
@@ -35,6 +35,7 @@ per-split documents/bytes/shard files, and every pipeline counter. Version 1 cor
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import datetime
 import hashlib
 import json
@@ -47,7 +48,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from corpus.outdir import (OutputError, OutputKind, check_name, manifest_name, resolve,
+from c4forge.core.outdir import (OutputError, OutputKind, check_name, manifest_name, resolve,
                            write_directory)
 
 FORMAT_VERSION = 2
@@ -79,7 +80,7 @@ _PARQUET_MAGIC = b"PAR1"
 _ARROW_FILE_MAGIC = b"ARROW1"
 
 
-class CorpusFormatError(ValueError):
+class CorpusFormatError(C4forgeError, ValueError):
     """A directory or file that is not a complete c4forge corpus."""
 
 
@@ -349,9 +350,9 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
                  shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - through the output-directory rule and swap of
-    :mod:`corpus.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
-    from corpus.near_dedup import doc_id
-    from corpus.urls import split_of
+    :mod:`c4forge.core.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
+    from c4forge.corpus.near_dedup import doc_id
+    from c4forge.corpus.urls import split_of
 
     check_shard_format(shard_format)
     metadata = shard_metadata(manifest.get("config") or {}, shard_format)

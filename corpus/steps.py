@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from corpus import clean as clean_rules
-from corpus.badwords import BadwordsFilter, languages_for, load_badwords
-from corpus.config import CorpusConfig
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
-from corpus.langid import LanguageFilter
+from c4forge.corpus import clean as clean_rules
+from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
+from c4forge.corpus.config import CorpusConfig
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.document import Document
+from c4forge.corpus.langid import LanguageFilter
 
 NS_READ = "split-wet-file"
 NS_LENGTH = "too-long-filter"
@@ -62,7 +62,7 @@ class PageSteps:
     @property
     def language_filter(self) -> LanguageFilter:
         if self._lid is None:
-            from corpus import langid
+            from c4forge.corpus import langid
 
             self._lid = LanguageFilter(self.config.languages or None, self.config.lid_threshold,
                                        self.config.lid_model)

@@ -5,8 +5,8 @@ import hashlib
 import re
 from typing import Iterable, Optional
 
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.document import Document
 
 _SCHEME_WWW = re.compile(r"https?:\/\/(www\.)?")
 _TRACKING_TAIL = re.compile(r"\?(utm_|ref|feed).*")

@@ -20,6 +20,7 @@ kept for exactness; ``keep_metadata_like_lines=True`` switches it off).
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import dataclasses
 import glob
 import os
@@ -27,9 +28,10 @@ import re
 import zlib
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from corpus.counters import IncFn, null_inc
-from corpus.document import Document
-from corpus.urls import normalize_url
+from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus.document import Document
+from c4forge.corpus.urls import normalize_url
+from c4forge.corpus.warc import WarcRecord
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 READ_CHUNK = 1 << 20
@@ -46,30 +48,12 @@ _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13))
 BINARY_CONTROL_SHARE = 0.01
 
 
-class CrawlReadError(RuntimeError):
+class CrawlReadError(C4forgeError, RuntimeError):
     """A crawl file that cannot be opened at all (missing, no permission, unreachable)."""
 
 
 class CrawlReadInterrupted(CrawlReadError):
     """An I/O error part-way through a file (the records before it were yielded)."""
-
-
-@dataclasses.dataclass
-class WarcRecord:
-    """One WARC record: its type, headers (names as written), raw body, and where it starts."""
-
-    type: str
-    headers: Dict[str, str]
-    body: bytes
-    source: str
-    offset: int
-
-    def header(self, name: str, default: str = "") -> str:
-        lowered = name.lower()
-        for key, value in self.headers.items():
-            if key.lower() == lowered:
-                return value
-        return default
 
 
 INPUT_FORMATS = ("auto", "wet", "warc")
@@ -597,7 +581,7 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
                          options: ReadOptions = ReadOptions()) -> Optional[Document]:
     """A WARC ``response`` record (HTML) as a Document of its extracted main text, or None
     with a counted reason (corpus.extract lists them)."""
-    from corpus.extract import response_text
+    from c4forge.corpus.extract import response_text
 
     url = record.header("WARC-Target-URI")
     extracted = response_text(record.body, url, record.header, options.extractor,
@@ -668,26 +652,3 @@ def iter_file_documents(path: str, inc: IncFn = null_inc,
 
 
 WHOLE_FILE_SKIPS = ("skipped:unreadable_file", "skipped:read_error")
-
-
-def http_payload(record: WarcRecord) -> Tuple[Dict[str, str], bytes]:
-    """HTTP headers and payload of a WARC ``response`` record (for HTML extraction)."""
-    return split_http_block(record.body)
-
-
-def split_http_block(body: bytes) -> Tuple[Dict[str, str], bytes]:
-    """(headers as written, payload) of an HTTP message block; ({}, body) when the block has
-    no end of headers."""
-    end = body.find(b"\r\n\r\n")
-    sep = 4
-    if end < 0:
-        end, sep = body.find(b"\n\n"), 2
-    if end < 0:
-        return {}, body
-    head = body[:end].decode("latin-1")
-    headers = {}
-    for line in _NEWLINES.split(head)[1:]:
-        name, colon, value = line.partition(":")
-        if colon:
-            headers[name.strip()] = value.strip()
-    return headers, body[end + sep:]

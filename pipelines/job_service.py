@@ -18,7 +18,7 @@ from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
-from pipelines.worker_pool import serve_until_stopped
+from c4forge.pipelines.worker_pool import serve_until_stopped
 
 
 class ParallelBeamJob(local_job_service.BeamJob):

@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Optional
 
-from corpus import progress
+from c4forge.core import progress
 
 FOLDER = ".progress"
 INTERVAL_S = 0.5

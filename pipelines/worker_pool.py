@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Iterator, List, Optional
 
-from corpus.io import atomic_write
+from c4forge.core.io import atomic_write
 
-from pipelines.worker_boot import ROOT_ENV
+from c4forge.pipelines.worker_boot import ROOT_ENV
 
 # The project to stage: Beam builds its sdist (`python -m build --sdist`) and workers install it.
 PYPROJECT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -103,11 +103,11 @@ def local_portable_services(folder: str, workers: int = 2) -> Iterator[List[str]
     processes = []
     try:
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "pipelines.job_service", "--port", "0", "--port-file",
+            [sys.executable, "-m", "c4forge.pipelines.job_service", "--port", "0", "--port-file",
              job_port], stdout=logs[0], stderr=subprocess.STDOUT,
             env=env, cwd=folder))
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "pipelines.worker_pool", "--port", "0", "--port-file",
+            [sys.executable, "-m", "c4forge.pipelines.worker_pool", "--port", "0", "--port-file",
              pool_port], stdout=logs[1], stderr=subprocess.STDOUT, env=env, cwd=folder))
         job = _wait_for_port(job_port, processes[0], "the Beam job service")
         pool = _wait_for_port(pool_port, processes[1], "the worker pool")

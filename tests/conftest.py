@@ -32,12 +32,12 @@ def _isolated_cache(tmp_path, monkeypatch):
 def sample_tokens(tmp_path_factory) -> str:
     """Real token shards, made once per session: the embedded sample crawl through the c4 chain,
     a 600-piece tokenizer, one encode. Tests must not write into it."""
-    from corpus.config import build_config
-    from corpus.counters import Counters
-    from corpus.local import run_chain
-    from corpus.shards import write_corpus
-    from tokenizer.encode import encode_corpus
-    from tokenizer.train import TokenizerConfig, train_tokenizer
+    from c4forge.corpus.config import build_config
+    from c4forge.core.counters import Counters
+    from c4forge.corpus.local import run_chain
+    from c4forge.corpus.shards import write_corpus
+    from c4forge.tokenizer.encode import encode_corpus
+    from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
     root = tmp_path_factory.mktemp("sample-tokens")
     docs = run_chain([str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")],
@@ -54,12 +54,12 @@ def crawl_tokens(tmp_path_factory) -> str:
     """Real token shards of the shared crawl (../shared/data/crawl/*.wet.gz) through the c4
     chain (10% of documents held out as the validation split) with a 2,000-piece tokenizer
     holding T5's 100 sentinels; made once per session."""
-    from corpus.config import build_config
-    from corpus.counters import Counters
-    from corpus.local import run_chain
-    from corpus.shards import write_corpus
-    from tokenizer.encode import encode_corpus
-    from tokenizer.train import TokenizerConfig, train_tokenizer
+    from c4forge.corpus.config import build_config
+    from c4forge.core.counters import Counters
+    from c4forge.corpus.local import run_chain
+    from c4forge.corpus.shards import write_corpus
+    from c4forge.tokenizer.encode import encode_corpus
+    from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
     crawl = shared_path("crawl")
     root = tmp_path_factory.mktemp("crawl-tokens")

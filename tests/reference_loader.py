@@ -14,8 +14,8 @@ from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
 
-from train.data.batch import IGNORE, Batch  # noqa: F401 - same Batch type as the new loader
-from train.data.documents import TokenDocuments
+from c4forge.train.data.batch import IGNORE, Batch  # noqa: F401 - same Batch type as the new loader
+from c4forge.train.data.documents import TokenDocuments
 
 
 def _positions_and_ids(doc_of_token: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.conftest import ROOT
-from train.ablation import verdict
+from c4forge.ablation import verdict
 from c4forge.cli.train import cli
 
 
@@ -78,7 +78,7 @@ def test_two_seeds_at_2_4_standard_errors_is_not_a_verdict():
 
 def test_t_statistics_equal_scipy():
     stats = pytest.importorskip("scipy.stats")
-    from train.stats import compare, t_quantile, t_two_sided_p
+    from c4forge.train.stats import compare, t_quantile, t_two_sided_p
 
     for t, df in [(0.5, 1), (2.4, 1), (2.0, 4), (6.4, 2), (1.1, 30.5)]:
         assert t_two_sided_p(t, df) == pytest.approx(2 * stats.t.sf(t, df), rel=1e-9)
@@ -136,7 +136,7 @@ def test_ablation_with_t5_span_objective(tmp_path):
     assert "validation span loss" not in text.split("## Result")[1].split("## Charts")[0]
     config = json.loads((tmp_path / "ablation" / "runs" / "c4" / "seed-0" / "metrics.jsonl").read_text().splitlines()[0])
     assert "loss" in config
-    from train.checkpoint import load_model
+    from c4forge.train.checkpoint import load_model
 
     model, saved = load_model(str(tmp_path / "ablation" / "runs" / "c4" / "seed-0"))
     assert saved["objective"] == "span" and type(model).__name__ == "EncoderDecoder"
@@ -144,7 +144,7 @@ def test_ablation_with_t5_span_objective(tmp_path):
 
 def test_variants_may_read_their_own_inputs(tmp_path):
     """A variant's own `inputs:` (WET for one, WARC for the other) replace the shared ones."""
-    from train.ablation import build_corpora, load_ablation
+    from c4forge.ablation import build_corpora, load_ablation
 
     spec = yaml.safe_load((ROOT / "configs" / "ablation-demo.yaml").read_text())
     other = tmp_path / "other.warc.wet.gz"

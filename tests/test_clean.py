@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from corpus import sentences
-from corpus.clean import PageRules, clean_page, is_valid_length, lines_hold_sentences, paragraph_filter
-from corpus.document import Document
+from c4forge.corpus import sentences
+from c4forge.corpus.clean import PageRules, clean_page, is_valid_length, lines_hold_sentences, paragraph_filter
+from c4forge.corpus.document import Document
 from tests import reference_c4
 from tests.conftest import shared_path
 
@@ -165,7 +165,7 @@ def test_has_at_least_matches_full_count():
 
 
 def _crawl_pages():
-    from corpus.wet import iter_documents
+    from c4forge.corpus.wet import iter_documents
 
     pages = []
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
@@ -211,8 +211,8 @@ def test_byte_counters_encode_each_text_once():
     """Regression: bytes-in/bytes-out re-encoded the text at every step (7.6% of `corpus clean`)."""
     import pickle
 
-    from corpus.config import CorpusConfig
-    from corpus.steps import PageSteps
+    from c4forge.corpus.config import CorpusConfig
+    from c4forge.corpus.steps import PageSteps
 
     steps = PageSteps(CorpusConfig(clean=False, paragraph_filter=True, min_paragraphs=1,
                                    min_paragraph_len=5))

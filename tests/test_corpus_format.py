@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from corpus.config import build_config
-from corpus.counters import Counters
-from corpus.local import run_chain
-from corpus.shards import (CORPUS_KIND, COLUMNS, MANIFEST, CorpusFormatError, config_hash,
+from c4forge.corpus.config import build_config
+from c4forge.core.counters import Counters
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import (CORPUS_KIND, COLUMNS, MANIFEST, CorpusFormatError, config_hash,
                            iter_documents, parse_timestamp, read_manifest, shard_info,
                            shard_paths, shard_rows, write_corpus)
 from tests.conftest import ROOT
@@ -180,7 +180,7 @@ def test_a_shard_that_is_not_arrow_or_parquet_is_a_clear_error(corpora, tmp_path
 def test_document_bytes_round_trip(compress):
     """The form Documents take in Beam shuffles: every field back exactly, None kept apart from
     empty, long texts compressed, lone surrogates and non-ASCII intact; the byte size known."""
-    from corpus.document import Document, from_bytes, to_bytes
+    from c4forge.corpus.document import Document, from_bytes, to_bytes
 
     docs = [Document(),
             Document(url="http://ü.example/ä?q=1", normalized_url="ü.example/ä", text="Grüße 😀\n" * 200,

@@ -6,11 +6,11 @@ import threading
 
 import pytest
 
-from corpus import badwords as bw
-from corpus.badwords import BadwordsFilter, BadwordsUnavailable, load_badwords
-from corpus.document import Document
-from corpus.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
-from corpus.urls import md5_int, normalize_url, select_newest_page, split_of
+from c4forge.corpus import badwords as bw
+from c4forge.corpus.badwords import BadwordsFilter, BadwordsUnavailable, load_badwords
+from c4forge.corpus.document import Document
+from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
+from c4forge.corpus.urls import md5_int, normalize_url, select_newest_page, split_of
 from tests.conftest import shared_path
 
 

@@ -9,12 +9,12 @@ from click.testing import CliRunner
 
 from tests.conftest import shared_path
 from tests.test_train_loop import settings, tokens  # noqa: F401 (fixture)
-from train.checkpoint import load_model
+from c4forge.train.checkpoint import load_model
 from c4forge.cli.train import cli
-from train.config import build_train_config
-from train.evaluate import (_split_pair, continuation_logprobs, eval_text, eval_tokens, read_hellaswag,
+from c4forge.train.config import build_train_config
+from c4forge.train.evaluate import (_split_pair, continuation_logprobs, eval_text, eval_tokens, read_hellaswag,
                             run_tasks)
-from train.trainer import train
+from c4forge.train.trainer import train
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_continuation_scores_match_full_forward(trained):
 
 
 def test_split_pair_keeps_the_boundary(trained, tokens):  # noqa: F811
-    from tokenizer.train import load_tokenizer
+    from c4forge.tokenizer.train import load_tokenizer
 
     tok_dir = json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"]
     sp, _ = load_tokenizer(tok_dir)
@@ -79,7 +79,7 @@ def test_task_files_and_eval_cli(trained, tmp_path):
 
 def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
     transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install '.[hf]')")
-    from train.export import export_hf
+    from c4forge.train.export import export_hf
 
     out = export_hf(str(trained), str(tmp_path / "hf"))
     hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
@@ -100,8 +100,8 @@ def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
 
 def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):  # noqa: F811
     """lm-eval-harness takes the argmax of (good, bad): on equal scores, the good one."""
-    from tokenizer.train import load_tokenizer
-    from train.evaluate import score_blimp
+    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.train.evaluate import score_blimp
 
     sp, _ = load_tokenizer(json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"])
     model, _ = load_model(str(trained))

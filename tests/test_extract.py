@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from corpus.counters import Counters
-from corpus.extract import (Skip, decode_html, extract_main_text, html_bytes, response_text,
+from c4forge.core.counters import Counters
+from c4forge.corpus.extract import (Skip, decode_html, extract_main_text, html_bytes, response_text,
                             run_with_time_limit)
-from corpus.wet import ReadOptions, iter_documents, iter_records
+from c4forge.corpus.wet import ReadOptions, iter_documents, iter_records
 from tests.conftest import shared_path
 from tests.wetfiles import gzip_member, record, wet_file
 
@@ -132,7 +132,7 @@ def test_a_warc_file_with_every_fault_keeps_the_good_pages(tmp_path, monkeypatch
     """Good pages around a 404, a PNG, a truncated body, a huge page, a page that makes the
     extractor raise and request/metadata records: the good ones all come through, every other
     record is a named count."""
-    import corpus.extract as extract
+    import c4forge.corpus.extract as extract
 
     headers = {"Content-Type": "text/html; charset=utf-8"}
     good = [warc_response(f"https://example.org/good/{i}", http_block("200 OK", headers,
@@ -208,7 +208,7 @@ def test_response_text_counts_undecodable_and_empty_pages():
 
 def test_urls_from_keeps_the_same_pages_as_another_file(tmp_path):
     """read.urls_from: only pages whose URL is in the given crawl file (or URL list) pass."""
-    from corpus.wet import url_set
+    from c4forge.corpus.wet import url_set
     from tests.wetfiles import page
 
     wet = tmp_path / "a.warc.wet.gz"

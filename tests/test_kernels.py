@@ -20,12 +20,12 @@ import torch
 
 triton = pytest.importorskip("triton", reason="triton is not installed")
 
-from train.kernels.elementwise_triton import rmsnorm_triton, rope_triton, swiglu_triton  # noqa: E402
-from train.kernels.linear_ce import linear_cross_entropy_torch  # noqa: E402
-from train.kernels.linear_ce_triton import linear_cross_entropy_triton  # noqa: E402
-from train.kernels.rmsnorm import rmsnorm_torch  # noqa: E402
-from train.kernels.rope import rope_tables, rope_torch  # noqa: E402
-from train.kernels.swiglu import swiglu_torch  # noqa: E402
+from c4forge.train.kernels.elementwise_triton import rmsnorm_triton, rope_triton, swiglu_triton  # noqa: E402
+from c4forge.train.kernels.linear_ce import linear_cross_entropy_torch  # noqa: E402
+from c4forge.train.kernels.linear_ce_triton import linear_cross_entropy_triton  # noqa: E402
+from c4forge.train.kernels.rmsnorm import rmsnorm_torch  # noqa: E402
+from c4forge.train.kernels.rope import rope_tables, rope_torch  # noqa: E402
+from c4forge.train.kernels.swiglu import swiglu_torch  # noqa: E402
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 CUDA = torch.cuda.is_available() and not INTERPRETED
@@ -132,8 +132,8 @@ def test_training_losses_match_between_paths(tmp_path):
     """30 steps of a tiny model: every kernel on triton vs every kernel on torch."""
     from tests.test_train_loop import SAMPLE  # noqa: F401
     from tests.test_train_data_model import token_dir
-    from train.config import build_train_config
-    from train.trainer import train
+    from c4forge.train.config import build_train_config
+    from c4forge.train.trainer import train
 
     (tmp_path / "tokens").mkdir()
     docs, _ = token_dir(tmp_path / "tokens", [20, 35, 50, 12, 64, 40] * 8, vocab=97)
@@ -174,7 +174,7 @@ def test_flex_attention_document_mask_matches_masked_sdpa(dtype, bidirectional):
     bidirectional prefix (prefix LM)."""
     from torch.nn.attention.flex_attention import flex_attention
 
-    from train.models.decoder import attention_mask, compiled_flex_attention, document_block_mask
+    from c4forge.train.models.decoder import attention_mask, compiled_flex_attention, document_block_mask
 
     b, h, t, d = 2, 4, 1024, 64
     doc_ids = _packed_doc_ids(b, t).cuda()

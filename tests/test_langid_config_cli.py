@@ -6,10 +6,11 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from corpus import langid
+from c4forge.corpus import langid
 from c4forge.cli.corpus import cli
-from corpus.config import ConfigError, build_config
-from corpus.document import Document
+from c4forge.corpus.config import build_config
+from c4forge.core.settings import ConfigError
+from c4forge.corpus.document import Document
 from tests.conftest import shared_path
 from tests.wetfiles import record, wet_file
 
@@ -40,7 +41,7 @@ def test_language_filter_threshold_and_languages():
 
 
 def test_self_check_runs_predict_in_a_fresh_process():
-    out = subprocess.run([sys.executable, "-m", "corpus.langid", "--self-check"],
+    out = subprocess.run([sys.executable, "-m", "c4forge.cli.langid", "--self-check"],
                          capture_output=True, text=True, check=True)
     assert "fastText LID ok" in out.stdout
 

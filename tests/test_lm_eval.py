@@ -8,9 +8,9 @@ from click.testing import CliRunner
 from c4forge.cli.train import cli
 from tests.conftest import shared_path
 from tests.test_train_loop import settings, tokens  # noqa: F401,F811 (fixture)
-from train.checkpoint import load_model, run_tokenizer_dir
-from train.config import build_train_config
-from train.trainer import train
+from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.config import build_train_config
+from c4forge.train.trainer import train
 
 lm_eval = pytest.importorskip("lm_eval", reason="lm-eval not installed (the dev extra installs it)")
 
@@ -41,8 +41,8 @@ def lm_eval_scores(hf, task_dir, names, max_length):
 def test_lm_eval_harness_equals_train_eval_on_copa_winogrande_and_lambada(export, tmp_path):
     import sentencepiece as spm
 
-    from tokenizer.train import load_tokenizer
-    from train.evaluate import _joiner, _split_pair, continuation_logprobs, load_task, run_tasks
+    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.train.evaluate import _joiner, _split_pair, continuation_logprobs, load_task, run_tasks
 
     run, hf = export
     eval_dir = shared_path("eval")
@@ -93,7 +93,7 @@ def test_lm_eval_tasks_refuses_a_directory_it_did_not_write(tmp_path):
 
 
 def test_lm_eval_tasks_write_the_items_train_eval_scores(tmp_path):
-    from train.evaluate import load_task
+    from c4forge.train.evaluate import load_task
 
     eval_dir = shared_path("eval")
     out = tmp_path / "tasks"

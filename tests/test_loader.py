@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from tests.reference_loader import ReferenceLoader
-from tokenizer.formats import read_token_manifest, token_dtype, write_manifest, write_token_shard
-from train.config import ConfigError, build_train_config
-from train.data import (LoaderStateError, MixtureError, NotEnoughData, PackedLoader,
+from c4forge.tokenizer.formats import read_token_manifest, token_dtype, write_manifest, write_token_shard
+from c4forge.train.config import ConfigError, build_train_config
+from c4forge.train.data import (LoaderStateError, MixtureError, NotEnoughData, PackedLoader,
                         TokenDocuments, mixture_entries)
-from train.data.prefetch import prefetch
+from c4forge.train.data.prefetch import prefetch
 
 FIELDS = ("input_ids", "targets", "doc_ids", "positions")
 
@@ -220,7 +220,7 @@ def test_a_mixture_hits_its_weights_and_reads_each_source_in_order(two_sources, 
         alone = PackedLoader(docs, 48, 1, packing, seed=11, chunk_docs=6)
         got = np.concatenate([p[1][p[0] == j] for p in plans])
         segments, _ = alone.streams[0].take({"epoch": 0, "chunk": 0, "row": 0}, len(got), "stream")
-        from train.data.stream import expand
+        from c4forge.train.data.stream import expand
         assert np.array_equal(got, expand(segments))
         assert got[-1, 0] >= 1  # ran into a later epoch of that source
     # the batches themselves: resume in the middle equals the uninterrupted mixture
@@ -306,7 +306,7 @@ def test_memory_does_not_hold_the_epoch_or_a_python_index(tmp_path):
 
 
 def test_train_run_on_a_mixture(two_sources, tmp_path):
-    from train.trainer import train
+    from c4forge.train.trainer import train
 
     a, b = two_sources
     out = tmp_path / "run"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from train.config import ModelConfig, build_train_config
-from train.models import Encoder, EncoderDecoder, LM, build_model
+from c4forge.train.config import ModelConfig, build_train_config
+from c4forge.train.models import Encoder, EncoderDecoder, LM, build_model
 
 CONFIG = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=64,
                      rmsnorm="torch", rope="torch", swiglu="torch", cross_entropy="torch")
@@ -105,10 +105,10 @@ BUDGET = {"causal": (400, 128), "prefix_lm": (400, 128), "span": (400, 128), "de
 @pytest.mark.slow
 @pytest.mark.parametrize("objective", ["causal", "prefix_lm", "mlm", "span", "denoise"])
 def test_each_objective_learns_on_the_shared_crawl(objective, crawl_tokens, tmp_path):
-    from train.checkpoint import load_model
-    from train.data import PackedLoader, TokenDocuments
-    from train.trainer import evaluate_loss, make_objective, to_device
-    from train.trainer import train as run_training
+    from c4forge.train.checkpoint import load_model
+    from c4forge.train.data import PackedLoader, TokenDocuments
+    from c4forge.train.trainer import evaluate_loss, make_objective, to_device
+    from c4forge.train.trainer import train as run_training
     import contextlib
 
     steps, width = BUDGET[objective]
@@ -180,7 +180,7 @@ def test_train_eval_and_export_per_objective(objective, sample_tokens, tmp_path)
 
 
 def test_unknown_objective_is_a_config_error():
-    from corpus.config import ConfigError
+    from c4forge.core.settings import ConfigError
 
     with pytest.raises(ConfigError, match="objective"):
         build_train_config(overrides=["objective=electra"])

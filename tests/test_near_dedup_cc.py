@@ -7,10 +7,10 @@ import random
 import apache_beam as beam
 import pytest
 
-from corpus.config import build_config
-from corpus.near_dedup import DEFAULT_CC_ROUNDS, clusters_in_memory
-from pipelines.build import run_build
-from pipelines.c4 import connected_components
+from c4forge.corpus.config import build_config
+from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS, clusters_in_memory
+from c4forge.pipelines.build import run_build
+from c4forge.pipelines.c4 import connected_components
 from tests.wetfiles import record, wet_file
 
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]

@@ -6,14 +6,14 @@ import math
 import numpy as np
 import pytest
 
-from train.data import PackedLoader, TokenDocuments
-from train.objectives import MLMConfig, load_vocabulary
-from train.objectives.common import IGNORE, row_rng, segments, split_eos
-from train.objectives.denoise import (DenoiseConfig, Denoising, apply_infilling, infill_spans,
+from c4forge.train.data import PackedLoader, TokenDocuments
+from c4forge.train.objectives import MLMConfig, load_vocabulary
+from c4forge.train.objectives.common import IGNORE, row_rng, segments, split_eos
+from c4forge.train.objectives.denoise import (DenoiseConfig, Denoising, apply_infilling, infill_spans,
                                       reference_infill)
-from train.objectives.mlm import MLM, corrupt, reference_corrupt, select
-from train.objectives.prefix_lm import PrefixLM
-from train.objectives.span import (SpanConfig, SpanCorruption, random_spans_noise_mask,
+from c4forge.train.objectives.mlm import MLM, corrupt, reference_corrupt, select
+from c4forge.train.objectives.prefix_lm import PrefixLM
+from c4forge.train.objectives.span import (SpanConfig, SpanCorruption, random_spans_noise_mask,
                                    reference_reconstruct)
 
 SEQ = 256
@@ -32,7 +32,7 @@ def epoch_rows(directory, packing="concat"):
     """Every packed row of one epoch: (tokens, docs) arrays of (rows, SEQ + 1)."""
     loader = PackedLoader(TokenDocuments(directory, "train"), SEQ, 64, packing, seed=0)
     stream = loader.streams[0]
-    from train.data.stream import expand, start_cursor
+    from c4forge.train.data.stream import expand, start_cursor
 
     cursor, out_t, out_d = start_cursor(0), [], []
     while True:
@@ -199,7 +199,7 @@ def test_span_corruption_statistics_and_exact_reconstruction(crawl):
 
 
 def test_span_needs_sentinels(crawl):
-    from train.objectives import ObjectiveError
+    from c4forge.train.objectives import ObjectiveError
     import dataclasses
 
     _, vocab = crawl
@@ -235,7 +235,7 @@ def test_bart_denoising_targets_are_the_original_documents(crawl):
     batch = denoise(tokens[:8], docs[:8], np.arange(8))
     assert (batch["targets"][batch["dec_doc"] >= 0] != IGNORE).all()
     perm = DenoiseConfig(mask_ratio=0.3, permute_sentences=True)
-    from train.objectives.denoise import permute_sentences
+    from c4forge.train.objectives.denoise import permute_sentences
 
     content = split_eos(tokens[0, :SEQ], vocab.eos_id)[0]
     shuffled = permute_sentences(content, vocab.sentence_end, np.random.default_rng(0))
@@ -249,7 +249,7 @@ def test_prefix_lm_predicts_only_after_the_prefix(crawl):
     tokens, docs = epoch_rows(directory)
     tokens, docs = tokens[:32], docs[:32]
     batch = PrefixLM(seed=0)(tokens, docs, np.arange(32))
-    from train.data import rows_to_batch
+    from c4forge.train.data import rows_to_batch
 
     causal = rows_to_batch(tokens, docs)
     prefix_shares = []
@@ -267,7 +267,7 @@ def test_prefix_lm_predicts_only_after_the_prefix(crawl):
 
 
 def test_t5_noise_mask_equals_the_line_by_line_reference():
-    from train.objectives.span import reference_noise_mask
+    from c4forge.train.objectives.span import reference_noise_mask
 
     for length in [1, 2, 3, 7, 20, 100, 513]:
         for seed in range(5):
@@ -285,7 +285,7 @@ def test_t5_noise_mask_equals_the_line_by_line_reference():
 
 
 def test_prefix_lm_equals_its_reference_on_whole_documents(crawl):
-    from train.objectives.prefix_lm import reference_prefix_targets
+    from c4forge.train.objectives.prefix_lm import reference_prefix_targets
 
     directory, _ = crawl
     docs = TokenDocuments(directory, "train")

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from corpus.shards import iter_documents
-from train.data import TokenDocuments
+from c4forge.corpus.shards import iter_documents
+from c4forge.train.data import TokenDocuments
 
 
 def test_pyarrow_reads_a_corpus_shard(sample_tokens):

@@ -11,13 +11,13 @@ from apache_beam.testing.util import assert_that, equal_to
 from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
-from corpus.config import build_config
-from corpus.counters import Counters
-from corpus.line_dedup import owner_of
-from corpus.local import run_chain
-from corpus.shards import iter_documents, read_manifest, shard_info, shard_paths, write_corpus
-from pipelines.build import BuildError, counters_of, run_build
-from pipelines.c4 import c4_pages
+from c4forge.corpus.config import build_config
+from c4forge.core.counters import Counters
+from c4forge.corpus.line_dedup import owner_of
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import iter_documents, read_manifest, shard_info, shard_paths, write_corpus
+from c4forge.pipelines.build import BuildError, counters_of, run_build
+from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path
 from tests.test_dedup_urls_badwords import local_server  # noqa: F401 (fixture)
 from tests.wetfiles import record, wet_file
@@ -212,7 +212,7 @@ def test_build_equals_chain_on_shared_crawl(tmp_path):
     assert built == local and len(built) > 300
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
     # The single-process writer produces the very same shard files.
-    from corpus.shards import write_corpus
+    from c4forge.corpus.shards import write_corpus
 
     docs = run_chain(crawl, cfg, Counters())
     write_corpus(str(tmp_path / "local"), docs, {"config": cfg.to_dict(), "counters": {}})
@@ -250,7 +250,7 @@ def test_corpus_package_never_imports_beam():
 
 
 def test_crawl_listing_errors(local_server, tmp_path):  # noqa: F811
-    from corpus.commoncrawl import CrawlListingError, parse_slice, wet_urls
+    from c4forge.corpus.commoncrawl import CrawlListingError, parse_slice, wet_urls
 
     assert parse_slice("2:5") == slice(2, 5) and parse_slice("3") == slice(0, 3)
     with pytest.raises(CrawlListingError, match="A:B"):
@@ -263,7 +263,7 @@ def test_crawl_listing_errors(local_server, tmp_path):  # noqa: F811
 
 
 def test_direct_runner_warns_before_a_build_too_big_for_memory(tmp_path, monkeypatch):
-    import pipelines.build as build
+    import c4forge.pipelines.build as build
 
     logged = []
     monkeypatch.setattr(build, "available_memory", lambda: 10 ** 8)  # 100 MB free
@@ -295,7 +295,7 @@ def test_direct_runner_never_tries_prism(tmp_path, monkeypatch):
 
 
 def test_direct_runner_mode_follows_the_machine():
-    from pipelines.build import direct_runner_defaults
+    from c4forge.pipelines.build import direct_runner_defaults
 
     assert direct_runner_defaults([], 2) == ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
     assert direct_runner_defaults([], 16) == ["--direct_running_mode=multi_processing", "--direct_num_workers=16"]
@@ -310,9 +310,9 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
     """ClaimLinesFn emits one claim per distinct line per bundle (from finish_bundle, or when
     its table is full: max_keys=3 drains it after nearly every page); after the grouping every
     line's owner is LineOwners' (the smallest md5(url)), and no line is lost."""
-    from corpus.document import Document
-    from corpus.line_dedup import LineOwners, line_key, url_rank
-    from pipelines.c4 import ClaimLinesFn, _owner_of_line
+    from c4forge.corpus.document import Document
+    from c4forge.corpus.line_dedup import LineOwners, line_key, url_rank
+    from c4forge.pipelines.c4 import ClaimLinesFn, _owner_of_line
 
     lines = [f"Line number {i} of a page that shares some of its lines." for i in range(12)]
     pages = [Document(url=f"http://site{p}.example/{p}", text="\n".join(lines[p:p + 5] + lines[p % 3::4]))

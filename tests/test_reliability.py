@@ -14,22 +14,23 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from corpus import outdir
+from c4forge.core import outdir
 from c4forge.cli.corpus import cli as corpus_cli
-from corpus.config import ConfigError, build_config
-from corpus.counters import Counters
-from corpus.local import run_chain
-from corpus.shards import (CORPUS_KIND, CorpusFormatError, iter_documents, read_manifest,
+from c4forge.corpus.config import build_config
+from c4forge.core.settings import ConfigError
+from c4forge.core.counters import Counters
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import (CORPUS_KIND, CorpusFormatError, iter_documents, read_manifest,
                            write_corpus)
-from corpus.wet import iter_documents as wet_documents
+from c4forge.corpus.wet import iter_documents as wet_documents
 from tests.conftest import ROOT
 from tests.wetfiles import gzip_member, page, record, wet_file
 from c4forge.cli.tokenizer import cli as tokenizer_cli
-from tokenizer.encode import encode_corpus
-from tokenizer.formats import iter_documents as token_documents
-from tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.formats import iter_documents as token_documents
+from c4forge.tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
 from c4forge.cli.train import cli as train_cli
-from train.config import build_train_config
+from c4forge.train.config import build_train_config
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
 BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
@@ -277,7 +278,7 @@ def test_directories_expand_and_dangling_links_fail(tmp_path):
 
 
 def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
-    import corpus.wet as wet
+    import c4forge.corpus.wet as wet
 
     good, unreadable = copies(tmp_path, 2)
     real = wet.open_raw
@@ -305,7 +306,7 @@ def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
 
 def test_clean_keeps_good_records_before_an_io_error(tmp_path, monkeypatch):
     path = copies(tmp_path, 1)[0]
-    import corpus.wet as wet
+    import c4forge.corpus.wet as wet
 
     real = wet.open_raw
 
@@ -401,8 +402,8 @@ def test_manifest_file_entry_cannot_read_outside_the_corpus(stages, tmp_path):
 def test_hostile_variant_and_pointer_names(tmp_path):
     import yaml
 
-    from train.ablation import AblationError, load_ablation
-    from train.checkpoint import CheckpointError, latest_checkpoint
+    from c4forge.ablation import AblationError, load_ablation
+    from c4forge.train.checkpoint import CheckpointError, latest_checkpoint
 
     spec = {"inputs": [str(SAMPLE)], "out_dir": str(tmp_path / "abl"), "train": {"max_tokens": 100},
             "variants": {"c4": {}, "../../escaped": {}}}
@@ -466,7 +467,7 @@ def test_numeric_settings_are_validated(setting, message):
 # --------------------------------------------------------------------------- 6. no tracebacks
 
 def test_disk_full_in_corpus_clean_is_one_line(tmp_path, monkeypatch):
-    import corpus.shards as shards
+    import c4forge.corpus.shards as shards
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -488,7 +489,7 @@ def test_build_output_that_is_a_file_or_unusable(tmp_path):
 
 
 def test_broken_tokenizer_files_are_one_line(stages, tmp_path):
-    from tokenizer.formats import file_sha256
+    from c4forge.tokenizer.formats import file_sha256
 
     bad = tmp_path / "tok"
     shutil.copytree(stages / "tok", bad)

@@ -7,16 +7,16 @@ import pytest
 import sentencepiece as spm
 from click.testing import CliRunner
 
-from corpus.config import build_config
-from corpus.counters import Counters
-from corpus.document import Document
-from corpus.local import run_chain
-from corpus.shards import write_corpus
+from c4forge.corpus.config import build_config
+from c4forge.core.counters import Counters
+from c4forge.corpus.document import Document
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import write_corpus
 from c4forge.cli.tokenizer import cli
-from tokenizer.encode import encode_corpus
-from tokenizer.formats import iter_documents as iter_token_documents, read_token_manifest
-from tokenizer.inspect import inspect_tokenizer
-from tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.formats import iter_documents as iter_token_documents, read_token_manifest
+from c4forge.tokenizer.inspect import inspect_tokenizer
+from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer
 from tests.conftest import ROOT, shared_path
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
@@ -70,7 +70,7 @@ def test_token_shards_round_trip(shared_corpora, tmp_path):
     manifest = encode_corpus(str(root / "c4"), str(tmp_path / "tok"), str(tmp_path / "ids"), workers=2,
                              docs_per_task=100, log=lambda *_: None)
     sp, info = load_tokenizer(str(tmp_path / "tok"))
-    from corpus.shards import iter_documents
+    from c4forge.corpus.shards import iter_documents
 
     texts = [d["text"] for d in iter_documents(str(root / "c4"), "train")]
     docs = list(iter_token_documents(str(tmp_path / "ids"), "train"))

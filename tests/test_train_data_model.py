@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from tests.conftest import ROOT
-from tokenizer.formats import token_dtype, write_manifest, write_token_shard
-from train.config import ModelConfig, build_train_config
-from train.data import IGNORE, PackedLoader, TokenDocuments
-from train.models import LM, attention_mask
+from c4forge.tokenizer.formats import token_dtype, write_manifest, write_token_shard
+from c4forge.train.config import ModelConfig, build_train_config
+from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments
+from c4forge.train.models import LM, attention_mask
 
 
 def token_dir(tmp_path, lengths, seed=0, vocab=97):
@@ -120,7 +120,7 @@ def test_config_presets_and_errors():
     assert cfg.model.d_model == 768 and cfg.model.padded_vocab == 32000
     n = LM(cfg.model).num_parameters()
     assert 100e6 < n < 140e6
-    from corpus.config import ConfigError
+    from c4forge.core.settings import ConfigError
 
     with pytest.raises(ConfigError, match="model_preset"):
         build_train_config(overrides=["model_preset=huge"])

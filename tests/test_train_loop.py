@@ -11,16 +11,16 @@ import time
 import numpy as np
 import pytest
 
-from corpus.config import build_config
-from corpus.counters import Counters
-from corpus.local import run_chain
-from corpus.shards import write_corpus
+from c4forge.corpus.config import build_config
+from c4forge.core.counters import Counters
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import write_corpus
 from tests.conftest import ROOT, shared_path
-from tokenizer.encode import encode_corpus
-from tokenizer.train import TokenizerConfig, train_tokenizer
-from train.checkpoint import CheckpointError, latest_checkpoint
-from train.config import build_train_config
-from train.trainer import TrainingError, train
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
+from c4forge.train.checkpoint import CheckpointError, latest_checkpoint
+from c4forge.train.config import build_train_config
+from c4forge.train.trainer import TrainingError, train
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
 
@@ -134,7 +134,7 @@ def test_tiny_model_learns_below_unigram_entropy(tmp_path):
         encode_corpus(str(tmp_path / name), str(tmp_path / "tok"), str(tmp_path / f"{name}-ids"),
                       workers=1, log=lambda *_: None)
     # unigram cross-entropy: token frequencies of train (add-one), evaluated on validation (nats)
-    from tokenizer.formats import iter_documents
+    from c4forge.tokenizer.formats import iter_documents
 
     train_ids = np.concatenate(list(iter_documents(str(tmp_path / "train-ids"), "train")))
     val_ids = np.concatenate(list(iter_documents(str(tmp_path / "val-ids"), "train")))

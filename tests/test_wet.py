@@ -6,8 +6,9 @@ import zlib
 
 import pytest
 
-from corpus.counters import Counters
-from corpus.wet import (CrawlReadError, ReadOptions, expand_inputs, http_payload, iter_documents,
+from c4forge.core.counters import Counters
+from c4forge.corpus.warc import http_payload
+from c4forge.corpus.wet import (CrawlReadError, ReadOptions, expand_inputs, iter_documents,
                         iter_records, page_text)
 from tests.conftest import shared_path
 from tests.test_dedup_urls_badwords import local_server  # noqa: F401 (fixture)
@@ -221,8 +222,8 @@ def _faulty_file():
 def test_buffer_sizes_do_not_change_what_is_read(tmp_path, monkeypatch, read_chunk, feed_chunk):
     path = write(tmp_path, _faulty_file())
     expected = read(path)
-    monkeypatch.setattr("corpus.wet.READ_CHUNK", read_chunk)
-    monkeypatch.setattr("corpus.wet.FEED_CHUNK", feed_chunk)
+    monkeypatch.setattr("c4forge.corpus.wet.READ_CHUNK", read_chunk)
+    monkeypatch.setattr("c4forge.corpus.wet.FEED_CHUNK", feed_chunk)
     docs, counters = read(path)
     assert docs == expected[0]
     # How much of the corrupt member zlib decodes before the fault depends on the feed size, so
@@ -236,7 +237,7 @@ def test_buffer_sizes_do_not_change_what_is_read(tmp_path, monkeypatch, read_chu
 def test_reader_feeds_each_compressed_byte_about_once(tmp_path, monkeypatch):
     """Regression: every gzip member used to be fed the whole rest of the 1 MiB read buffer
     (a copy per member, most of the reader's time on Common Crawl's one-member-per-record files)."""
-    import corpus.wet as wet
+    import c4forge.corpus.wet as wet
 
     fed = []
     real = zlib.decompressobj

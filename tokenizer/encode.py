@@ -5,7 +5,7 @@ the SentencePiece model once, encodes its task's documents with EOS appended and
 token shard itself, so only small stats travel between processes. Token shards keep corpus
 order: shard i of a split holds the documents of task i.
 
-Output follows the rule of :mod:`corpus.outdir`: an existing token directory is replaced only with
+Output follows the rule of :mod:`c4forge.core.outdir`: an existing token directory is replaced only with
 --overwrite (and then only its own files), any other non-empty directory is refused; shards go
 to a staging folder and are swapped in crash-safely when every task has finished.
 """
@@ -20,11 +20,11 @@ from typing import Dict, List, Optional, Tuple
 
 import pyarrow.compute as pc
 
-from corpus import progress
-from corpus.shards import (CorpusFormatError, manifest_path, read_manifest, read_shard, shard_paths,
+from c4forge.core import progress
+from c4forge.corpus.shards import (CorpusFormatError, manifest_path, read_manifest, read_shard, shard_paths,
                            shard_rows)
-from tokenizer.formats import shard_base, token_dtype, write_token_shard
-from tokenizer.train import TokenizerError, load_tokenizer
+from c4forge.tokenizer.formats import shard_base, token_dtype, write_token_shard
+from c4forge.tokenizer.train import TokenizerError, load_tokenizer
 
 _WORKER: Dict[str, object] = {}
 
@@ -55,7 +55,7 @@ def _encode_task(task: Tuple[str, int, int, str, str]) -> Dict[str, int]:
 
 
 def _existing_manifest(directory: str):
-    from tokenizer.formats import TokenFormatError, read_token_manifest
+    from c4forge.tokenizer.formats import TokenFormatError, read_token_manifest
 
     try:
         return read_token_manifest(directory)
@@ -100,8 +100,8 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         raise TokenizerError(str(exc)) from exc
     if not any(s.get("documents") for s in corpus_manifest["splits"].values()):
         raise TokenizerError(f"corpus {corpus} has no documents to encode")
-    from corpus.outdir import OutputError, claim, commit, hook_from_env, new_staging
-    from tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
+    from c4forge.core.outdir import OutputError, claim, commit, hook_from_env, new_staging
+    from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
 
     try:
         target = claim(output, TOKENS_KIND, overwrite)

@@ -11,7 +11,7 @@ A token directory holds, per split, shards written in corpus order::
 Every document's ids end with the EOS id, so the boundaries are also in the token stream. Both
 files are memory-mappable with numpy (``np.memmap(path, dtype=..., mode="r")``) and are written
 atomically (temp name, fsync, rename); ``tokenizer encode`` swaps a finished directory in through
-:mod:`corpus.outdir`, so ``manifest.json`` always names a complete set of shards.
+:mod:`c4forge.core.outdir`, so ``manifest.json`` always names a complete set of shards.
 
 manifest.json: format/version, the tokenizer (path, model sha256, vocab size, special ids),
 the corpus (path and manifest sha256), dtype, per split: documents, tokens, text bytes,
@@ -19,6 +19,7 @@ bytes per token, shard file names with their document and token counts.
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import hashlib
 import itertools
 import json
@@ -29,7 +30,7 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from corpus.outdir import OutputError, OutputKind, check_name, resolve
+from c4forge.core.outdir import OutputError, OutputKind, check_name, resolve
 
 FORMAT = "c4forge-tokens"
 VERSION = 1
@@ -37,7 +38,7 @@ MANIFEST = "manifest.json"
 OFFSET_DTYPE = np.dtype("<u8")
 
 
-class TokenFormatError(ValueError):
+class TokenFormatError(C4forgeError, ValueError):
     """A directory or file that is not a complete token directory."""
 
 
@@ -170,7 +171,7 @@ def full_manifest(manifest: dict) -> dict:
 def write_manifest(directory: str, manifest: dict) -> None:
     """Write a token manifest in place (tests and tools that build a directory by hand;
     ``tokenizer encode`` goes through the output-directory swap instead)."""
-    from corpus.io import atomic_write
+    from c4forge.core.io import atomic_write
 
     with atomic_write(os.path.join(directory, MANIFEST)) as handle:
         handle.write(json.dumps(full_manifest(manifest), indent=2) + "\n")

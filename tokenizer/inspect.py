@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from tokenizer.train import load_tokenizer
+from c4forge.tokenizer.train import load_tokenizer
 
 _BYTE_PIECE = re.compile(r"^<0x[0-9A-F]{2}>$")
 

@@ -20,6 +20,7 @@ Fixed ids: 0 ``<pad>``, 1 ``<s>``, 2 ``</s>`` (EOS, appended to every document),
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import dataclasses
 import hashlib
 import io
@@ -28,10 +29,10 @@ import shutil
 import time
 from typing import Dict, Iterator, List, Optional
 
-from corpus.outdir import OutputKind
-from corpus.shards import CorpusFormatError, iter_documents, manifest_path, read_manifest
-from tokenizer.formats import file_sha256
-from tokenizer.hf import hf_tokenizer_files
+from c4forge.core.outdir import OutputKind
+from c4forge.corpus.shards import CorpusFormatError, iter_documents, manifest_path, read_manifest
+from c4forge.tokenizer.formats import file_sha256
+from c4forge.tokenizer.hf import hf_tokenizer_files
 
 FORMAT = "c4forge-tokenizer"
 VERSION = 1
@@ -44,7 +45,7 @@ SPECIAL_IDS = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
 SPECIAL_PIECES = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "\n": 5}
 
 
-class TokenizerError(RuntimeError):
+class TokenizerError(C4forgeError, RuntimeError):
     """Training or loading cannot proceed; the message says why and what to change."""
 
 
@@ -116,7 +117,7 @@ def _vocab_text(model_proto: bytes) -> str:
 def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = TokenizerConfig(),
                     overwrite: bool = False, num_threads: Optional[int] = None) -> dict:
     """Train and write ``output/`` (model, vocab, c4forge-tokenizer.json) following the
-    output-directory rule of :mod:`corpus.outdir`; returns the settings."""
+    output-directory rule of :mod:`c4forge.core.outdir`; returns the settings."""
     import sentencepiece as spm
 
     if config.model_type not in ("bpe", "unigram"):
@@ -129,7 +130,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if not split.get("documents"):
         raise TokenizerError(f"corpus {corpus} has no documents in split {config.split!r}: "
                              "nothing to train on")
-    from corpus.outdir import OutputError, claim, commit, hook_from_env, new_staging
+    from c4forge.core.outdir import OutputError, claim, commit, hook_from_env, new_staging
 
     try:  # refuse before spending time on training
         target = claim(output, TOKENIZER_KIND, overwrite)
@@ -236,7 +237,7 @@ def load_tokenizer(directory: str):
 
     import sentencepiece as spm
 
-    from corpus.outdir import OutputError, resolve
+    from c4forge.core.outdir import OutputError, resolve
 
     config_path = os.path.join(directory, CONFIG_FILE)
     try:

@@ -12,6 +12,7 @@ every file.
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import dataclasses
 import os
 import random
@@ -22,11 +23,11 @@ from typing import Dict, Optional, Tuple
 
 import torch
 
-from corpus.outdir import LOCAL, OutputKind, manifest_text
-from train.config import ModelConfig, TrainConfig, apply_settings
+from c4forge.core.outdir import LOCAL, OutputKind, manifest_text
+from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(C4forgeError, RuntimeError):
     """A checkpoint that is missing, incomplete, or from another configuration."""
 
 
@@ -195,7 +196,7 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
     """Copy the tokenizer's own files into RUN/tokenizer (once; atomically: a temporary folder
     renamed into place), so a run exports and evaluates after being moved or copied to another
     machine. Returns the copy's path, or None if the tokenizer directory is gone."""
-    from tokenizer.train import TokenizerError, load_tokenizer
+    from c4forge.tokenizer.train import TokenizerError, load_tokenizer
 
     target = os.path.join(run_dir, RUN_TOKENIZER)
     if os.path.exists(os.path.join(target, "c4forge-tokenizer.json")):
@@ -220,8 +221,8 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
 def run_tokenizer_dir(checkpoint: str, config: dict) -> str:
     """The tokenizer of a run: its own copy (RUN/tokenizer) if there, else the directory named
     by the token manifest of its (first) training source."""
-    from tokenizer.formats import read_token_manifest
-    from train.data import mixture_entries
+    from c4forge.tokenizer.formats import read_token_manifest
+    from c4forge.train.data import mixture_entries
 
     step = resolve_checkpoint(checkpoint)
     copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
@@ -243,7 +244,7 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
     """The output-directory rule for a run (written in place, not swapped): a new or empty
     directory starts a run; one holding a run is continued with ``resume`` or wiped of its own
     files with ``overwrite``; anything else is refused. Returns the run manifest."""
-    from corpus.outdir import OutputError, claim, read_manifest_json, remove_owned
+    from c4forge.core.outdir import OutputError, claim, read_manifest_json, remove_owned
 
     existing = read_manifest_json(directory, RUN_KIND)
     if resume:
@@ -267,14 +268,14 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
 
 def run_manifest(directory: str) -> Optional[dict]:
     """The run manifest of ``directory`` (None if it holds no run)."""
-    from corpus.outdir import read_manifest_json
+    from c4forge.core.outdir import read_manifest_json
 
     return read_manifest_json(directory, RUN_KIND)
 
 
 def load_model(path: str, device: str = "cpu") -> Tuple[torch.nn.Module, dict]:
     """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
-    from train.models import build_model
+    from c4forge.train.models import build_model
 
     path = resolve_checkpoint(path)
     trainer = _load(path, "trainer.pt")

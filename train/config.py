@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Iterable, Optional
 
-from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
-from train.loggers import LoggingConfig
+from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+from c4forge.train.loggers import LoggingConfig
 
 KERNEL_CHOICES = ("auto", "torch", "triton")
 
@@ -186,7 +186,7 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     if config.data.packing not in ("concat", "best_fit"):
         raise ConfigError("data.packing must be concat or best_fit")
     if config.data.train not in ("", None):
-        from train.data.mixture import MixtureError, mixture_entries
+        from c4forge.train.data.mixture import MixtureError, mixture_entries
 
         try:
             mixture_entries(config.data.train)
@@ -251,7 +251,7 @@ def validate_numbers(config: TrainConfig) -> None:
                           f"model.n_kv_heads {config.model.kv_heads}")
     if config.precision not in ("auto", "bf16", "fp32"):
         raise ConfigError(f"precision={config.precision!r}: choose auto, bf16 or fp32")
-    from train.objectives import OBJECTIVES
+    from c4forge.train.objectives import OBJECTIVES
 
     if config.objective not in OBJECTIVES:
         raise ConfigError(f"objective={config.objective!r}: choose from {', '.join(OBJECTIVES)}")

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from corpus import progress
-from train.data import IGNORE, PackedLoader, TokenDocuments
+from c4forge.core import progress
+from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments
 
 LN2 = math.log(2)
 

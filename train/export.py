@@ -18,8 +18,8 @@ from typing import Dict, List
 
 import torch
 
-from corpus.outdir import OutputKind, hook_from_env, resolve, write_directory
-from train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
+from c4forge.core.outdir import OutputKind, hook_from_env, resolve, write_directory
+from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
 
 _NAMES = {
     "attn_norm.weight": "input_layernorm.weight",
@@ -74,12 +74,12 @@ EXPORT_KIND = OutputKind("export", EXPORT_MANIFEST, EXPORT_FORMAT, _export_files
 def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
               overwrite: bool = False) -> str:
     """Write the export into ``output`` following the output-directory rule of
-    :mod:`corpus.outdir`: a new or empty directory, or (with ``overwrite``) an earlier export,
+    :mod:`c4forge.core.outdir`: a new or empty directory, or (with ``overwrite``) an earlier export,
     whose own files alone are replaced."""
     from safetensors.torch import save_file
 
-    from tokenizer.hf import hf_tokenizer_files
-    from tokenizer.train import load_tokenizer, tokenizer_user_symbols
+    from c4forge.tokenizer.hf import hf_tokenizer_files
+    from c4forge.tokenizer.train import load_tokenizer, tokenizer_user_symbols
 
     model, config = load_model(checkpoint)
     objective = config.get("objective", "causal")

@@ -22,8 +22,8 @@ from typing import Dict, Iterable, List, Optional
 
 import yaml
 
-from corpus.outdir import OutputKind, hook_from_env, write_directory
-from train.evaluate import load_task
+from c4forge.core.outdir import OutputKind, hook_from_env, write_directory
+from c4forge.train.evaluate import load_task
 
 FORMAT = "c4forge-lm-eval-tasks"
 MANIFEST = "c4forge-lm-eval-tasks.json"

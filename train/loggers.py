@@ -4,6 +4,7 @@ and Weights & Biases (``logging.wandb=true``; ``logging.wandb_mode=offline`` wri
 under RUN/wandb without a network, to ``wandb sync`` later). Only the main process logs."""
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import dataclasses
 import json
 import os
@@ -24,7 +25,7 @@ class LoggingConfig:
     wandb_mode: str = ""
 
 
-class LoggerError(RuntimeError):
+class LoggerError(C4forgeError, RuntimeError):
     """A logger that was asked for and cannot start (e.g. wandb not installed)."""
 
 
@@ -93,7 +94,7 @@ def _wandb_id(out_dir: str, new: bool = False) -> str:
         with open(path, encoding="utf-8") as handle:
             return handle.read().strip()
     run_id = uuid.uuid4().hex[:12]
-    from corpus.io import atomic_write
+    from c4forge.core.io import atomic_write
 
     with atomic_write(path) as handle:
         handle.write(run_id + "\n")

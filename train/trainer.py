@@ -8,6 +8,7 @@ gradients of one process with batch N x B (tested with DDP on gloo).
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import json
 import math
 import os
@@ -21,20 +22,20 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpoint,
+from c4forge.train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpoint,
                               load_checkpoint, save_checkpoint, start_run_dir)
-from train.config import TrainConfig
-from train.data import IGNORE, PackedLoader, TokenDocuments, mixture_entries
-from train.loggers import LoggerError, MetricLoggers
-from train.models import build_model, flops_per_token
-from train.objectives import MODEL_KIND, ObjectiveError, objective_for
+from c4forge.train.config import TrainConfig
+from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments, mixture_entries
+from c4forge.train.loggers import LoggerError, MetricLoggers
+from c4forge.train.models import build_model, flops_per_token
+from c4forge.train.objectives import MODEL_KIND, ObjectiveError, objective_for
 
 # Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12,
               "L4": 121e12, "4090": 165e12, "3090": 71e12}
 
 
-class TrainingError(RuntimeError):
+class TrainingError(C4forgeError, RuntimeError):
     """The run cannot start or had to stop (config mismatch, NaN loss)."""
 
 
@@ -280,7 +281,7 @@ def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool 
 
     progress = None
     if is_main and config.progress:
-        from corpus.progress import bar
+        from c4forge.core.progress import bar
 
         progress = bar(total=steps, initial=start_step, unit="step", desc="training", leave=True)
 
@@ -368,7 +369,7 @@ def _truncate_metrics(path: str, step: int) -> None:
     """On resume, drop records of steps after the checkpoint (they are trained again)."""
     if not os.path.exists(path):
         return
-    from corpus.io import atomic_write
+    from c4forge.core.io import atomic_write
 
     with open(path, encoding="utf-8") as handle:
         lines = handle.readlines()

@@ -19,7 +19,7 @@ from typing import Iterator, Optional, Sequence
 
 import click
 
-from corpus import progress
+from c4forge.core import progress
 
 # Start-up chatter of Apache Beam and its workers that says nothing about the user's job.
 BEAM_NOISE = re.compile(

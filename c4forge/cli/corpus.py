@@ -8,12 +8,13 @@ from typing import Optional, Sequence
 
 import click
 
-from corpus.badwords import BadwordsUnavailable
-from corpus.config import PRESETS, ConfigError, build_config
-from corpus.io import atomic_write
-from corpus.near_dedup import DEFAULT_CC_ROUNDS
-from corpus.outdir import OutputError
-from corpus.wet import CrawlReadError
+from c4forge.corpus.badwords import BadwordsUnavailable
+from c4forge.corpus.config import PRESETS, build_config
+from c4forge.core.settings import ConfigError
+from c4forge.core.io import atomic_write
+from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
+from c4forge.core.outdir import OutputError
+from c4forge.corpus.wet import CrawlReadError
 from c4forge.cli.common import Console, filtered_stderr, group, output_options, say
 
 
@@ -106,10 +107,10 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     INPUTS are paths, globs, directories (their .wet/.warc[.gz] files) or URLs (gs://, s3://,
     https://).
     """
-    from corpus.counters import Counters
-    from corpus.local import run_chain
-    from corpus.report import counter_table, page_flow, strict_problem
-    from corpus.wet import expand_inputs
+    from c4forge.core.counters import Counters
+    from c4forge.corpus.local import run_chain
+    from c4forge.corpus.report import counter_table, page_flow, strict_problem
+    from c4forge.corpus.wet import expand_inputs
 
     inputs = input_paths(inputs, more_inputs)
     if not inputs:
@@ -155,8 +156,8 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
 def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
     """Apply the output-directory rule before the work starts, not after it (the writer
     claims the directory again when it writes)."""
-    from corpus.outdir import LOCAL, claim
-    from corpus.shards import CORPUS_KIND
+    from c4forge.core.outdir import LOCAL, claim
+    from c4forge.corpus.shards import CORPUS_KIND
 
     try:
         claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
@@ -166,12 +167,12 @@ def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
 
 def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
                          started, shard_format="arrow") -> None:
-    from corpus.extract import extraction_info
-    from corpus.outdir import hook_from_env
-    from corpus.urls import split_of
+    from c4forge.corpus.extract import extraction_info
+    from c4forge.core.outdir import hook_from_env
+    from c4forge.corpus.urls import split_of
 
     if output_dir:
-        from corpus.shards import write_corpus
+        from c4forge.corpus.shards import write_corpus
 
         write_corpus(output_dir, documents, {
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -232,9 +233,9 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
     --temp_location gs://...). An option that is neither ours nor Beam's is an error.
     """
-    from corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, crawl_urls
-    from corpus.wet import expand_inputs
-    from pipelines.build import BuildError, run_build, split_beam_args
+    from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, crawl_urls
+    from c4forge.corpus.wet import expand_inputs
+    from c4forge.pipelines.build import BuildError, run_build, split_beam_args
 
     try:
         more_inputs, beam_args = split_beam_args(extra)
@@ -251,18 +252,18 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
         raise click.ClickException(str(exc)) from exc
     if not paths:
         raise click.UsageError("give --input files or --crawl")
-    from pipelines.build import BeamFS
+    from c4forge.pipelines.build import BeamFS
 
     refuse_early(output, overwrite, BeamFS())
     if config.badwords_fraction > 0:
-        from corpus.steps import PageSteps
+        from c4forge.corpus.steps import PageSteps
 
         try:  # fail before the pipeline starts, not inside a worker
             PageSteps(config).badwords_filter
         except BadwordsUnavailable as exc:
             raise click.ClickException(str(exc)) from exc
 
-    from corpus.report import page_flow
+    from c4forge.corpus.report import page_flow
 
     try:
         with filtered_stderr():
@@ -295,8 +296,8 @@ def one_directory(given, positional) -> str:
 def stats_command(given, positional) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
     directory = one_directory(given, positional)
-    from corpus.report import manifest_report
-    from corpus.shards import CorpusFormatError, read_manifest
+    from c4forge.corpus.report import manifest_report
+    from c4forge.corpus.shards import CorpusFormatError, read_manifest
 
     try:
         manifest = read_manifest(directory)
@@ -314,7 +315,7 @@ def stats_command(given, positional) -> None:
 @output_options
 def show_command(given, positional, count, split, chars) -> None:
     """Print sample documents of a corpus."""
-    from corpus.shards import CorpusFormatError, iter_documents, read_manifest
+    from c4forge.corpus.shards import CorpusFormatError, iter_documents, read_manifest
 
     directory = one_directory(given, positional)
     try:

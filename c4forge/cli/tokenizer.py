@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 import click
 
 from c4forge.cli.common import group, output_options, say, set_option
-from corpus.config import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
-from tokenizer.train import TokenizerConfig, TokenizerError
+from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+from c4forge.tokenizer.train import TokenizerConfig, TokenizerError
 
 
 def tokenizer_config(config_file: Optional[str], overrides, **flags) -> TokenizerConfig:
@@ -58,7 +58,7 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
 @output_options
 def train_command(corpus, output, config_file, overrides, threads, overwrite, **flags) -> None:
     """Train a BPE or unigram vocabulary on a deterministic sample of a corpus."""
-    from tokenizer.train import train_tokenizer
+    from c4forge.tokenizer.train import train_tokenizer
 
     config = tokenizer_config(config_file, overrides, **flags)
     try:
@@ -85,7 +85,7 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
 @output_options
 def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
     """Encode every document (EOS appended) into token shards that keep document boundaries."""
-    from tokenizer.encode import encode_corpus
+    from c4forge.tokenizer.encode import encode_corpus
 
     try:
         manifest = encode_corpus(corpus, tokenizer_dir, output, workers, docs_per_shard, overwrite,
@@ -115,7 +115,7 @@ def inspect_command(given, positional, text_file, as_json) -> None:
     directory = given or positional
     if not directory:
         raise click.UsageError("give a tokenizer directory (-i TOKDIR or TOKDIR)")
-    from tokenizer.inspect import format_report, inspect_tokenizer
+    from c4forge.tokenizer.inspect import format_report, inspect_tokenizer
 
     text = None
     if text_file:

@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 import click
 
 from c4forge.cli.common import check_overrides, group, output_options, say, set_option
-from corpus.config import ConfigError
+from c4forge.core.settings import ConfigError
 
 CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", required=True,
                           type=click.Path(exists=True),
@@ -50,10 +50,10 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 
     Under torchrun (several processes) it runs DDP (or FSDP2 with distributed=fsdp)."""
     from c4forge.cli.common import Console
-    from tokenizer.formats import TokenFormatError
-    from train.checkpoint import CheckpointError
-    from train.config import build_train_config
-    from train.trainer import TrainingError, train
+    from c4forge.tokenizer.formats import TokenFormatError
+    from c4forge.train.checkpoint import CheckpointError
+    from c4forge.train.config import build_train_config
+    from c4forge.train.trainer import TrainingError, train
 
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
@@ -95,13 +95,13 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 
     import torch
 
-    from corpus.config import ConfigError, apply_settings
-    from tokenizer.formats import TokenFormatError
-    from tokenizer.train import TokenizerError, load_tokenizer
-    from train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
-    from train.config import MaskingConfig
-    from train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
-    from train.objectives import LEFT_TO_RIGHT, MODEL_KIND, ObjectiveError, objective_for
+    from c4forge.core.settings import ConfigError, apply_settings
+    from c4forge.tokenizer.formats import TokenFormatError
+    from c4forge.tokenizer.train import TokenizerError, load_tokenizer
+    from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
+    from c4forge.train.config import MaskingConfig
+    from c4forge.train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
+    from c4forge.train.objectives import LEFT_TO_RIGHT, MODEL_KIND, ObjectiveError, objective_for
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -164,7 +164,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
         rows += [f"| {t} | {r['accuracy']:.4f} | {r['items']:,} |" for t, r in results["tasks"].items()]
     click.echo("\n".join(rows))
     if output:
-        from corpus.io import atomic_write
+        from c4forge.core.io import atomic_write
 
         try:
             with atomic_write(output) as handle:
@@ -174,7 +174,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 
 
 def _task_names(tasks: str):
-    from train.evaluate import TASK_FILES
+    from c4forge.train.evaluate import TASK_FILES
 
     names = list(TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
     unknown = [t for t in names if t not in TASK_FILES]
@@ -198,8 +198,8 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
     """Write lm-eval-harness tasks for the same items `train eval --tasks` scores, to
     cross-check an export: `lm_eval --model hf --model_args pretrained=EXPORT --include_path
     DIR --tasks c4forge`."""
-    from corpus.outdir import OutputError
-    from train.lm_eval_tasks import GROUP, write_lm_eval_tasks
+    from c4forge.core.outdir import OutputError
+    from c4forge.train.lm_eval_tasks import GROUP, write_lm_eval_tasks
 
     try:
         counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit, seed, overwrite)
@@ -234,11 +234,11 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
     import torch
 
-    from corpus.config import ConfigError, load_yaml_mapping, parse_overrides
-    from train.checkpoint import CheckpointError
-    from train.config import merge_settings
-    from train.finetune.glue import TASKS, GlueError
-    from train.finetune.run import run_glue, task_configs
+    from c4forge.core.settings import ConfigError, load_yaml_mapping, parse_overrides
+    from c4forge.train.checkpoint import CheckpointError
+    from c4forge.train.config import merge_settings
+    from c4forge.train.finetune.glue import TASKS, GlueError
+    from c4forge.train.finetune.run import run_glue, task_configs
 
     names = list(TASKS) if tasks == "glue" else [t.strip() for t in tasks.split(",") if t.strip()]
     unknown = [t for t in names if t not in TASKS]
@@ -266,7 +266,7 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
     rows.append(f"| GLUE average (T5) | | | {result['glue_average']:.2f} |")
     click.echo("\n".join(rows))
     if output:
-        from corpus.io import atomic_write
+        from c4forge.core.io import atomic_write
 
         with atomic_write(output) as handle:
             json.dump(result, handle, indent=2)
@@ -282,11 +282,11 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
     lm-eval-harness."""
-    from corpus.outdir import OutputError
-    from tokenizer.formats import TokenFormatError
-    from tokenizer.train import TokenizerError
-    from train.checkpoint import CheckpointError
-    from train.export import export_hf
+    from c4forge.core.outdir import OutputError
+    from c4forge.tokenizer.formats import TokenFormatError
+    from c4forge.tokenizer.train import TokenizerError
+    from c4forge.train.checkpoint import CheckpointError
+    from c4forge.train.export import export_hf
 
     try:
         path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
@@ -307,9 +307,9 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
 def ablate_command(config_file, overrides, report_dir) -> None:
     """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
     the same evaluations, and a report with tables and charts. Re-runs reuse finished work."""
-    from train.ablation import AblationError, run_ablation
-    from train.checkpoint import CheckpointError
-    from train.trainer import TrainingError
+    from c4forge.ablation import AblationError, run_ablation
+    from c4forge.train.checkpoint import CheckpointError
+    from c4forge.train.trainer import TrainingError
 
     try:
         path = run_ablation(config_file, log=say, report_dir=report_dir,

@@ -7,12 +7,12 @@
 - :mod:`train.data.loader`: global batches, rank slices, resumable state, prefetch.
 - :mod:`train.data.batch`: rows -> inputs, targets, document ids, positions.
 """
-from train.data.batch import IGNORE, Batch, rows_to_batch
-from train.data.documents import TokenDocuments, check_same_tokenizer
-from train.data.loader import LoaderStateError, PackedLoader
-from train.data.mixture import MixtureError, mixture_entries
-from train.data.packing import DEFAULT_CHUNK_DOCS, PACKINGS
-from train.data.stream import NotEnoughData
+from c4forge.train.data.batch import IGNORE, Batch, rows_to_batch
+from c4forge.train.data.documents import TokenDocuments, check_same_tokenizer
+from c4forge.train.data.loader import LoaderStateError, PackedLoader
+from c4forge.train.data.mixture import MixtureError, mixture_entries
+from c4forge.train.data.packing import DEFAULT_CHUNK_DOCS, PACKINGS
+from c4forge.train.data.stream import NotEnoughData
 
 __all__ = ["IGNORE", "Batch", "rows_to_batch", "TokenDocuments", "check_same_tokenizer",
            "LoaderStateError", "PackedLoader", "MixtureError", "mixture_entries",

@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from tokenizer.formats import TokenShard, iter_shards, read_token_manifest
+from c4forge.tokenizer.formats import TokenShard, iter_shards, read_token_manifest
 
 
 class TokenDocuments:

@@ -15,17 +15,18 @@ identical; with another global batch it continues from the same sequence and say
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import copy
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from train.data.batch import Batch, rows_to_batch
-from train.data.documents import TokenDocuments, check_same_tokenizer
-from train.data.mixture import SourceSchedule
-from train.data.packing import DEFAULT_CHUNK_DOCS, PACKINGS
-from train.data.prefetch import prefetch
-from train.data.stream import RowStream, expand, start_cursor
+from c4forge.train.data.batch import Batch, rows_to_batch
+from c4forge.train.data.documents import TokenDocuments, check_same_tokenizer
+from c4forge.train.data.mixture import SourceSchedule
+from c4forge.train.data.packing import DEFAULT_CHUNK_DOCS, PACKINGS
+from c4forge.train.data.prefetch import prefetch
+from c4forge.train.data.stream import RowStream, expand, start_cursor
 
 STATE_FORMAT = "c4forge-loader"
 STATE_VERSION = 2
@@ -33,7 +34,7 @@ STATE_VERSION = 2
 Sources = Union[TokenDocuments, Sequence[TokenDocuments]]
 
 
-class LoaderStateError(ValueError):
+class LoaderStateError(C4forgeError, ValueError):
     """A saved loader position that does not belong to this data or packing."""
 
 

@@ -17,6 +17,7 @@ padding share.
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 from typing import Any, List, Tuple
 
 import numpy as np
@@ -25,7 +26,7 @@ BLOCK = 4096
 _STREAM_TAG = 0x6D6978  # "mix": keeps these draws apart from the epochs' permutations
 
 
-class MixtureError(ValueError):
+class MixtureError(C4forgeError, ValueError):
     """A data.train value that is not a directory or a list of weighted directories."""
 
 

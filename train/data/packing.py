@@ -26,7 +26,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from train.data.documents import TokenDocuments
+from c4forge.train.data.documents import TokenDocuments
 
 PACKINGS = ("concat", "best_fit")
 DEFAULT_CHUNK_DOCS = 8192

@@ -6,13 +6,14 @@ current epochs' orders and the chunks packed last.
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 from collections import OrderedDict
 from typing import Dict, List, Tuple
 
 import numpy as np
 
-from train.data.documents import TokenDocuments
-from train.data.packing import BestFitEpoch, ConcatEpoch, epoch_order
+from c4forge.train.data.documents import TokenDocuments
+from c4forge.train.data.packing import BestFitEpoch, ConcatEpoch, epoch_order
 
 Cursor = Dict[str, int]  # {"epoch", "chunk", "row"}
 
@@ -21,7 +22,7 @@ def start_cursor(epoch: int = 0) -> Cursor:
     return {"epoch": epoch, "chunk": 0, "row": 0}
 
 
-class NotEnoughData(ValueError):
+class NotEnoughData(C4forgeError, ValueError):
     """An epoch holds fewer rows than one global batch."""
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from train.models import EncoderDecoder, Encoder
+from c4forge.train.models import EncoderDecoder, Encoder
 
 
 def batch_tensors(sequences: List[List[int]], device) -> Tuple[torch.Tensor, ...]:

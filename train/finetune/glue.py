@@ -4,13 +4,14 @@ float 0-5 for STS-B). A directory of the same layout from elsewhere works; users
 can write one from the HF ``glue`` dataset (README)."""
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import dataclasses
 import json
 import os
 from typing import Dict, List, Optional, Tuple
 
 
-class GlueError(ValueError):
+class GlueError(C4forgeError, ValueError):
     """A GLUE task or file that cannot be used, with the reason."""
 
 

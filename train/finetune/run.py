@@ -14,9 +14,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train.finetune.classifier import Classifier
-from train.finetune.glue import TASKS, load_split
-from train.finetune.metrics import glue_average, task_metrics, task_score
+from c4forge.train.finetune.classifier import Classifier
+from c4forge.train.finetune.glue import TASKS, load_split
+from c4forge.train.finetune.metrics import glue_average, task_metrics, task_score
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ TASK_DEFAULTS: Dict[str, Dict[str, object]] = {
 def task_configs(tasks: Iterable[str], settings: Dict[str, object]) -> Dict[str, FinetuneConfig]:
     """Per task: the defaults, then the settings' top-level keys (every task), then the task's
     own block (``{lr: 1e-3, sst2: {epochs: 3}}``)."""
-    from corpus.config import apply_settings
+    from c4forge.core.settings import apply_settings
 
     shared = {k: v for k, v in settings.items() if k not in TASKS}
     return {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS.get(t, {}), **shared}),
@@ -71,8 +71,8 @@ def _predict(clf: Classifier, sequences: List[List[int]], regression: bool, batc
 def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneConfig, seed: int,
                   device: str = "cpu", progress: Optional[Callable[[], None]] = None) -> dict:
     """Fine-tune a fresh copy of ``checkpoint`` on one task with one seed; validation metrics."""
-    from tokenizer.train import load_tokenizer
-    from train.checkpoint import load_model, run_tokenizer_dir
+    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.train.checkpoint import load_model, run_tokenizer_dir
 
     started = time.perf_counter()
     torch.manual_seed(seed)
@@ -132,7 +132,7 @@ def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: Dict
              log: Callable[[str], None] = print) -> dict:
     """Every (task, lr, seed) run, then per task the lr with the best mean score and its spread
     over seeds, and T5's GLUE average of those means."""
-    from corpus import progress as bars
+    from c4forge.core import progress as bars
 
     tasks = list(tasks)
     runs: List[dict] = []

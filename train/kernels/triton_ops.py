@@ -1,5 +1,5 @@
 """The Triton implementations under the names the model's kernel switches use."""
-from train.kernels.elementwise_triton import rmsnorm_triton as rmsnorm  # noqa: F401
-from train.kernels.elementwise_triton import rope_triton as rope  # noqa: F401
-from train.kernels.elementwise_triton import swiglu_triton as swiglu  # noqa: F401
-from train.kernels.linear_ce_triton import linear_cross_entropy_triton as cross_entropy  # noqa: F401
+from c4forge.train.kernels.elementwise_triton import rmsnorm_triton as rmsnorm  # noqa: F401
+from c4forge.train.kernels.elementwise_triton import rope_triton as rope  # noqa: F401
+from c4forge.train.kernels.elementwise_triton import swiglu_triton as swiglu  # noqa: F401
+from c4forge.train.kernels.linear_ce_triton import linear_cross_entropy_triton as cross_entropy  # noqa: F401

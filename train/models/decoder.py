@@ -16,12 +16,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from train.config import ModelConfig
-from train.kernels import resolve
-from train.kernels.linear_ce import linear_cross_entropy_torch
-from train.kernels.rmsnorm import rmsnorm_torch
-from train.kernels.rope import rope_tables, rope_torch
-from train.kernels.swiglu import swiglu_torch
+from c4forge.train.config import ModelConfig
+from c4forge.train.kernels import resolve
+from c4forge.train.kernels.linear_ce import linear_cross_entropy_torch
+from c4forge.train.kernels.rmsnorm import rmsnorm_torch
+from c4forge.train.kernels.rope import rope_tables, rope_torch
+from c4forge.train.kernels.swiglu import swiglu_torch
 
 
 def kernel_table(config: ModelConfig, device_type: str) -> Dict[str, object]:
@@ -31,7 +31,7 @@ def kernel_table(config: ModelConfig, device_type: str) -> Dict[str, object]:
     table = {"rmsnorm": rmsnorm_torch, "rope": rope_torch, "swiglu": swiglu_torch,
              "cross_entropy": linear_cross_entropy_torch, "chosen": chosen}
     if "triton" in chosen.values():
-        from train.kernels import triton_ops
+        from c4forge.train.kernels import triton_ops
 
         for name, impl in chosen.items():
             if impl == "triton":

@@ -20,9 +20,9 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from train.config import ModelConfig
-from train.kernels.rope import rope_tables
-from train.models.decoder import MLP, Attention, Block, KernelModel, RMSNorm, attention_mask
+from c4forge.train.config import ModelConfig
+from c4forge.train.kernels.rope import rope_tables
+from c4forge.train.models.decoder import MLP, Attention, Block, KernelModel, RMSNorm, attention_mask
 
 
 class DecoderBlock(nn.Module):

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from train.objectives.causal import Causal
-from train.objectives.common import ObjectiveError, Vocabulary, load_vocabulary
-from train.objectives.denoise import DenoiseConfig, Denoising
-from train.objectives.mlm import MLM, MLMConfig
-from train.objectives.prefix_lm import PrefixLM
-from train.objectives.span import SpanConfig, SpanCorruption
+from c4forge.train.objectives.causal import Causal
+from c4forge.train.objectives.common import ObjectiveError, Vocabulary, load_vocabulary
+from c4forge.train.objectives.denoise import DenoiseConfig, Denoising
+from c4forge.train.objectives.mlm import MLM, MLMConfig
+from c4forge.train.objectives.prefix_lm import PrefixLM
+from c4forge.train.objectives.span import SpanConfig, SpanCorruption
 
 OBJECTIVES = {"causal": Causal, "prefix_lm": PrefixLM, "mlm": MLM, "span": SpanCorruption,
               "denoise": Denoising}

@@ -5,7 +5,7 @@ from typing import Dict
 
 import numpy as np
 
-from train.data.batch import rows_to_batch
+from c4forge.train.data.batch import rows_to_batch
 
 
 class Causal:

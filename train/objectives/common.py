@@ -3,15 +3,16 @@
 the document segments of a packed row."""
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from train.data.batch import IGNORE  # noqa: F401 (re-exported for the objectives)
+from c4forge.train.data.batch import IGNORE  # noqa: F401 (re-exported for the objectives)
 
 
-class ObjectiveError(ValueError):
+class ObjectiveError(C4forgeError, ValueError):
     """An objective cannot run with this tokenizer or these settings."""
 
 
@@ -54,8 +55,8 @@ def load_vocabulary(tokenizer_dir: str) -> Vocabulary:
     """The Vocabulary of a c4forge tokenizer directory."""
     import sentencepiece as spm
 
-    from corpus.outdir import resolve
-    from tokenizer.train import load_tokenizer
+    from c4forge.core.outdir import resolve
+    from c4forge.tokenizer.train import load_tokenizer
 
     _, info = load_tokenizer(tokenizer_dir)
     sp = spm.SentencePieceProcessor(model_file=resolve(tokenizer_dir, info, "tokenizer.model"))

@@ -15,8 +15,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from train.objectives.common import Vocabulary, row_rng, segments, split_eos
-from train.objectives.span import encoder_decoder_rows
+from c4forge.train.objectives.common import Vocabulary, row_rng, segments, split_eos
+from c4forge.train.objectives.span import encoder_decoder_rows
 
 SALT = 4
 

@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from train.objectives.common import IGNORE, Vocabulary, positions_of, row_rng, segments
+from c4forge.train.objectives.common import IGNORE, Vocabulary, positions_of, row_rng, segments
 
 SALT = 1
 

@@ -11,8 +11,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from train.data.batch import rows_to_batch
-from train.objectives.common import IGNORE, row_rng, segments
+from c4forge.train.data.batch import rows_to_batch
+from c4forge.train.objectives.common import IGNORE, row_rng, segments
 
 SALT = 3
 

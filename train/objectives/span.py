@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from train.objectives.common import (IGNORE, ObjectiveError, Vocabulary, pad_rows, positions_of,
+from c4forge.train.objectives.common import (IGNORE, ObjectiveError, Vocabulary, pad_rows, positions_of,
                                      row_rng, segments, split_eos)
 
 SALT = 2

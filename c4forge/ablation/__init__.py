@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 from typing import List, Optional
 
-from train.ablation.report import summarise, verdict, write_report
-from train.ablation.spec import AblationError, load_ablation, resolve_inputs
-from train.ablation.stages import (build_corpora, build_tokenizer, encode_variants, evaluate_runs,
+from c4forge.ablation.report import summarise, verdict, write_report
+from c4forge.ablation.spec import AblationError, load_ablation, resolve_inputs
+from c4forge.ablation.stages import (build_corpora, build_tokenizer, encode_variants, evaluate_runs,
                                    train_runs)
 
 __all__ = ["AblationError", "build_corpora", "load_ablation", "run_ablation", "verdict"]
@@ -31,7 +31,7 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
                  overrides: Optional[List[str]] = None) -> str:
     """Every stage of the ablation; each finished (or reused) unit - a corpus, the tokenizer, a
     variant's tokens, a run, its evaluation - logs one line and moves the stage bar (with ETA)."""
-    from corpus import progress
+    from c4forge.core import progress
 
     spec = resolve_inputs(load_ablation(path, overrides))
     variants, seeds = len(spec["variants"]), len(spec["seeds"])

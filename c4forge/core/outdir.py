@@ -28,6 +28,7 @@ next run) and old files the pointing manifest lists as superseded (removed by th
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import contextlib
 import json
 import os
@@ -43,7 +44,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 _STAGING_NAME = re.compile(r"^\.c4forge-staging-[A-Za-z0-9-]{1,64}$")
 
 
-class OutputError(ValueError):
+class OutputError(C4forgeError, ValueError):
     """An output directory that may not be written, or a name that may not become a path."""
 
 
@@ -95,7 +96,7 @@ class LocalFS:
             return handle.read()
 
     def write_text(self, path: str, text: str) -> None:
-        from corpus.io import atomic_write
+        from c4forge.core.io import atomic_write
 
         with atomic_write(path) as handle:
             handle.write(text)

@@ -8,9 +8,9 @@ import os
 import statistics
 from typing import List
 
-from corpus.io import atomic_write
-from corpus.shards import read_manifest
-from tokenizer.formats import read_token_manifest
+from c4forge.core.io import atomic_write
+from c4forge.corpus.shards import read_manifest
+from c4forge.tokenizer.formats import read_token_manifest
 
 
 def _mean_std(values: List[float]):
@@ -25,7 +25,7 @@ def _fmt(mean, std, digits=4):
 
 
 def summarise(spec: dict, corpora, tokens, results) -> dict:
-    from train.objectives import LEFT_TO_RIGHT
+    from c4forge.train.objectives import LEFT_TO_RIGHT
 
     summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
                "variants": {}}
@@ -71,7 +71,7 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
 def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> str:
     """One sentence comparing variants a and b on ``metric``, decided by a paired t-test over
     seeds (Welch's when the seeds differ), never by a rule of thumb."""
-    from train.stats import compare
+    from c4forge.train.stats import compare
 
     ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
     if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
@@ -155,7 +155,7 @@ def plot(summary: dict, runs, directory: str) -> List[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from train.stats import t_quantile
+    from c4forge.train.stats import t_quantile
 
     files = []
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)

@@ -5,16 +5,18 @@ inputs, trained the same way: see train/ablation/__init__.py for the whole flow.
 """
 from __future__ import annotations
 
+from c4forge.core.errors import C4forgeError
 import glob
 import json
 import os
 from typing import List, Optional
 
-from corpus.config import build_config, load_yaml_mapping
-from corpus.outdir import OutputError, check_name
+from c4forge.corpus.config import build_config
+from c4forge.core.settings import load_yaml_mapping
+from c4forge.core.outdir import OutputError, check_name
 
 
-class AblationError(RuntimeError):
+class AblationError(C4forgeError, RuntimeError):
     """The ablation config is wrong or a stage failed; the message says which."""
 
 
@@ -66,7 +68,7 @@ def load_ablation(path: str, overrides: Optional[List[str]] = None) -> dict:
         raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
     spec.setdefault("seeds", [0, 1, 2])
     objective = spec.get("objective", spec["train"].get("objective", "causal"))
-    from train.objectives import OBJECTIVES
+    from c4forge.train.objectives import OBJECTIVES
 
     if objective not in OBJECTIVES:
         raise AblationError(f"{path}: objective {objective!r}: choose from {', '.join(OBJECTIVES)}")

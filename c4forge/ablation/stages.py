@@ -10,15 +10,15 @@ import os
 import time
 from typing import Callable, Dict
 
-from corpus.counters import Counters
-from corpus.io import atomic_write
-from corpus.local import run_chain
-from corpus.shards import CorpusFormatError, manifest_path, read_manifest, write_corpus
-from tokenizer.encode import encode_corpus
-from tokenizer.formats import (TokenFormatError, file_sha256, read_token_manifest,
+from c4forge.core.counters import Counters
+from c4forge.core.io import atomic_write
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import CorpusFormatError, manifest_path, read_manifest, write_corpus
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.formats import (TokenFormatError, file_sha256, read_token_manifest,
                                token_manifest_sha256)
-from tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
-from train.ablation.spec import AblationError, locate, plain, variant_config
+from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
+from c4forge.ablation.spec import AblationError, locate, plain, variant_config
 
 
 def reuse_or_build(unit: str, where: str, is_current: Callable[[], bool],
@@ -85,7 +85,7 @@ def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
 
 
 def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) -> Dict[str, str]:
-    from tokenizer.train import load_tokenizer
+    from c4forge.tokenizer.train import load_tokenizer
 
     model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
     out = {}
@@ -109,9 +109,9 @@ def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) ->
 
 
 def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, str]]:
-    from train.checkpoint import finished_steps, run_manifest
-    from train.config import build_train_config
-    from train.trainer import total_steps, train
+    from c4forge.train.checkpoint import finished_steps, run_manifest
+    from c4forge.train.config import build_train_config
+    from c4forge.train.trainer import total_steps, train
 
     runs: Dict[str, Dict[int, str]] = {}
     # One held-out set for every run's loss curve, so the curves compare: the validation split
@@ -148,12 +148,12 @@ def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, s
 
 def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str, str],
                   tokenizer: str, log) -> Dict[str, Dict[int, dict]]:
-    from tokenizer.train import load_tokenizer
-    from train.checkpoint import latest_checkpoint, load_model
-    from corpus.config import apply_settings
-    from train.config import MaskingConfig
-    from train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
-    from train.objectives import LEFT_TO_RIGHT, objective_for
+    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.train.checkpoint import latest_checkpoint, load_model
+    from c4forge.core.settings import apply_settings
+    from c4forge.train.config import MaskingConfig
+    from c4forge.train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
+    from c4forge.train.objectives import LEFT_TO_RIGHT, objective_for
 
     sp, _ = load_tokenizer(tokenizer)
     ev = spec["eval"]
@@ -213,7 +213,7 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
 def _glue(spec: dict, checkpoint: str) -> dict:
     """GLUE fine-tuning of one pretrained run: {task: mean score over fine-tuning seeds,
     "average": T5's GLUE average}."""
-    from train.finetune.run import run_glue, task_configs
+    from c4forge.train.finetune.run import run_glue, task_configs
 
     glue = spec["eval"]["glue"]
     tasks = glue.get("tasks") or ["sst2"]

@@ -1,0 +1,115 @@
+"""Settings: the one grammar every stage's config dataclass is set through.
+
+A config is a (nested) frozen dataclass with documented defaults. It is changed by a YAML
+mapping (``--config FILE``), by ``--set key.sub=value`` words, or by a dict from another
+config (the ablation's per-variant settings, GLUE's per-task settings); all three go through
+:func:`apply_settings`, which coerces strings to the field's type and refuses unknown keys.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Dict, Iterable, Mapping, Tuple
+
+from c4forge.core.errors import C4forgeError
+
+
+class ConfigError(C4forgeError, ValueError):
+    """A preset, key or value that does not fit a config dataclass, or a settings file that
+    cannot be read."""
+
+
+def _coerce(value: Any, annotation: Any, key: str) -> Any:
+    """Turn a YAML/CLI value into the field's type (str 'true' -> bool, 'en,de' -> tuple...)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union:
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        inner = [a for a in args if a is not type(None)][0]
+        return _coerce(value, inner, key)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("1", "true", "yes", "on"):
+            return True
+        if str(value).lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}: expected true/false, got {value!r}")
+    if origin in (tuple, Tuple):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        return tuple(value or ())
+    if annotation in (int, float, str):
+        try:
+            return annotation(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from exc
+    return value
+
+
+def apply_settings(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
+    """A copy of dataclass ``obj`` with nested ``updates`` coerced to the fields' types."""
+    return _apply(obj, updates, prefix)
+
+
+def parse_overrides(items: Iterable[str]) -> Dict[str, Any]:
+    """["a.b=1", "c=x"] -> {"a": {"b": "1"}, "c": "x"}."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return nest(pairs)
+
+
+def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(type(obj))
+    changes = {}
+    for key, value in updates.items():
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            raise ConfigError(f"unknown setting {prefix}{key!r}; known: {known}")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{prefix}{key} is a group; set {prefix}{key}.<name>=VALUE")
+            changes[key] = _apply(current, value, f"{prefix}{key}.")
+        else:
+            changes[key] = _coerce(value, hints[key], f"{prefix}{key}")
+    return dataclasses.replace(obj, **changes)
+
+
+def nest(dotted: Mapping[str, Any]) -> Dict[str, Any]:
+    nested: Dict[str, Any] = {}
+    for key, value in dotted.items():
+        node = nested
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return nested
+
+
+def load_yaml_mapping(path: str) -> dict:
+    """A YAML file of settings as a dict; a syntax error, an unreadable file or a file that is
+    not a mapping is a ConfigError with one line saying what and where. Every ``--config`` of
+    every command is read through here."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{path} is not valid YAML: {problem}{where}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return dict(data)

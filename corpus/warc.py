@@ -1,0 +1,63 @@
+"""WARC records and the HTTP messages inside them: the parsing both readers share.
+
+``corpus.wet`` splits a (gzipped) WARC/WET file into :class:`WarcRecord` s; ``corpus.extract``
+takes a ``response`` record's HTTP block apart (:func:`split_http_block`, :func:`http_status`)
+to reach the HTML. Neither imports the other for this, so the reader and the extractor stay
+independent (tests/test_architecture.py checks there is no import circle).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Dict, Optional, Tuple
+
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+_STATUS = re.compile(rb"^HTTP/\d(?:\.\d)?\s+(\d{3})")
+
+
+@dataclasses.dataclass
+class WarcRecord:
+    """One WARC record: its type, headers (names as written), raw body, and where it starts."""
+
+    type: str
+    headers: Dict[str, str]
+    body: bytes
+    source: str
+    offset: int
+
+    def header(self, name: str, default: str = "") -> str:
+        lowered = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lowered:
+                return value
+        return default
+
+
+def http_payload(record: WarcRecord) -> Tuple[Dict[str, str], bytes]:
+    """HTTP headers and payload of a WARC ``response`` record (for HTML extraction)."""
+    return split_http_block(record.body)
+
+
+def split_http_block(body: bytes) -> Tuple[Dict[str, str], bytes]:
+    """(headers as written, payload) of an HTTP message block; ({}, body) when the block has
+    no end of headers."""
+    end = body.find(b"\r\n\r\n")
+    sep = 4
+    if end < 0:
+        end, sep = body.find(b"\n\n"), 2
+    if end < 0:
+        return {}, body
+    head = body[:end].decode("latin-1")
+    headers = {}
+    for line in _NEWLINES.split(head)[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip()] = value.strip()
+    return headers, body[end + sep:]
+
+
+def http_status(block: bytes) -> Optional[int]:
+    """The status code of an HTTP response block, or None when it does not start with a status
+    line (``HTTP/1.1 200 OK``)."""
+    match = _STATUS.match(block)
+    return int(match.group(1)) if match else None

@@ -1,0 +1,141 @@
+"""The floors of the house (docs/architecture.md), checked from the code's own imports.
+
+Every import statement in the installed package - at module level or inside a function - is an
+edge of the graph: a lazy import is still a dependency a reader must follow. The rules:
+
+- ``c4forge.core`` (the shared floor) imports no stage;
+- ``corpus`` imports only the floor (never Beam, tokenizer or train);
+- ``pipelines`` and ``tokenizer`` sit on ``corpus``; ``train`` reads token shards through
+  ``tokenizer`` and never sees ``corpus``, ``pipelines`` or the ablation;
+- the ablation composes the stages; the CLIs compose everything; nothing imports the CLIs;
+- no module imports, directly or through others, a module that imports it back.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Set
+
+ROOT = Path(__file__).resolve().parents[1]
+# Installed name -> folder in the repository (pyproject's package-dir).
+PACKAGES = {"c4forge.core": "c4forge/core", "c4forge.cli": "c4forge/cli",
+            "c4forge.ablation": "c4forge/ablation", "c4forge.corpus": "corpus",
+            "c4forge.pipelines": "pipelines", "c4forge.tokenizer": "tokenizer",
+            "c4forge.train": "train"}
+FLOOR = {"c4forge.core": set(),
+         "c4forge.corpus": {"c4forge.core"},
+         "c4forge.pipelines": {"c4forge.core", "c4forge.corpus"},
+         "c4forge.tokenizer": {"c4forge.core", "c4forge.corpus"},
+         "c4forge.train": {"c4forge.core", "c4forge.tokenizer"},
+         "c4forge.ablation": {"c4forge.core", "c4forge.corpus", "c4forge.tokenizer",
+                              "c4forge.train"},
+         "c4forge.cli": set(PACKAGES)}
+
+
+def modules() -> Dict[str, Path]:
+    found = {}
+    for package, folder in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            name = ".".join((package, *parts))
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def imports_of(path: Path, name: str) -> Set[str]:
+    """Absolute module names ``path`` imports (relative imports resolved)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            out.add(base)
+            out |= {f"{base}.{alias.name}" for alias in node.names}
+    return out
+
+
+def graph() -> Dict[str, Set[str]]:
+    mods = modules()
+    return {name: {m for m in imports_of(path, name) if m in mods and m != name}
+            for name, path in mods.items()}
+
+
+def package_of(module: str) -> str:
+    return max((p for p in PACKAGES if module == p or module.startswith(p + ".")), key=len)
+
+
+def test_every_package_imports_only_the_floors_below_it():
+    bad = []
+    for module, targets in graph().items():
+        own = package_of(module)
+        for target in targets:
+            other = package_of(target)
+            if other != own and other not in FLOOR[own]:
+                bad.append(f"{module} imports {target}")
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_no_stage_imports_beam_or_click_except_pipelines_and_the_cli():
+    bad = []
+    for module, path in modules().items():
+        external = {m.split(".")[0] for m in imports_of(path, module)}
+        own = package_of(module)
+        if "apache_beam" in external and own != "c4forge.pipelines":
+            bad.append(f"{module} imports apache_beam")
+        if "click" in external and own != "c4forge.cli":
+            bad.append(f"{module} imports click")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles():
+    edges = graph()
+    state: Dict[str, int] = {}
+    cycles = []
+
+    def visit(node, stack):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_top_level_stage_names_are_imported():
+    """Everything installs under c4forge; a bare ``import corpus`` would only work in a checkout."""
+    bad = []
+    for path in [*ROOT.glob("tests/*.py"), *ROOT.glob("benchmarks/*.py"), *ROOT.glob("scripts/*.py"),
+                 *modules().values()]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                     else [])
+            bad += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                    if n.split(".")[0] in ("corpus", "pipelines", "tokenizer", "train")]
+    assert not bad, "\n".join(bad)
+
+
+def test_train_config_loads_no_corpus_module():
+    code = ("import sys, c4forge.train.config; "
+            "print(sorted(m for m in sys.modules if m.startswith(('c4forge.corpus', "
+            "'c4forge.pipelines', 'apache_beam'))))")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env=env, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
