@@ -129,7 +129,7 @@ class BadwordsFilter:
 
     def __init__(self, badwords: Mapping[str, Iterable[str]], fraction: float = 1.0) -> None:
         if not 0.0 <= fraction <= 1.0:
-            raise ValueError("the bad-words fraction must be between 0.0 and 1.0")
+            raise BadwordsUnavailable("the bad-words fraction must be between 0.0 and 1.0")
         self.regexes = compile_badwords(badwords)
         self.fraction = fraction
         self._numerator, self._denominator = float(fraction).as_integer_ratio()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import re
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from c4forge.corpus import sentences
 from c4forge.core.counters import IncFn, null_inc
@@ -87,7 +87,7 @@ def clean_page(page: Document, rules: PageRules = PageRules(),
     min_words = rules.min_words_per_line
     policy = rules.policy_substrings
     cite = rules.remove_citations
-    valid_lines = []
+    valid_lines: List[str] = []
     n_long = n_endmark = n_short = n_js = n_policy = 0
 
     def flush() -> None:
@@ -163,7 +163,7 @@ def paragraph_filter(page: Document, min_paragraphs: int = 3, min_paragraph_len:
     The reference takes ``heapq.nlargest(3, ...)`` whatever ``min_paragraphs`` is; we keep that.
     """
     lines = page.text.split("\n")
-    if len(lines) < min_paragraphs or min(heapq.nlargest(3, [len(l) for l in lines])) < min_paragraph_len:
+    if len(lines) < min_paragraphs or min(heapq.nlargest(3, [len(line) for line in lines])) < min_paragraph_len:
         inc("filtered")
         return False
     inc("passed")

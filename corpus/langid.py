@@ -53,7 +53,7 @@ def load_model(path: Optional[str] = None):
                 try:
                     model = fasttext.load_model(path)
                 except ValueError as exc:
-                    raise RuntimeError(f"cannot load the fastText model {path}: {exc}") from exc
+                    raise LangidError(f"cannot load the fastText model {path}: {exc}") from exc
                 _MODELS[path] = model
     return model
 

@@ -47,6 +47,15 @@ def owner_of(urls: Iterable[str]) -> str:
     return min(urls, key=url_rank)
 
 
+def dedupe_page_lines(page: Document, owned: Set[bytes], min_sentences: int, inc: IncFn) -> Optional[Document]:
+    """:func:`keep_owned_lines` with the step's byte counters: what both chains run per page."""
+    kept = keep_owned_lines(page, owned, min_sentences, inc)
+    inc("bytes-in", page.text_size())
+    if kept is not None:
+        inc("bytes-out", kept.text_size())
+    return kept
+
+
 def keep_owned_lines(page: Document, owned: Set[bytes], min_sentences: int = 3,
                      inc: IncFn = null_inc) -> Optional[Document]:
     """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""

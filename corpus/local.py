@@ -6,19 +6,19 @@ this is for inputs of up to a few GB; ``corpus build`` runs the same steps on Be
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, List
+from typing import Dict, Iterable, Iterator, List, Tuple
 
 from c4forge.core import progress
 from c4forge.corpus.config import CorpusConfig
 from c4forge.core.counters import Counters
 from c4forge.corpus.document import Document
-from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines
+from c4forge.corpus.line_dedup import LineOwners, dedupe_page_lines
 from c4forge.corpus.minhash import MinHasher, batched
-from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id
+from c4forge.corpus.near_dedup import (bucket_edges, cluster_sizes, clusters_in_memory, count_near_dedup,
+                                       doc_id)
 from c4forge.corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
-                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, count_bytes,
-                          text_bytes)
-from c4forge.corpus.urls import newer_page
+                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
+from c4forge.corpus.urls import count_url_group, newer_page
 from c4forge.corpus.wet import iter_file_documents
 
 
@@ -39,17 +39,14 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]
     """One page per normalised URL, the newest; first-seen order (tfds ``select_newest_page``)."""
     inc = counters.inc_fn(NS_URL)
     best: Dict[str, Document] = {}
+    seen: Dict[str, Tuple[int, int]] = {}  # normalised url -> (pages, text bytes)
     for page in pages:
-        count_bytes(inc, page, None)
         current = best.get(page.normalized_url)
-        if current is None:
-            best[page.normalized_url] = page
-            inc("passed")
-        else:
-            best[page.normalized_url] = newer_page(current, page)
-            inc("filtered")
-    for page in best.values():
-        count_bytes(lambda name, n=1: inc(name, n) if name == "bytes-out" else None, page, page)
+        best[page.normalized_url] = page if current is None else newer_page(current, page)
+        count, size = seen.get(page.normalized_url, (0, 0))
+        seen[page.normalized_url] = (count + 1, size + page.text_size())
+    for url, page in best.items():
+        count_url_group(inc, seen[url][0], seen[url][1], page.text_size())
     return list(best.values())
 
 
@@ -77,9 +74,8 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
         inc_lines = counters.inc_fn(NS_LINES)
         deduped = []
         for page in kept:
-            result = keep_owned_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
-                                      inc_lines)
-            count_bytes(inc_lines, page, result)
+            result = dedupe_page_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
+                                       inc_lines)
             if result is not None:
                 deduped.append(result)
         kept = deduped
@@ -112,16 +108,10 @@ def near_dedup(pages: List[Document], config: CorpusConfig, counters: Counters,
     labels = clusters_in_memory(
         edge for members in buckets.values() for edge in bucket_edges(members, threshold))
     sizes = cluster_sizes(labels)
-    if sizes:
-        inc("clusters", len(sizes))
     kept = []
     for page, node in zip(pages, ids):
-        root = labels.get(node, node)
-        if root != node:
-            count_bytes(inc, page, None)
-            inc("filtered")
-            continue
-        inc("passed")
-        count_bytes(inc, page, page)
-        kept.append(page.replace(near_dup_cluster_size=sizes.get(root, 1)))
+        survives = labels.get(node, node) == node
+        count_near_dedup(inc, page.text_size(), survives, sizes.get(node, 1))
+        if survives:
+            kept.append(page.replace(near_dup_cluster_size=sizes.get(node, 1)))
     return kept

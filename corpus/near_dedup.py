@@ -16,6 +16,10 @@ from __future__ import annotations
 import hashlib
 from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
+
+from c4forge.core.counters import IncFn
+
 
 DEFAULT_CC_ROUNDS = 10  # Hash-to-Min rounds: see hash_to_min
 
@@ -38,7 +42,7 @@ def star_edges(members: Sequence[int]) -> Iterator[Tuple[int, int]]:
 FULL_CHECK_LIMIT = 64
 
 
-def bucket_edges(members: Sequence[Tuple[int, "np.ndarray"]], threshold: Optional[float]
+def bucket_edges(members: Sequence[Tuple[int, np.ndarray]], threshold: Optional[float]
                  ) -> Iterator[Tuple[int, int]]:
     """Edges (member, linked smaller member) for one band bucket of (id, signature) pairs.
 
@@ -89,6 +93,19 @@ def clusters_in_memory(edges: Iterable[Tuple[int, int]]) -> Dict[int, int]:
         if a != b:
             parent[max(a, b)] = min(a, b)
     return {node: find(node) for node in list(parent)}
+
+
+def count_near_dedup(inc: IncFn, size: int, kept: bool, cluster_size: int = 1) -> None:
+    """Near-dedup counters of one page of ``size`` text bytes: filtered, or kept (a cluster of
+    more than one page is counted once, at the page it keeps). Both chains count through here."""
+    inc("bytes-in", size)
+    if not kept:
+        inc("filtered")
+        return
+    inc("bytes-out", size)
+    inc("passed")
+    if cluster_size > 1:
+        inc("clusters")
 
 
 def cluster_sizes(labels: Mapping[int, int]) -> Dict[int, int]:

@@ -41,8 +41,10 @@ import hashlib
 import json
 import os
 import re
+import sys
+import time
 import uuid
-from typing import Callable, Dict, Iterable, Iterator, List, Optional
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -147,7 +149,7 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> Dict[str, str]:
+def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> Dict[str, object]:
     """What every shard says about itself (stored in its schema metadata under ``c4forge``)."""
     return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
             "shard_format": check_shard_format(shard_format), "config_hash": config_hash(config)}
@@ -174,7 +176,7 @@ def write_table(sink, table: pa.Table, shard_format: str = DEFAULT_SHARD_FORMAT)
 
 
 def write_shard(path: str, rows: List[dict],
-                create: Optional[Callable[[str], object]] = None,
+                create: Optional[Callable[[str], BinaryIO]] = None,
                 rename: Optional[Callable[[str, str], None]] = None,
                 metadata: Optional[dict] = None) -> int:
     """Write rows as one shard atomically (temp name, then rename); returns text bytes written.
@@ -195,12 +197,12 @@ def write_shard(path: str, rows: List[dict],
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     else:
-        handle = create(tmp)
+        remote = create(tmp)
         try:
-            write_table(handle, table, shard_format)
+            write_table(remote, table, shard_format)
         finally:
-            handle.close()
-        rename(tmp, path)
+            remote.close()
+        (rename or os.replace)(tmp, path)
     return sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
 
 
@@ -337,6 +339,8 @@ def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
     splits: Dict[str, dict] = {s: {"documents": 0, "bytes": 0, "files": []} for s in SPLITS}
     for name in sorted(files):
         info = parse_shard_name(name)
+        if info is None:  # not a shard (a sidecar or a stray name)
+            continue
         entry = splits.setdefault(info["split"], {"documents": 0, "bytes": 0, "files": []})
         entry["documents"] += files[name]["documents"]
         entry["bytes"] += files[name]["bytes"]
@@ -377,6 +381,21 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
                                   splits=split_summary(files)))
 
     return write_directory(directory, CORPUS_KIND, overwrite, fill, hook)
+
+
+def corpus_manifest(config, inputs: Sequence[str], counters: Dict[str, int], runner: str,
+                    command: Optional[Sequence[str]] = None, **build) -> dict:
+    """What every corpus manifest records of how it was made, whoever wrote it (``corpus clean``,
+    the Beam build, the ablation): when, the command, the config, the runner and its
+    ``build`` details, the inputs, the extraction settings, the counters. The writer adds the
+    shard format and the splits (:func:`write_corpus`, ``pipelines.build``)."""
+    from c4forge.corpus.extract import extraction_info
+
+    return {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": list(command) if command is not None else list(sys.argv),
+            "config": config.to_dict(), "build": {"runner": runner, **build},
+            "inputs": list(inputs), "extraction": extraction_info(config.read),
+            "counters": dict(counters)}
 
 
 def full_manifest(manifest: dict) -> dict:

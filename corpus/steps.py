@@ -54,9 +54,9 @@ class PageSteps:
 
     def setup(self) -> "PageSteps":
         """Load the LID model and bad-word lists now (fail early, once per process)."""
-        self.language_filter
+        _ = self.language_filter  # the properties load on first use
         if self.config.badwords_fraction > 0:
-            self.badwords_filter
+            _ = self.badwords_filter
         return self
 
     @property

@@ -45,6 +45,16 @@ def select_newest_page(pages: Iterable[Document], inc: IncFn = null_inc) -> Opti
     return selected
 
 
+def count_url_group(inc: IncFn, pages: int, bytes_in: int, bytes_out: int) -> None:
+    """URL-dedup counters of one normalised URL's ``pages`` (``bytes_in`` of text in all): one
+    kept, the newest (``bytes_out``), the rest filtered. Both chains count through here."""
+    inc("bytes-in", bytes_in)
+    inc("bytes-out", bytes_out)
+    inc("passed")
+    if pages > 1:
+        inc("filtered", pages - 1)
+
+
 def replaces(timestamp: str, current: str) -> bool:
     """Whether a page crawled at ``timestamp`` replaces the one kept so far (crawled at
     ``current``): only if strictly newer, so ties keep the first seen."""

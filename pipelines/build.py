@@ -25,10 +25,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from c4forge.corpus.config import CorpusConfig, worker_path
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.corpus.extract import extraction_info
 from c4forge.core.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
 from c4forge.corpus.report import strict_problem
-from c4forge.corpus.shards import (CORPUS_KIND, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
+from c4forge.corpus.shards import (CORPUS_KIND, corpus_manifest, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
                            split_summary)
 from c4forge.pipelines.c4 import build_graph
 from c4forge.pipelines.progress import ProgressBoard, progress_dir
@@ -314,20 +313,11 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
             files[name] = json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
 
     read_bytes = sum(input_bytes.values())
-    manifest = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": command or sys.argv,
-        "config": config.to_dict(),
-        "shard_format": shard_format,
-        "build": {"runner": options.get_all_options().get("runner"), "seconds": round(elapsed, 1),
-                  "docs_per_shard": docs_per_shard, "num_shards": num_shards,
-                  "cc_rounds": cc_rounds, "input_bytes": read_bytes},
-        "inputs": list(inputs),
-        "versions": versions(),
-        "extraction": extraction_info(config.read),
-        "splits": split_summary(files),
-        "counters": counters,
-    }
+    manifest = corpus_manifest(config, inputs, counters, options.get_all_options().get("runner"),
+                               command or sys.argv, seconds=round(elapsed, 1),
+                               docs_per_shard=docs_per_shard, num_shards=num_shards,
+                               cc_rounds=cc_rounds, input_bytes=read_bytes)
+    manifest.update(shard_format=shard_format, versions=versions(), splits=split_summary(files))
     return commit(target, staging, full_manifest(manifest), hook_from_env(), fs)
 
 

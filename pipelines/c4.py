@@ -18,14 +18,15 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, from_bytes, to_bytes
-from c4forge.corpus.line_dedup import add_claims, keep_owned_lines, url_rank
+from c4forge.corpus.line_dedup import add_claims, dedupe_page_lines, url_rank
 from c4forge.corpus.minhash import MinHasher
-from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS, bucket_edges, doc_id, hash_to_min, initial_cluster
+from c4forge.corpus.near_dedup import (DEFAULT_CC_ROUNDS, bucket_edges, count_near_dedup, doc_id, hash_to_min,
+                                       initial_cluster)
 from c4forge.corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
                            shard_metadata, shard_name, write_shard)
 from c4forge.corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
                           NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
-from c4forge.corpus.urls import replaces, split_of
+from c4forge.corpus.urls import count_url_group, replaces, split_of
 from c4forge.corpus.wet import iter_file_documents
 
 NS_OUTPUT = "output"
@@ -148,12 +149,7 @@ class NewestPageFn(_Counting, beam.DoFn):
                 best = candidate
             count += 1
             size += candidate[1]
-        inc = self.inc_for(NS_URL)
-        inc("bytes-in", size)
-        inc("bytes-out", best[1])
-        inc("passed")
-        if count > 1:
-            inc("filtered", count - 1)
+        count_url_group(self.inc_for(NS_URL), count, size, best[1])
         for line in best[2].split("\n") if best[2] else ():
             namespace, name, amount = line.split("\t")
             self.inc_for(namespace)(name, int(amount))
@@ -216,18 +212,16 @@ class KeepOwnedLinesFn(_Counting, beam.DoFn):
         pages = [from_bytes(p) for p in grouped["pages"]]
         if len(pages) != 1:  # URL dedup makes urls unique; anything else is a wiring bug
             raise ValueError(f"{len(pages)} pages for md5(url) {rank.hex()}")
-        inc = self.inc_for(NS_LINES)
-        kept = keep_owned_lines(pages[0], set(grouped["lines"]), self.min_sentences, inc)
-        inc("bytes-in", text_bytes(pages[0]))
+        kept = dedupe_page_lines(pages[0], set(grouped["lines"]), self.min_sentences,
+                                 self.inc_for(NS_LINES))
         if kept is not None:
-            inc("bytes-out", text_bytes(kept))
             yield kept
 
 
 class LanguageFn(StepsFn):
     def setup(self) -> None:
         super().setup()
-        self.steps.language_filter  # load the model once per worker
+        _ = self.steps.language_filter  # load the model once per worker
 
     def process(self, page: Document):
         result = self.steps.identify_language(page, self.inc_for(NS_LANG))
@@ -239,7 +233,7 @@ class BadwordsFn(StepsFn):
     def setup(self) -> None:
         super().setup()
         if self.config.badwords_fraction > 0:
-            self.steps.badwords_filter
+            _ = self.steps.badwords_filter  # load the lists once per worker
 
     def process(self, page: Document):
         if self.steps.badwords_ok(page, self.inc_for(NS_BADWORDS), self.inc_for):
@@ -342,19 +336,12 @@ class ApplyClustersFn(_Counting, beam.DoFn):
         if not pages:
             return
         labels = list(grouped["label"])
-        inc = self.inc_for(NS_NEAR)
-        size_in = text_bytes(pages[0])
-        inc("bytes-in", size_in)
-        if labels and labels[0] != node:
-            inc("filtered")
-            return
-        inc("bytes-out", size_in)
         sizes = list(grouped["size"])
         size = sizes[0] if sizes else 1
-        inc("passed")
-        if size > 1:
-            inc("clusters")
-        yield pages[0].replace(near_dup_cluster_size=size)
+        survives = not labels or labels[0] == node
+        count_near_dedup(self.inc_for(NS_NEAR), text_bytes(pages[0]), survives, size)
+        if survives:
+            yield pages[0].replace(near_dup_cluster_size=size)
 
 
 def near_dedup(pages, config: CorpusConfig, rounds: int):

@@ -1,7 +1,7 @@
 """Beam's local job service (the portable job API that Flink's and Spark's job servers also
 speak), running each job on as many SDK workers as the job asks for.
 
-    python -m pipelines.job_service --port 8099
+    python -m c4forge.pipelines.job_service --port 8099
 
 Beam's own ``local_job_service_main`` runs every job on one SDK worker: its BeamJob builds an
 FnApiRunner whose worker count is read from ``--direct_num_workers`` only on the in-process

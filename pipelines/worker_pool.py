@@ -1,7 +1,7 @@
 """An external SDK worker pool for portable runners, whose workers boot as Beam's container does
 (pipelines/worker_boot.py: staged packages fetched and installed per worker).
 
-    python -m pipelines.worker_pool --port 50000
+    python -m c4forge.pipelines.worker_pool --port 50000
 
 then submit with ``--runner PortableRunner --job_endpoint HOST:PORT --environment_type EXTERNAL
 --environment_config localhost:50000 --setup_file ./pyproject.toml`` (README, "Runners"). It is
@@ -33,11 +33,11 @@ PYPROJECT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 
 
 def boot_launcher(folder: str) -> str:
-    """An executable that runs pipelines.worker_boot with this interpreter (the pool runs the
+    """An executable that runs c4forge.pipelines.worker_boot with this interpreter (the pool runs the
     container executable directly, with the container's flags)."""
     path = os.path.join(folder, "c4forge-worker-boot")
     with open(path, "w") as handle:
-        handle.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m pipelines.worker_boot \"$@\"\n")
+        handle.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"\n")
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 

@@ -41,7 +41,7 @@ def rows_to_batch(tokens: np.ndarray, docs: np.ndarray) -> Batch:
     for row in range(len(in_docs)):
         positions[row], doc_ids[row] = _positions_and_ids(in_docs[row])
     doc_ids[in_docs < 0] = -1
-    return Batch(np.ascontiguousarray(inputs), targets, doc_ids, positions)
+    return Batch(input_ids=np.ascontiguousarray(inputs), targets=targets, doc_ids=doc_ids, positions=positions)
 
 
 class ReferenceLoader:

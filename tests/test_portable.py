@@ -49,6 +49,6 @@ def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):
     workers = [w for w in services.iterdir() if w.name.startswith("c4forge-worker-")]
     assert len(workers) >= 2
     for worker in workers:
-        staged = worker / "site" / "pipelines" / "c4.py"
+        staged = worker / "site" / "c4forge" / "pipelines" / "c4.py"
         assert staged.read_bytes() == (ROOT / "pipelines" / "c4.py").read_bytes()
         assert list((worker / "staged").glob("workflow.tar.gz"))

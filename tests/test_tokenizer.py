@@ -68,7 +68,7 @@ def test_token_shards_round_trip(shared_corpora, tmp_path):
     root, c4, _ = shared_corpora
     train_tokenizer(str(root / "c4"), str(tmp_path / "tok"), TokenizerConfig(vocab_size=4000))
     manifest = encode_corpus(str(root / "c4"), str(tmp_path / "tok"), str(tmp_path / "ids"), workers=2,
-                             docs_per_task=100, log=lambda *_: None)
+                             max_docs_per_shard=100, log=lambda *_: None)
     sp, info = load_tokenizer(str(tmp_path / "tok"))
     from c4forge.corpus.shards import iter_documents
 

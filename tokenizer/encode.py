@@ -63,10 +63,10 @@ def _existing_manifest(directory: str):
         return None
 
 
-def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[Tuple[str, int, int]]]:
-    """{split: [(corpus shard path, start row, stop row)]}: about 8 tasks per worker when the
-    corpus is large enough (so workers finish together), each at most ``docs_per_task``
-    documents and, where possible, at least 256."""
+def plan_tasks(corpus: str, workers: int, max_docs_per_shard: int) -> Dict[str, List[Tuple[str, int, int]]]:
+    """{split: [(corpus shard path, start row, stop row)]}, one task per token shard: about 8
+    tasks per worker when the corpus is large enough (so workers finish together), each at most
+    ``max_docs_per_shard`` documents and, where possible, at least 256."""
     manifest = read_manifest(corpus)
     plan: Dict[str, List[Tuple[str, int, int]]] = {}
     for split in manifest["splits"]:
@@ -75,7 +75,8 @@ def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[
         total = sum(n for _, n in sizes)
         if not total:
             continue
-        per_task = max(min(256, docs_per_task), min(docs_per_task, math.ceil(total / (8 * workers))))
+        per_task = max(min(256, max_docs_per_shard),
+                       min(max_docs_per_shard, math.ceil(total / (8 * workers))))
         tasks = []
         for path, rows in sizes:
             for start in range(0, rows, per_task):
@@ -85,7 +86,7 @@ def plan_tasks(corpus: str, workers: int, docs_per_task: int) -> Dict[str, List[
 
 
 def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optional[int] = None,
-                  docs_per_task: int = 20_000, overwrite: bool = False, log=print,
+                  max_docs_per_shard: int = 20_000, overwrite: bool = False, log=print,
                   mode: str = "processes") -> dict:
     """Encode every split of ``corpus``; returns the token manifest.
 
@@ -119,7 +120,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
 
     workers = workers or os.cpu_count() or 1
     try:
-        plan = plan_tasks(corpus, workers, docs_per_task)
+        plan = plan_tasks(corpus, workers, max_docs_per_shard)
     except (CorpusFormatError, OSError) as exc:
         raise TokenizerError(f"corpus {corpus}: {exc}") from exc
     staging = new_staging(target)

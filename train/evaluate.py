@@ -38,7 +38,9 @@ import torch
 import torch.nn.functional as F
 
 from c4forge.core import progress
+from c4forge.core.errors import C4forgeError
 from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments
+from c4forge.train.objectives import LEFT_TO_RIGHT
 
 LN2 = math.log(2)
 
@@ -221,7 +223,7 @@ def score_winogrande(model, sp, items: List[dict], seq_len: int, device: str) ->
 
 
 def score_blimp(model, sp, items: List[dict], seq_len: int, device: str) -> float:
-    pairs = []
+    pairs: List[Tuple[List[int], List[int]]] = []
     for item in items:
         pairs.append(([], sp.encode(item["sentence_good"])))
         pairs.append(([], sp.encode(item["sentence_bad"])))
@@ -247,10 +249,10 @@ def load_task(eval_dir: str, task: str, limit: Optional[int] = None, seed: int =
     """The items a task is scored on: a list, or for BLiMP {phenomenon: list} (``limit`` per
     phenomenon). ``train lm-eval-tasks`` writes these same items for lm-eval-harness."""
     if task not in TASK_FILES:
-        raise ValueError(f"unknown task {task!r}: one of {', '.join(TASK_FILES)}")
+        raise EvaluationError(f"unknown task {task!r}: one of {', '.join(TASK_FILES)}")
     path = os.path.join(eval_dir, TASK_FILES[task])
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{task}: {path} not found (--eval-dir)")
+        raise EvaluationError(f"{task}: {path} not found (--eval-dir)")
     if task == "blimp":
         return {name.split(".")[0]: _subset(read_jsonl(os.path.join(path, name)), limit, seed, name)
                 for name in sorted(os.listdir(path))}
@@ -278,4 +280,73 @@ def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limi
         scorer = {"lambada": score_lambada, "winogrande": score_winogrande}.get(task, score_choices)
         results[task] = {"accuracy": round(scorer(model, sp, loaded, seq_len, device), 4),
                          "items": len(loaded)}
+    return results
+
+
+class EvaluationError(C4forgeError, ValueError):
+    """A checkpoint, tokenizer or input that cannot be evaluated as asked."""
+
+
+def score_token_directory(model, objective_name: str, objective, directory: str, split: str,
+                          seq_len: int, device: str = "cpu") -> Dict[str, float]:
+    """A token directory's split scored as the objective allows: a causal model's loss, perplexity
+    and bits per byte; a prefix LM's own loss (``prefix_lm_loss``) beside the left-to-right scores;
+    other objectives their own loss (also as ``<objective>_loss``)."""
+    if objective is None:
+        return eval_tokens(model, directory, split, seq_len, device=device)
+    own = eval_objective(model, objective, directory, split, seq_len, device=device)
+    entry = {f"{objective_name}_loss": own["loss"]}
+    entry.update(eval_tokens(model, directory, split, seq_len, device=device)
+                 if objective_name in LEFT_TO_RIGHT else own)
+    return entry
+
+
+def evaluate_checkpoint(checkpoint: str, *, data: Sequence[str] = (), split: str = "validation",
+                        tasks: Sequence[str] = (), eval_dir: Optional[str] = None,
+                        limit: Optional[int] = None, seed: int = 0, seq_len: Optional[int] = None,
+                        tokenizer_dir: Optional[str] = None, device: Optional[str] = None) -> dict:
+    """Everything ``train eval`` and the ablation measure of one checkpoint: each item of ``data``
+    (a token directory, scored on ``split``; or a raw text file, bits per byte) and the zero-shot
+    ``tasks``. Returns ``{checkpoint, objective, seq_len, data: {item: metrics}, tasks}``."""
+    from c4forge.core.settings import apply_settings
+    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+    from c4forge.train.config import MaskingConfig
+    from c4forge.train.objectives import MODEL_KIND, objective_for
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model, config = load_model(checkpoint, device)
+    try:
+        seq_len = seq_len or config["data"]["seq_len"]
+        name = config.get("objective", "causal")
+        tokenizer_dir = tokenizer_dir or run_tokenizer_dir(checkpoint, config)
+    except (KeyError, TypeError) as exc:
+        raise EvaluationError(f"{checkpoint}: its saved config lacks {exc}") from exc
+    sp, _ = load_tokenizer(tokenizer_dir)
+    texts = [item for item in data if not os.path.isdir(item)]
+    if name not in LEFT_TO_RIGHT and (texts or tasks):
+        raise EvaluationError(
+            f"a {name} model ({MODEL_KIND[name].replace('_', '-')}) does not score text left to "
+            "right: bits per byte of text files and zero-shot tasks are for causal and prefix_lm "
+            "runs; its own loss on token directories is (--data TOKDIR)")
+    objective = None
+    if name != "causal":
+        masking = apply_settings(MaskingConfig(), config.get("masking") or {})
+        objective = objective_for(name, masking, tokenizer_dir, 0, seq_len)
+    results: dict = {"checkpoint": os.path.abspath(checkpoint), "objective": name,
+                     "seq_len": seq_len, "data": {}, "tasks": {}}
+    for item in data:
+        try:
+            if os.path.isdir(item):
+                results["data"][item] = score_token_directory(model, name, objective, item, split,
+                                                              seq_len, device)
+            else:
+                with open(item, encoding="utf-8") as handle:
+                    results["data"][item] = eval_text(model, sp, handle.read(), seq_len, device=device)
+        except (ValueError, OSError) as exc:
+            raise EvaluationError(f"{item}: {exc}") from exc
+    if tasks:
+        if not eval_dir:
+            raise EvaluationError("zero-shot tasks need the directory of their files (--eval-dir)")
+        results["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, limit, device, seed)
     return results

@@ -23,7 +23,7 @@ from typing import Dict, Iterable, List, Optional
 import yaml
 
 from c4forge.core.outdir import OutputKind, hook_from_env, write_directory
-from c4forge.train.evaluate import load_task
+from c4forge.train.evaluate import EvaluationError, load_task
 
 FORMAT = "c4forge-lm-eval-tasks"
 MANIFEST = "c4forge-lm-eval-tasks.json"
@@ -46,7 +46,7 @@ def _delimiter(contexts: Iterable[str], task: str) -> str:
     already ends in whitespace, so a task must be one or the other throughout."""
     ends = {bool(c) and c[-1].isspace() for c in contexts}
     if len(ends) > 1:
-        raise ValueError(f"{task}: some contexts end in whitespace and some do not; "
+        raise EvaluationError(f"{task}: some contexts end in whitespace and some do not; "
                          "lm-eval-harness needs one delimiter per task")
     return "" if ends == {True} else " "
 

@@ -8,24 +8,25 @@ gradients of one process with batch N x B (tested with DDP on gloo).
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
+import contextlib
 import json
 import math
 import os
 import random
 import signal
 import time
-from dataclasses import asdict
-from typing import Dict, List, Optional, Tuple
+from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from c4forge.core.errors import C4forgeError
 from c4forge.train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpoint,
                               load_checkpoint, save_checkpoint, start_run_dir)
 from c4forge.train.config import TrainConfig
-from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments, mixture_entries
+from c4forge.train.data import Batch, PackedLoader, TokenDocuments, mixture_entries
 from c4forge.train.loggers import LoggerError, MetricLoggers
 from c4forge.train.models import build_model, flops_per_token
 from c4forge.train.objectives import MODEL_KIND, ObjectiveError, objective_for
@@ -70,32 +71,17 @@ def lr_at(step: int, config: TrainConfig, total_steps: int) -> float:
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-BATCH_FIELDS = ("input_ids", "targets", "doc_ids", "positions")
-
-
-def _arrays(batch) -> Dict[str, object]:
-    """A Batch or an objective's dict -> {model argument: array or tensor}."""
-    if isinstance(batch, dict):
-        return batch
-    return {name: getattr(batch, name) for name in BATCH_FIELDS}
-
-
-def pinned(batch) -> Dict[str, torch.Tensor]:
+def pinned(batch: Batch) -> Dict[str, torch.Tensor]:
     """Host tensors in page-locked memory (made in the prefetch thread on CUDA), so the copy to
     the GPU is asynchronous."""
-    return {name: torch.as_tensor(np.asarray(a)).pin_memory() for name, a in _arrays(batch).items()}
+    return Batch({name: torch.as_tensor(np.asarray(a)).pin_memory() for name, a in batch.items()})
 
 
-def to_device(batch, device: torch.device) -> Dict[str, torch.Tensor]:
-    """A Batch or dict (numpy, or pinned host tensors) -> int64 tensors on ``device``."""
+def to_device(batch: Batch, device: torch.device) -> Dict[str, torch.Tensor]:
+    """A batch (numpy arrays, or pinned host tensors) -> int64 tensors on ``device``, keyed by
+    the model's argument names."""
     return {name: torch.as_tensor(np.asarray(a) if isinstance(a, np.ndarray) else a).to(
-        device, torch.long, non_blocking=True) for name, a in _arrays(batch).items()}
-
-
-def _target_tokens(batch) -> int:
-    if isinstance(batch, dict):
-        return int((batch["targets"] != IGNORE).sum())
-    return batch.target_tokens
+        device, torch.long, non_blocking=True) for name, a in batch.items()}
 
 
 def model_kind(objective: str) -> str:
@@ -118,8 +104,6 @@ def describe_packing(stats: dict) -> str:
 def with_absolute_data_paths(config: TrainConfig) -> TrainConfig:
     """The config with absolute token directories, as checkpoints store it: a run evaluates and
     exports from any working directory (its tokenizer is copied into the run as well)."""
-    from dataclasses import replace
-
     entries = mixture_entries(config.data.train)
     train_value = (os.path.abspath(entries[0][0]) if len(entries) == 1 else
                    [{"path": os.path.abspath(p), "weight": w} for p, w in entries])
@@ -174,195 +158,250 @@ def evaluate_loss(model: torch.nn.Module, loader: PackedLoader, batches: int,
     return {"loss": float(total / count), "tokens": int(count)}
 
 
-def train(config: TrainConfig, resume: bool = False, log=print, overwrite: bool = False,
-          meta: Optional[dict] = None) -> Dict[str, float]:
-    """Train per ``config``. ``out_dir`` follows the run-directory rule
+class Trainer:
+    """One training run. :meth:`run` reads top to bottom: set up, then per step train, log,
+    evaluate and checkpoint. ``out_dir`` follows the run-directory rule
     (:func:`train.checkpoint.start_run_dir`): a directory holding another run is refused unless
     ``resume`` (continue it) or ``overwrite`` (remove its files first). ``meta`` is stored in the
     run manifest (the ablation records what a run was trained on)."""
-    rank, world, local, device = setup_distributed()
-    is_main = rank == 0
-    if not config.data.train:
-        raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
-    config = with_absolute_data_paths(config)
-    sources, weights = open_train_data(config)
-    docs = sources[0]
-    if is_main:  # after the data opened: a bad token directory leaves no run behind
-        start_run_dir(config.out_dir, resume, overwrite, meta)
-        copy_run_tokenizer(config.out_dir, docs.manifest["tokenizer"].get("path", ""))
-    if config.model.vocab_size != docs.vocab_size:
-        from dataclasses import replace
 
-        config = replace(config, model=replace(config.model, vocab_size=docs.vocab_size))
-    steps = total_steps(config, world)
+    def __init__(self, config: TrainConfig, resume: bool = False, log: Callable[[str], None] = print,
+                 overwrite: bool = False, meta: Optional[dict] = None) -> None:
+        self.resume, self.log = resume, log
+        self.rank, self.world, self.local, self.device = setup_distributed()
+        self.is_main = self.rank == 0
+        self.config, self.sources, self.weights = self._open_data(config, overwrite, meta)
+        self.steps = total_steps(self.config, self.world)
+        self.checkpoint_dir = os.path.join(self.config.out_dir, "checkpoints")
+        self.tokens_per_step = (self.config.data.batch_size * self.config.data.seq_len
+                                * self.config.data.grad_accum * self.world)
+        self.use_bf16 = self.config.precision == "bf16" or (
+            self.config.precision == "auto" and self.device.type == "cuda")
 
-    torch.manual_seed(config.seed)
-    random.seed(config.seed)
-    try:
-        objective = make_objective(config, docs.manifest["tokenizer"].get("path", ""), config.seed)
-        val_objective = make_objective(config, docs.manifest["tokenizer"].get("path", ""), 0)
-    except ObjectiveError as exc:
-        raise TrainingError(str(exc)) from exc
-    model = build_model(config.model, config.objective).to(device)
-    kernels = model.use_kernels(device.type)
-    loader = PackedLoader(sources, config.data.seq_len, config.data.batch_size, config.data.packing,
-                          seed=config.seed, rank=rank, world_size=world,
-                          chunk_docs=config.data.best_fit_chunk, weights=weights,
-                          prefetch=config.data.prefetch,
-                          transform=pinned if device.type == "cuda" else None, objective=objective)
-    val_loader_args = None
-    if config.data.validation:
-        val_docs = TokenDocuments(config.data.validation, config.data.validation_split)
-        val_loader_args = (val_docs, config.data.seq_len, config.data.batch_size, "concat")
-        val_loader_kwargs = {"objective": val_objective}
+    # ------------------------------------------------------------------ set-up
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.optim.weight_decay},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=config.optim.lr, betas=(config.optim.beta1, config.optim.beta2), eps=config.optim.eps,
-        fused=device.type == "cuda")
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_at(s, config, steps) / config.optim.lr)
+    def _open_data(self, config: TrainConfig, overwrite: bool, meta: Optional[dict]):
+        if not config.data.train:
+            raise TrainingError("data.train is empty: give a token directory from `tokenizer encode`")
+        config = with_absolute_data_paths(config)
+        sources, weights = open_train_data(config)
+        docs = sources[0]
+        if self.is_main:  # after the data opened: a bad token directory leaves no run behind
+            start_run_dir(config.out_dir, self.resume, overwrite, meta)
+            copy_run_tokenizer(config.out_dir, docs.manifest["tokenizer"].get("path", ""))
+        if config.model.vocab_size != docs.vocab_size:
+            config = replace(config, model=replace(config.model, vocab_size=docs.vocab_size))
+        return config, sources, weights
 
-    start_step = 0
-    checkpoint_dir = os.path.join(config.out_dir, "checkpoints")
-    if resume:
-        path = latest_checkpoint(checkpoint_dir)
-        if path is None:
-            raise TrainingError(f"--resume: no checkpoint in {checkpoint_dir}")
-        state = load_checkpoint(path, config, model, optimizer, scheduler, loader)
-        start_step = state["step"]
-        if is_main:
-            log(f"resumed from {path} at step {start_step}")
-            if loader.notice:
-                log(loader.notice)
-
-    train_model = model
-    if world > 1:
-        if config.distributed == "fsdp":
-            from torch.distributed.fsdp import fully_shard
-
-            for block in [*getattr(model, "encoder", []), *model.blocks]:
-                fully_shard(block)
-            train_model = fully_shard(model)
-        else:
-            train_model = torch.nn.parallel.DistributedDataParallel(
-                model, device_ids=[local] if device.type == "cuda" else None)
-    if config.compile:
-        train_model = torch.compile(train_model)
-
-    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
-
-    def autocast():
-        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
-
-    stop = _Stop()
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    os.makedirs(config.out_dir, exist_ok=True)
-    metrics_path = os.path.join(config.out_dir, "metrics.jsonl")
-    if is_main and resume:
-        _truncate_metrics(metrics_path, start_step)
-    loggers = None
-    if is_main:
+    def _build(self) -> None:
+        """Objectives, model, loaders, optimizer and schedule, in the order that fixes the RNG
+        streams (a run's losses depend on it)."""
+        config, device = self.config, self.device
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        tokenizer_dir = self.sources[0].manifest["tokenizer"].get("path", "")
         try:
-            loggers = MetricLoggers(config.out_dir, config.logging, config.to_dict(), resume)
+            objective = make_objective(config, tokenizer_dir, config.seed)
+            self.val_objective = make_objective(config, tokenizer_dir, 0)
+        except ObjectiveError as exc:
+            raise TrainingError(str(exc)) from exc
+        self.model = build_model(config.model, config.objective).to(device)
+        self.kernels = self.model.use_kernels(device.type)
+        self.loader = PackedLoader(
+            self.sources, config.data.seq_len, config.data.batch_size, config.data.packing,
+            seed=config.seed, rank=self.rank, world_size=self.world,
+            chunk_docs=config.data.best_fit_chunk, weights=self.weights,
+            prefetch=config.data.prefetch, transform=pinned if device.type == "cuda" else None,
+            objective=objective)
+        self.val_docs = (TokenDocuments(config.data.validation, config.data.validation_split)
+                         if config.data.validation else None)
+        decay = [p for _, p in self.model.named_parameters() if p.dim() >= 2]
+        no_decay = [p for _, p in self.model.named_parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": config.optim.weight_decay},
+             {"params": no_decay, "weight_decay": 0.0}],
+            lr=config.optim.lr, betas=(config.optim.beta1, config.optim.beta2),
+            eps=config.optim.eps, fused=device.type == "cuda")
+        steps = self.steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: lr_at(s, config, steps) / config.optim.lr)
+
+    def _restore(self) -> int:
+        """The step to start from: 0, or the newest checkpoint's with ``resume``."""
+        if not self.resume:
+            return 0
+        path = latest_checkpoint(self.checkpoint_dir)
+        if path is None:
+            raise TrainingError(f"--resume: no checkpoint in {self.checkpoint_dir}")
+        state = load_checkpoint(path, self.config, self.model, self.optimizer, self.scheduler,
+                                self.loader)
+        if self.is_main:
+            self.log(f"resumed from {path} at step {state['step']}")
+            if self.loader.notice:
+                self.log(self.loader.notice)
+        return int(state["step"])
+
+    def _wrap(self) -> torch.nn.Module:
+        """The module the step runs: DDP or FSDP2 over several ranks, compiled on request."""
+        model, train_model = self.model, self.model
+        if self.world > 1:
+            if self.config.distributed == "fsdp":
+                from torch.distributed.fsdp import fully_shard
+
+                for block in [*getattr(model, "encoder", []), *model.blocks]:
+                    fully_shard(block)
+                train_model = fully_shard(model)
+            else:
+                train_model = torch.nn.parallel.DistributedDataParallel(
+                    model, device_ids=[self.local] if self.device.type == "cuda" else None)
+        if self.config.compile:
+            train_model = torch.compile(train_model)
+        return train_model
+
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_bf16)
+
+    def _open_logging(self, start_step: int) -> None:
+        config = self.config
+        os.makedirs(config.out_dir, exist_ok=True)
+        self.loggers = self.progress = None
+        if not self.is_main:
+            return
+        if self.resume:
+            _truncate_metrics(os.path.join(config.out_dir, "metrics.jsonl"), start_step)
+        try:
+            self.loggers = MetricLoggers(config.out_dir, config.logging, config.to_dict(), self.resume)
         except LoggerError as exc:
             raise TrainingError(str(exc)) from exc
-    flops = flops_per_token(config.model, config.data.seq_len, model_kind(config.objective))
-    peak = peak_flops(device)
-    tokens_per_step = config.data.batch_size * config.data.seq_len * config.data.grad_accum * world
-    if is_main:
-        log(f"objective {config.objective}, {model_kind(config.objective).replace('_', '-')} "
-            f"{model.num_parameters():,} parameters ({model.num_parameters(True):,} non-embedding), "
-            f"kernels {kernels}, device {device}, world {world}, {steps} steps x "
-            f"{tokens_per_step:,} tokens; packing {describe_packing(loader.stats())}")
+        kind = model_kind(config.objective)
+        self.log(f"objective {config.objective}, {kind.replace('_', '-')} "
+                 f"{self.model.num_parameters():,} parameters "
+                 f"({self.model.num_parameters(True):,} non-embedding), kernels {self.kernels}, "
+                 f"device {self.device}, world {self.world}, {self.steps} steps x "
+                 f"{self.tokens_per_step:,} tokens; packing {describe_packing(self.loader.stats())}")
+        if config.progress:
+            from c4forge.core.progress import bar
 
-    progress = None
-    if is_main and config.progress:
-        from c4forge.core.progress import bar
+            self.progress = bar(total=self.steps, initial=start_step, unit="step", desc="training",
+                                leave=True)
 
-        progress = bar(total=steps, initial=start_step, unit="step", desc="training", leave=True)
+    # ------------------------------------------------------------------ the loop
 
-    iterator = iter(loader)
-    last: Dict[str, float] = {}
-    step = start_step
-    window_start, window_tokens = time.perf_counter(), 0
-    try:
-        while step < steps:
-            micro = [next(iterator) for _ in range(config.data.grad_accum)]
-            count = torch.tensor(float(sum(_target_tokens(b) for b in micro)), device=device)
-            global_count = _all_reduce(count.clone(), world)
-            loss_total = torch.zeros((), device=device, dtype=torch.float64)
-            for i, batch in enumerate(micro):
-                t = to_device(batch, device)
-                sync = i == len(micro) - 1
-                context = (train_model.no_sync() if (world > 1 and not sync and hasattr(train_model, "no_sync"))
-                           else _nullcontext())
-                with context, autocast():
-                    loss_sum, _ = train_model(**t)
-                    scaled = loss_sum * (world / global_count)
-                scaled.backward()
-                loss_total += loss_sum.detach().double()
-            loss_value = float(_all_reduce(loss_total, world) / global_count)
-            if not math.isfinite(loss_value):
-                raise TrainingError(
-                    f"loss is {loss_value} at step {step + 1}; stopping. "
-                    f"{_last_good(checkpoint_dir)}; lower optim.lr or check the data")
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip))
-            if not math.isfinite(grad_norm):
-                raise TrainingError(
-                    f"gradient norm is {grad_norm} at step {step + 1}; stopping before the update. "
-                    f"{_last_good(checkpoint_dir)}; lower optim.lr or check the data")
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            window_tokens += tokens_per_step
-            last = {"step": step, "loss": loss_value, "lr": scheduler.get_last_lr()[0], "grad_norm": grad_norm,
-                    "tokens": loader.sequences * config.data.seq_len}
+    def run(self) -> Dict[str, float]:
+        """Train to the last step (or a stop signal); returns the last step's metrics."""
+        self._build()
+        step = self._restore()
+        train_model = self._wrap()
+        stop = _Stop()
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        self._open_logging(step)
+        self.flops = flops_per_token(self.config.model, self.config.data.seq_len,
+                                     model_kind(self.config.objective))
+        self.peak = peak_flops(self.device)
+        iterator = iter(self.loader)
+        last: Dict[str, float] = {}
+        self.window_start, self.window_tokens = time.perf_counter(), 0
+        try:
+            while step < self.steps:
+                loss, grad_norm = self.train_step(train_model, iterator, step)
+                step += 1
+                last = self.step_metrics(step, loss, grad_norm)
+                if self.val_docs is not None and (step % self.config.eval_every == 0 or step == self.steps):
+                    last["val_loss"] = self.evaluate()["loss"]
+                self.report(step, last)
+                stopping = _agree(stop.requested, self.world, self.device)
+                if step % self.config.checkpoint_every == 0 or step == self.steps or stopping:
+                    self.checkpoint(step)
+                if stopping:
+                    if self.is_main:
+                        self.log(f"stop requested: checkpoint saved at step {step}; resume with --resume")
+                    break
+        finally:
+            iterator.close()  # stops the prefetch thread
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if self.progress:
+                self.progress.close()
+            if self.loggers:
+                self.loggers.close()
+        return last
 
-            if step % config.log_every == 0 or step == steps:
-                elapsed = time.perf_counter() - window_start
-                tps = window_tokens / elapsed if elapsed > 0 else 0.0
-                last.update(tokens_per_second=round(tps, 1),
-                            mfu=round(flops * tps / (peak * world), 4) if peak else None)
-                if device.type == "cuda":  # since the start, this rank's tensors (not the cache)
-                    last["peak_memory_gb"] = round(torch.cuda.max_memory_allocated(device) / 1e9, 3)
-                window_start, window_tokens = time.perf_counter(), 0
-            if val_loader_args and (step % config.eval_every == 0 or step == steps):
-                val = evaluate_loss(model, PackedLoader(*val_loader_args, seed=0, **val_loader_kwargs),
-                                    config.eval_batches,
-                                    device, autocast)
-                last["val_loss"] = val["loss"]
-            if is_main:
-                loggers.log(step, last)
-                if progress:
-                    progress.update(1)
-                    progress.set_postfix(loss=f"{loss_value:.3f}",
-                                         tok_s=f"{last.get('tokens_per_second', 0):,.0f}")
-            stopping = _agree(stop.requested, world, device)
-            if step % config.checkpoint_every == 0 or step == steps or stopping:
-                try:
-                    save_checkpoint(checkpoint_dir, step, config, model, optimizer, scheduler, loader,
-                                    is_main=is_main, world=world)
-                except NonFiniteState as exc:
-                    raise TrainingError(f"{exc}; stopping. {_last_good(checkpoint_dir)}; lower "
-                                        "optim.lr or check the data") from exc
-            if stopping:
-                if is_main:
-                    log(f"stop requested: checkpoint saved at step {step}; resume with --resume")
-                break
-    finally:
-        iterator.close()  # stops the prefetch thread
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if progress:
-            progress.close()
-        if loggers:
-            loggers.close()
-    return last
+    # ------------------------------------------------------------------ the parts of a step
+
+    def train_step(self, train_model: torch.nn.Module, iterator, step: int) -> Tuple[float, float]:
+        """One optimizer step over ``grad_accum`` micro-batches; (loss, gradient norm). The loss
+        is normalised by the global count of target tokens (see the module docstring)."""
+        config, device, world = self.config, self.device, self.world
+        micro = [next(iterator) for _ in range(config.data.grad_accum)]
+        count = torch.tensor(float(sum(b.target_tokens for b in micro)), device=device)
+        global_count = _all_reduce(count.clone(), world)
+        loss_total = torch.zeros((), device=device, dtype=torch.float64)
+        for i, batch in enumerate(micro):
+            sync = i == len(micro) - 1
+            no_sync = getattr(train_model, "no_sync", None) if world > 1 and not sync else None
+            with (no_sync() if no_sync else contextlib.nullcontext()), self.autocast():
+                loss_sum, _ = train_model(**to_device(batch, device))
+                scaled = loss_sum * (world / global_count)
+            scaled.backward()
+            loss_total += loss_sum.detach().double()
+        loss = float(_all_reduce(loss_total, world) / global_count)
+        if not math.isfinite(loss):
+            raise TrainingError(f"loss is {loss} at step {step + 1}; stopping. "
+                                f"{_last_good(self.checkpoint_dir)}; lower optim.lr or check the data")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.optim.grad_clip))
+        if not math.isfinite(grad_norm):
+            raise TrainingError(
+                f"gradient norm is {grad_norm} at step {step + 1}; stopping before the update. "
+                f"{_last_good(self.checkpoint_dir)}; lower optim.lr or check the data")
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss, grad_norm
+
+    def step_metrics(self, step: int, loss: float, grad_norm: float) -> Dict[str, float]:
+        """The step's metrics; throughput and MFU over the window since the last log line."""
+        self.window_tokens += self.tokens_per_step
+        last = {"step": step, "loss": loss, "lr": self.scheduler.get_last_lr()[0],
+                "grad_norm": grad_norm, "tokens": self.loader.sequences * self.config.data.seq_len}
+        if step % self.config.log_every == 0 or step == self.steps:
+            elapsed = time.perf_counter() - self.window_start
+            tps = self.window_tokens / elapsed if elapsed > 0 else 0.0
+            last.update(tokens_per_second=round(tps, 1),
+                        mfu=round(self.flops * tps / (self.peak * self.world), 4) if self.peak else None)
+            if self.device.type == "cuda":  # since the start, this rank's tensors (not the cache)
+                last["peak_memory_gb"] = round(torch.cuda.max_memory_allocated(self.device) / 1e9, 3)
+            self.window_start, self.window_tokens = time.perf_counter(), 0
+        return last
+
+    def evaluate(self) -> Dict[str, float]:
+        """Validation loss over the first ``eval_batches`` batches of a fresh, fixed loader."""
+        config = self.config
+        loader = PackedLoader(self.val_docs, config.data.seq_len, config.data.batch_size, "concat",
+                              seed=0, objective=self.val_objective)
+        return evaluate_loss(self.model, loader, config.eval_batches, self.device, self.autocast)
+
+    def report(self, step: int, last: Dict[str, float]) -> None:
+        if self.loggers is None:  # ranks other than the first log nothing
+            return
+        self.loggers.log(step, last)
+        if self.progress:
+            self.progress.update(1)
+            self.progress.set_postfix(loss=f"{last['loss']:.3f}",
+                                      tok_s=f"{last.get('tokens_per_second', 0):,.0f}")
+
+    def checkpoint(self, step: int) -> None:
+        try:
+            save_checkpoint(self.checkpoint_dir, step, self.config, self.model, self.optimizer,
+                            self.scheduler, self.loader, is_main=self.is_main, world=self.world)
+        except NonFiniteState as exc:
+            raise TrainingError(f"{exc}; stopping. {_last_good(self.checkpoint_dir)}; lower "
+                                "optim.lr or check the data") from exc
+
+
+def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] = print,
+          overwrite: bool = False, meta: Optional[dict] = None) -> Dict[str, float]:
+    """Train per ``config`` (see :class:`Trainer`); returns the last step's metrics."""
+    return Trainer(config, resume=resume, log=log, overwrite=overwrite, meta=meta).run()
 
 
 def _truncate_metrics(path: str, step: int) -> None:
@@ -399,15 +438,3 @@ def _agree(flag: bool, world: int, device: torch.device) -> bool:
     value = torch.tensor(1.0 if flag else 0.0, device=device)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
     return bool(value.item())
-
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def describe(config: TrainConfig) -> str:
-    return json.dumps(asdict(config), indent=2)

@@ -25,8 +25,6 @@ def _fmt(mean, std, digits=4):
 
 
 def summarise(spec: dict, corpora, tokens, results) -> dict:
-    from c4forge.train.objectives import LEFT_TO_RIGHT
-
     summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
                "variants": {}}
     for name in spec["variants"]:
@@ -45,21 +43,7 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
             keys |= {("text", t) for t in r["texts"]} | {("validation", v) for v in r["validation"]} | \
                     {("task", t) for t in r["tasks"]} | {("glue", g) for g in r.get("glue", {})}
         for kind, key in sorted(keys):
-            higher, headline = False, False
-            if kind == "text":
-                pick, label, headline = (lambda r: r["texts"].get(key, {}).get("bits_per_byte")), f"{key} bits/byte", True
-            elif kind == "validation" and spec["objective"] not in LEFT_TO_RIGHT:
-                pick = lambda r: r["validation"].get(key, {}).get("loss")  # noqa: E731
-                label = f"{key} validation {spec['objective']} loss"
-            elif kind == "validation":
-                pick = lambda r: r["validation"].get(key, {}).get("bits_per_byte")  # noqa: E731
-                label = f"{key} validation bits/byte"
-            elif kind == "glue":
-                pick = lambda r: r.get("glue", {}).get(key)  # noqa: E731
-                label = "GLUE average" if key == "average" else f"GLUE {key}"
-                higher, headline = True, key == "average"
-            else:
-                pick, label, higher = (lambda r: r["tasks"].get(key, {}).get("accuracy")), f"{key} accuracy", True
+            label, pick, higher, headline = metric_reader(kind, key, spec["objective"])
             by_seed = {seed: pick(r) for seed, r in per_seed.items() if pick(r) is not None}
             mean, std = _mean_std(list(by_seed.values()))
             entry["metrics"][label] = {"mean": mean, "std": std, "values": list(by_seed.values()),
@@ -215,3 +199,22 @@ def plot(summary: dict, runs, directory: str) -> List[str]:
         plt.close(fig)
         files.append("final_metrics.png")
     return files
+
+
+def metric_reader(kind: str, key: str, objective: str):
+    """(label, read(eval result) -> value or None, higher is better, headline) of one metric."""
+    from c4forge.train.objectives import LEFT_TO_RIGHT
+
+    if kind == "text":
+        return (f"{key} bits/byte", lambda r: r["texts"].get(key, {}).get("bits_per_byte"),
+                False, True)
+    if kind == "validation" and objective not in LEFT_TO_RIGHT:
+        return (f"{key} validation {objective} loss",
+                lambda r: r["validation"].get(key, {}).get("loss"), False, False)
+    if kind == "validation":
+        return (f"{key} validation bits/byte",
+                lambda r: r["validation"].get(key, {}).get("bits_per_byte"), False, False)
+    if kind == "glue":
+        return ("GLUE average" if key == "average" else f"GLUE {key}",
+                lambda r: r.get("glue", {}).get(key), True, key == "average")
+    return f"{key} accuracy", lambda r: r["tasks"].get(key, {}).get("accuracy"), True, False

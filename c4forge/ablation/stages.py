@@ -13,7 +13,8 @@ from typing import Callable, Dict
 from c4forge.core.counters import Counters
 from c4forge.core.io import atomic_write
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import CorpusFormatError, manifest_path, read_manifest, write_corpus
+from c4forge.corpus.shards import (CorpusFormatError, corpus_manifest, manifest_path, read_manifest,
+                                   write_corpus)
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.formats import (TokenFormatError, file_sha256, read_token_manifest,
                                token_manifest_sha256)
@@ -42,20 +43,18 @@ def build_corpora(spec: dict, log) -> Dict[str, str]:
         config = variant_config(spec, name)
         directory = os.path.join(spec["out_dir"], "corpora", name)
 
-        def current() -> bool:
+        def current(directory=directory, config=config, inputs=inputs) -> bool:
             try:
                 manifest = read_manifest(directory)
             except CorpusFormatError:
                 return False
             return manifest["config"] == plain(config.to_dict()) and manifest["inputs"] == inputs
 
-        def build() -> str:
+        def build(directory=directory, config=config, inputs=inputs) -> str:
             counters = Counters()
             docs = run_chain(inputs, config, counters)
-            write_corpus(directory, docs, {"config": config.to_dict(), "inputs": inputs,
-                                           "counters": counters.as_dict(),
-                                           "build": {"runner": "single process (ablation)"}},
-                         validation_per_mille=config.validation_per_mille,
+            manifest = corpus_manifest(config, inputs, counters.as_dict(), "single process (ablation)")
+            write_corpus(directory, docs, manifest, validation_per_mille=config.validation_per_mille,
                          overwrite=True)  # the ablation's own folder: only its files go
             return f"built {len(docs):,} documents"
 
@@ -92,7 +91,7 @@ def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) ->
     for name, corpus in corpora.items():
         directory = os.path.join(spec["out_dir"], "tokens", name)
 
-        def current() -> bool:
+        def current(directory=directory, corpus=corpus) -> bool:
             try:
                 manifest = read_token_manifest(directory)
             except TokenFormatError:
@@ -100,7 +99,7 @@ def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) ->
             return (manifest["tokenizer"]["model_sha256"] == model_sha and
                     manifest["corpus"]["manifest_sha256"] == file_sha256(manifest_path(corpus)))
 
-        def build() -> str:
+        def build(directory=directory, corpus=corpus) -> str:
             encode_corpus(corpus, tokenizer, directory, overwrite=True, log=lambda *_: None)
             return "encoded"
 
@@ -141,64 +140,57 @@ def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, s
                 train(config, resume=resume, overwrite=not resume, meta=stamp, log=lambda *_: None)
                 return f"{steps} steps"
 
-            reuse_or_build(f"run {name} seed {seed}", run_dir,
-                           lambda: previous == stamp and finished_steps(run_dir) >= steps, build, log)
+            def current(stamp=stamp, previous=previous, run_dir=run_dir, steps=steps) -> bool:
+                return previous == stamp and finished_steps(run_dir) >= steps
+
+            reuse_or_build(f"run {name} seed {seed}", run_dir, current, build, log)
     return runs
 
 
 def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str, str],
                   tokenizer: str, log) -> Dict[str, Dict[int, dict]]:
-    from c4forge.tokenizer.train import load_tokenizer
-    from c4forge.train.checkpoint import latest_checkpoint, load_model
-    from c4forge.core.settings import apply_settings
-    from c4forge.train.config import MaskingConfig
-    from c4forge.train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
-    from c4forge.train.objectives import LEFT_TO_RIGHT, objective_for
+    """Every run through :func:`train.evaluate.evaluate_checkpoint` (what ``train eval`` runs):
+    the held-out texts, every variant's validation split, the zero-shot tasks, and GLUE."""
+    from c4forge.train.checkpoint import latest_checkpoint
+    from c4forge.train.evaluate import evaluate_checkpoint
+    from c4forge.train.objectives import LEFT_TO_RIGHT
 
-    sp, _ = load_tokenizer(tokenizer)
     ev = spec["eval"]
     left_to_right = spec["objective"] in LEFT_TO_RIGHT
     if not left_to_right and (ev.get("texts") or ev.get("tasks")):
         log(f"eval: a {spec['objective']} model does not score text left to right: bits per byte of "
             "texts and zero-shot tasks are skipped; each variant's validation split gets the objective's loss")
-    texts = [locate(spec, t) for t in ev.get("texts", [])]
-    tasks = ev.get("tasks", [])
+    texts = [locate(spec, t) for t in ev.get("texts", [])] if left_to_right else []
+    tasks = ev.get("tasks", []) if left_to_right else []
     eval_dir = locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
+    validation = {name: directory for name, directory in tokens.items()
+                  if read_token_manifest(directory)["splits"].get("validation", {}).get("documents")}
     results: Dict[str, Dict[int, dict]] = {}
     for name, seeds in runs.items():
         for seed, run_dir in seeds.items():
             path = os.path.join(run_dir, "eval.json")
             checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
 
-            def cached() -> dict:
+            def cached(path=path) -> dict:
                 try:
                     with open(path, encoding="utf-8") as handle:
                         return json.load(handle)
                 except (OSError, ValueError):
                     return {}
 
-            def current() -> bool:
+            def current(checkpoint=checkpoint, cached=cached) -> bool:
                 stored = cached()
                 return stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev)
 
             def build(checkpoint=checkpoint, path=path) -> str:
-                model, config = load_model(checkpoint)
-                seq_len = config["data"]["seq_len"]
-                out = {"checkpoint": checkpoint, "spec": plain(ev), "texts": {}, "validation": {}, "tasks": {}}
-                objective = None if left_to_right else objective_for(
-                    spec["objective"], apply_settings(MaskingConfig(), config.get("masking") or {}),
-                    tokenizer, 0, seq_len)
-                for text in texts if left_to_right else []:
-                    with open(text, encoding="utf-8") as handle:
-                        out["texts"][os.path.basename(text)] = eval_text(model, sp, handle.read(), seq_len)
-                for other, directory in tokens.items():
-                    manifest = read_token_manifest(directory)
-                    if manifest["splits"].get("validation", {}).get("documents"):
-                        out["validation"][other] = (
-                            eval_tokens(model, directory, "validation", seq_len) if left_to_right
-                            else eval_objective(model, objective, directory, "validation", seq_len))
-                if tasks and left_to_right:
-                    out["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, ev.get("limit"))
+                scored = evaluate_checkpoint(
+                    checkpoint, data=[*texts, *validation.values()], split="validation",
+                    tasks=tasks, eval_dir=eval_dir, limit=ev.get("limit"), tokenizer_dir=tokenizer,
+                    device="cpu")
+                out = {"checkpoint": checkpoint, "spec": plain(ev),
+                       "texts": {os.path.basename(t): scored["data"][t] for t in texts},
+                       "validation": {other: scored["data"][d] for other, d in validation.items()},
+                       "tasks": scored["tasks"]}
                 if ev.get("glue"):
                     out["glue"] = _glue(spec, checkpoint)
                 with atomic_write(path) as handle:

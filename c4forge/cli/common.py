@@ -2,10 +2,18 @@
 ``-o/--output``, ``--config``, ``--set KEY=VALUE``, ``-q/--quiet``, ``-v/--verbose``), quiet
 start-up, and no Python traceback for anything a user can cause.
 
-Expected failures are ``click.ClickException`` raised by the commands with a specific message.
-:func:`guarded_main` is the net under them: an exception nobody anticipated (disk full, a
-permission error, a broken file deep inside a library) becomes one line naming its type and
-message, exit status 1, unless ``C4FORGE_DEBUG=1`` asks for the traceback.
+Errors are turned into messages and exit codes in exactly one place, :func:`report_error`
+(called by every command group, :class:`Group`, and by :func:`guarded_main`):
+
+- a :class:`~c4forge.core.errors.C4forgeError` raised by a stage (what, which path, what to do)
+  prints ``Error: <message>`` and exits with its ``exit_code`` (1; 2 for usage errors such as an
+  unknown setting);
+- click's own usage errors (unknown option, missing argument) exit 2 as click prints them;
+- an ``OSError`` (disk full, permission denied) prints the path and the system's reason, exit 1;
+- anything nobody anticipated prints one line naming its type and message, exit 1, unless
+  ``C4FORGE_DEBUG=1`` asks for the traceback.
+
+Commands never catch a stage's exception to re-raise it for click.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ from typing import Iterator, Optional, Sequence
 import click
 
 from c4forge.core import progress
+from c4forge.core.errors import C4forgeError
 
 # Start-up chatter of Apache Beam and its workers that says nothing about the user's job.
 BEAM_NOISE = re.compile(
@@ -110,7 +119,7 @@ def group(func):
     reset_then_run.__name__ = func.__name__
     command = click.version_option(package_name="c4forge",
                                    message="%(prog)s (c4forge %(version)s)")(reset_then_run)
-    return click.group(context_settings={"help_option_names": ["-h", "--help"]})(command)
+    return click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})(command)
 
 
 @contextlib.contextmanager
@@ -156,7 +165,46 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
         os.close(saved)
 
 
-def guarded_main(cli: click.Group, argv: Optional[Sequence[str]], prog_name: str) -> None:
+def report_error(exc: BaseException) -> Optional[int]:
+    """The one translation of a failure into what the user sees: prints the line and returns the
+    exit code, or None for exceptions that are not ours to explain (they propagate)."""
+    if os.environ.get("C4FORGE_DEBUG"):
+        return None
+    if isinstance(exc, C4forgeError):
+        click.echo(f"Error: {exc}", err=True)
+        return exc.exit_code
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"Error: {where}{exc.strerror or exc}", err=True)
+        return 1
+    return None
+
+
+class _ReportsErrors:
+    """Commands and groups whose failures go through :func:`report_error` (so the CLIs, and
+    click's test runner calling a group directly, show the same one line)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except (C4forgeError, OSError) as exc:
+            code = report_error(exc)
+            if code is None:
+                raise
+            ctx.exit(code)
+
+
+class Group(_ReportsErrors, click.Group):
+    """A command group whose subcommands' failures are reported by :func:`report_error`."""
+
+
+class Command(_ReportsErrors, click.Command):
+    """A lone command (``python -m c4forge.cli.langid``) reported the same way."""
+
+
+def guarded_main(cli: click.Command, argv: Optional[Sequence[str]], prog_name: str) -> None:
+    """Run a console script. Expected failures were reported by the command itself
+    (:class:`Group`); this is the net for the unexpected: one line, exit 1."""
     configure_logging(verbose=False)
     try:
         cli.main(args=argv, prog_name=prog_name, standalone_mode=True)
@@ -165,13 +213,11 @@ def guarded_main(cli: click.Group, argv: Optional[Sequence[str]], prog_name: str
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence, see the module docstring
+    except Exception as exc:  # the last line of defence, see the module docstring
         if os.environ.get("C4FORGE_DEBUG"):
             raise
         message = str(exc).strip().splitlines()
         detail = message[-1] if message else ""
-        if isinstance(exc, OSError) and exc.strerror:
-            detail = f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
         click.echo(f"Error: {type(exc).__name__}: {detail} "
                    "(set C4FORGE_DEBUG=1 for the traceback)", err=True)
         sys.exit(1)

@@ -8,14 +8,15 @@ from typing import Optional, Sequence
 
 import click
 
-from c4forge.corpus.badwords import BadwordsUnavailable
-from c4forge.corpus.config import PRESETS, build_config
-from c4forge.core.settings import ConfigError
-from c4forge.core.io import atomic_write
-from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.core.outdir import OutputError
-from c4forge.corpus.wet import CrawlReadError
 from c4forge.cli.common import Console, filtered_stderr, group, output_options, say
+from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write
+from c4forge.corpus.config import PRESETS, build_config
+from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
+
+
+class StrictModeError(C4forgeError):
+    """``--strict`` and an input file was skipped or cut short: nothing was written."""
 
 
 def config_options(func):
@@ -56,12 +57,9 @@ def make_config(preset, config_file, overrides, badwords, badwords_fraction, lan
                 lid_threshold, lid_model, input_format=None, extractor=None):
     reads = [f"read.input_format={input_format}"] * bool(input_format) + \
         [f"read.extractor={extractor}"] * bool(extractor)
-    try:
-        return build_config(preset, config_file, [*overrides, *reads], badwords=badwords,
-                            badwords_fraction=badwords_fraction, languages=languages,
-                            lid_threshold=lid_threshold, lid_model=lid_model)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+    return build_config(preset, config_file, [*overrides, *reads], badwords=badwords,
+                        badwords_fraction=badwords_fraction, languages=languages,
+                        lid_threshold=lid_threshold, lid_model=lid_model)
 
 
 @group
@@ -122,29 +120,17 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         refuse_early(output_dir, overwrite)
     counters = Counters()
     started = time.perf_counter()
-    try:
-        paths = expand_inputs(inputs)
-        documents = run_chain(paths, config, counters)
-    except (CrawlReadError, BadwordsUnavailable, RuntimeError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    paths = expand_inputs(inputs)
+    documents = run_chain(paths, config, counters)
     problem = strict_problem(counters.as_dict()) if strict else None
     if problem:
-        raise click.ClickException(f"--strict: {problem}; nothing written")
-    try:
-        _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
-                             started, shard_format)
-    except OutputError as exc:
-        raise click.ClickException(str(exc)) from exc
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {exc.filename or output or output_dir}: "
-                                   f"{exc.strerror or exc}") from exc
+        raise StrictModeError(f"--strict: {problem}; nothing written")
+    _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
+                         started, shard_format)
     values = counters.as_dict()
     if counters_path:
-        try:
-            with atomic_write(counters_path) as handle:
-                json.dump({"config": config.to_dict(), "counters": values}, handle, indent=2)
-        except OSError as exc:
-            raise click.ClickException(f"cannot write {counters_path}: {exc.strerror or exc}") from exc
+        with atomic_write(counters_path) as handle:
+            json.dump({"config": config.to_dict(), "counters": values}, handle, indent=2)
     elapsed = time.perf_counter() - started
     say(counter_table(values))
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values).items())
@@ -159,29 +145,23 @@ def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
     from c4forge.core.outdir import LOCAL, claim
     from c4forge.corpus.shards import CORPUS_KIND
 
-    try:
-        claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
-    except OutputError as exc:
-        raise click.ClickException(str(exc)) from exc
+    claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
 
 
 def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
                          started, shard_format="arrow") -> None:
-    from c4forge.corpus.extract import extraction_info
     from c4forge.core.outdir import hook_from_env
     from c4forge.corpus.urls import split_of
 
     if output_dir:
-        from c4forge.corpus.shards import write_corpus
+        from c4forge.corpus.shards import corpus_manifest, write_corpus
 
-        write_corpus(output_dir, documents, {
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "command": ["corpus", *sys.argv[1:]], "config": config.to_dict(),
-            "build": {"runner": "single process (corpus clean)",
-                      "seconds": round(time.perf_counter() - started, 1)},
-            "inputs": paths, "extraction": extraction_info(config.read), "counters": counters.as_dict()},
-            validation_per_mille=config.validation_per_mille, overwrite=overwrite,
-            hook=hook_from_env(), shard_format=shard_format)
+        manifest = corpus_manifest(config, paths, counters.as_dict(),
+                                   "single process (corpus clean)", ["corpus", *sys.argv[1:]],
+                                   seconds=round(time.perf_counter() - started, 1))
+        write_corpus(output_dir, documents, manifest,
+                     validation_per_mille=config.validation_per_mille, overwrite=overwrite,
+                     hook=hook_from_env(), shard_format=shard_format)
     if not output:
         return
     with atomic_write(output) as handle:
@@ -215,7 +195,8 @@ def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths
               help="Beam runner: DirectRunner (default; one process on <= 2 cores, else one worker per "
                    "core), PortableRunner, DataflowRunner, FlinkRunner, "
                    "SparkRunner. Other Beam options pass through, e.g. --project, --region.")
-@click.option("--docs-per-shard", default=50_000, show_default=True, type=int)
+@click.option("--docs-per-shard", default=50_000, show_default=True, type=int,
+              help="Most documents per corpus shard.")
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
 @click.option("--cc-rounds", default=DEFAULT_CC_ROUNDS, show_default=True, type=int,
               help="Rounds of the near-dedup connected-components step.")
@@ -233,7 +214,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
     --temp_location gs://...). An option that is neither ours nor Beam's is an error.
     """
-    from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, CrawlListingError, crawl_urls
+    from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
     from c4forge.corpus.wet import expand_inputs
     from c4forge.pipelines.build import BuildError, run_build, split_beam_args
 
@@ -243,13 +224,10 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
         raise click.UsageError(str(exc)) from exc
     inputs = list(inputs) + more_inputs
     config = make_config(**config_args)
-    try:
-        paths = expand_inputs(inputs) if inputs else []
-        if crawl:
-            kind = "warc" if config.read.input_format == "warc" else "wet"
-            paths += crawl_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL, kind=kind)
-    except (CrawlReadError, CrawlListingError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    paths = expand_inputs(inputs) if inputs else []
+    if crawl:
+        kind = "warc" if config.read.input_format == "warc" else "wet"
+        paths += crawl_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL, kind=kind)
     if not paths:
         raise click.UsageError("give --input files or --crawl")
     from c4forge.pipelines.build import BeamFS
@@ -258,22 +236,16 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     if config.badwords_fraction > 0:
         from c4forge.corpus.steps import PageSteps
 
-        try:  # fail before the pipeline starts, not inside a worker
-            PageSteps(config).badwords_filter
-        except BadwordsUnavailable as exc:
-            raise click.ClickException(str(exc)) from exc
+        _ = PageSteps(config).badwords_filter  # fail before the pipeline starts, not in a worker
 
     from c4forge.corpus.report import page_flow
 
-    try:
-        with filtered_stderr():
-            manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args,
-                                 strict=strict, overwrite=overwrite, docs_per_shard=docs_per_shard,
-                                 num_shards=num_shards, cc_rounds=cc_rounds,
-                                 shard_format=shard_format, command=["corpus", *sys.argv[1:]],
-                                 log=say, verbose=Console.verbose)
-    except BuildError as exc:
-        raise click.ClickException(str(exc)) from exc
+    with filtered_stderr():
+        manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args,
+                             strict=strict, overwrite=overwrite, docs_per_shard=docs_per_shard,
+                             num_shards=num_shards, cc_rounds=cc_rounds,
+                             shard_format=shard_format, command=["corpus", *sys.argv[1:]],
+                             log=say, verbose=Console.verbose)
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())
     say(f"pages: {flow}")
     for split, info in manifest["splits"].items():
@@ -297,13 +269,9 @@ def stats_command(given, positional) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
     directory = one_directory(given, positional)
     from c4forge.corpus.report import manifest_report
-    from c4forge.corpus.shards import CorpusFormatError, read_manifest
+    from c4forge.corpus.shards import read_manifest
 
-    try:
-        manifest = read_manifest(directory)
-    except CorpusFormatError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(manifest_report(manifest))
+    click.echo(manifest_report(read_manifest(directory)))
 
 
 @cli.command("show")
@@ -318,24 +286,21 @@ def show_command(given, positional, count, split, chars) -> None:
     from c4forge.corpus.shards import CorpusFormatError, iter_documents, read_manifest
 
     directory = one_directory(given, positional)
-    try:
-        splits = read_manifest(directory)["splits"]
-        if not (splits.get(split) or {}).get("documents"):
-            known = ", ".join(f"{name} {(info or {}).get('documents', 0):,}"
-                              for name, info in splits.items())
-            raise click.ClickException(f"split {split!r} of {directory} holds no documents "
-                                       f"(documents per split: {known or 'none'})")
-        for i, doc in enumerate(iter_documents(directory, split)):
-            if i >= count:
-                break
-            text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"
-            score = doc["language_score"]
-            click.echo(f"--- {doc['url']}  ({doc['timestamp']}, {doc['language']} "
-                       f"{'n/a' if score is None else format(score, '.2f')}, "
-                       f"cluster {doc['near_dup_cluster_size']}, {len(doc['text']):,} chars)")
-            click.echo(text)
-    except CorpusFormatError as exc:
-        raise click.ClickException(str(exc)) from exc
+    splits = read_manifest(directory)["splits"]
+    if not (splits.get(split) or {}).get("documents"):
+        known = ", ".join(f"{name} {(info or {}).get('documents', 0):,}"
+                          for name, info in splits.items())
+        raise CorpusFormatError(f"split {split!r} of {directory} holds no documents "
+                                f"(documents per split: {known or 'none'})")
+    for i, doc in enumerate(iter_documents(directory, split)):
+        if i >= count:
+            break
+        text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"
+        score = doc["language_score"]
+        click.echo(f"--- {doc['url']}  ({doc['timestamp']}, {doc['language']} "
+                   f"{'n/a' if score is None else format(score, '.2f')}, "
+                   f"cluster {doc['near_dup_cluster_size']}, {len(doc['text']):,} chars)")
+        click.echo(text)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

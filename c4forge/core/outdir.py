@@ -36,7 +36,7 @@ import re
 import shutil
 import uuid
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Protocol, Tuple
 
 STAGING_PREFIX = ".c4forge-staging-"
 STAGING_MARKER = ".c4forge-staging"
@@ -73,11 +73,27 @@ def resolve(directory: str, manifest: dict, name: str, what: str = "file name") 
 
 # --------------------------------------------------------------------------- filesystems
 
+class FileSystem(Protocol):
+    """What the swap needs of a filesystem: :class:`LocalFS` here, ``pipelines.build.BeamFS``
+    for gs:// and s3://."""
+
+    def join(self, *parts: str) -> str: ...
+    def exists(self, path: str) -> bool: ...
+    def isdir(self, path: str) -> bool: ...
+    def listdir(self, path: str) -> List[str]: ...
+    def makedirs(self, path: str) -> None: ...
+    def read_text(self, path: str) -> str: ...
+    def write_text(self, path: str, text: str) -> None: ...
+    def place(self, source: str, target: str) -> None: ...
+    def remove(self, path: str) -> None: ...
+
+
 class LocalFS:
     """The filesystem operations the swap needs, on local paths. ``pipelines`` passes an
     equivalent built on Beam's FileSystems for gs:// and s3:// outputs."""
 
-    join = staticmethod(os.path.join)
+    def join(self, *parts: str) -> str:
+        return os.path.join(*parts)
 
     def exists(self, path: str) -> bool:
         return os.path.lexists(path)
@@ -143,7 +159,7 @@ class OutputKind:
     legacy_manifests: Tuple[str, ...] = ()
 
 
-def read_manifest_json(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[dict]:
+def read_manifest_json(directory: str, kind: OutputKind, fs: FileSystem = LOCAL) -> Optional[dict]:
     """The kind's manifest in ``directory`` as a dict, or None when there is none, it is not
     JSON, or it belongs to another kind."""
     name = manifest_name(directory, kind, fs)
@@ -159,7 +175,7 @@ def read_manifest_json(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[d
     return manifest
 
 
-def manifest_name(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[str]:
+def manifest_name(directory: str, kind: OutputKind, fs: FileSystem = LOCAL) -> Optional[str]:
     """The name of the kind's manifest present in ``directory`` (current name first), or None."""
     for name in (kind.manifest, *kind.legacy_manifests):
         if fs.exists(fs.join(directory, name)):
@@ -167,7 +183,7 @@ def manifest_name(directory: str, kind: OutputKind, fs=LOCAL) -> Optional[str]:
     return None
 
 
-def _is_our_staging(directory: str, name: str, fs) -> bool:
+def _is_our_staging(directory: str, name: str, fs: FileSystem) -> bool:
     return (bool(_STAGING_NAME.match(name))
             and fs.exists(fs.join(fs.join(directory, name), STAGING_MARKER)))
 
@@ -191,7 +207,7 @@ class Claim:
     replacing: bool
 
 
-def claim(directory: str, kind: OutputKind, overwrite: bool, fs=LOCAL) -> Claim:
+def claim(directory: str, kind: OutputKind, overwrite: bool, fs: FileSystem = LOCAL) -> Claim:
     """Apply the rule and remove our stale staging folders (the directory itself is created
     with the first staging folder). Raises :class:`OutputError` with the reason when the
     directory may not be written."""
@@ -233,7 +249,7 @@ def _existing_ancestor(path: str) -> str:
     return path
 
 
-def _check_writable(directory: str, fs, prefix: str = "") -> None:
+def _check_writable(directory: str, fs: FileSystem, prefix: str = "") -> None:
     if "://" in directory:
         return
     if not os.path.isdir(directory):
@@ -242,7 +258,7 @@ def _check_writable(directory: str, fs, prefix: str = "") -> None:
         raise OutputError(f"{prefix}{directory} is not writable (permission denied)")
 
 
-def new_staging(claim_: Claim, fs=LOCAL) -> str:
+def new_staging(claim_: Claim, fs: FileSystem = LOCAL) -> str:
     """A fresh staging folder inside the claimed directory, marked as ours."""
     name = f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
     path = fs.join(claim_.directory, name)
@@ -256,7 +272,7 @@ def manifest_text(manifest: dict) -> str:
 
 
 def commit(claim_: Claim, staging: str, manifest: dict,
-           hook: Optional[Callable[[str], None]] = None, fs=LOCAL) -> dict:
+           hook: Optional[Callable[[str], None]] = None, fs: FileSystem = LOCAL) -> dict:
     """Swap the files in ``staging`` (those ``manifest`` lists) into the directory, crash-safe
     (see the module docstring); returns the final manifest. ``manifest`` must carry the kind's
     ``format``."""
@@ -284,7 +300,8 @@ def commit(claim_: Claim, staging: str, manifest: dict,
 
 
 def write_directory(directory: str, kind: OutputKind, overwrite: bool,
-                    fill: Callable[[str], dict], hook=None, fs=LOCAL) -> dict:
+                    fill: Callable[[str], dict], hook: Optional[Callable[[str], None]] = None,
+                    fs: FileSystem = LOCAL) -> dict:
     """Claim ``directory``, let ``fill(staging)`` write the new files and return their manifest,
     then swap them in. A failure inside ``fill`` removes the staging folder and leaves the
     directory as it was."""
@@ -299,7 +316,7 @@ def write_directory(directory: str, kind: OutputKind, overwrite: bool,
     return commit(claim_, staging, manifest, hook, fs)
 
 
-def remove_owned(claim_: Claim, fs=LOCAL) -> None:
+def remove_owned(claim_: Claim, fs: FileSystem = LOCAL) -> None:
     """Delete the files an old output owns (for outputs written in place, like training runs)."""
     for name in claim_.old_files:
         fs.remove(fs.join(claim_.directory, name))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from tqdm import tqdm
 
@@ -30,7 +30,7 @@ def enabled() -> bool:
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
-def bar(iterable: Optional[Iterable] = None, **options) -> tqdm:
+def bar(iterable: Optional[Iterable] = None, **options: Any) -> tqdm:
     """A tqdm bar (a plain pass-through when bars are off)."""
     options.setdefault("dynamic_ncols", True)
     options.setdefault("leave", False)

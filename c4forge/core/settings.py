@@ -16,7 +16,9 @@ from c4forge.core.errors import C4forgeError
 
 class ConfigError(C4forgeError, ValueError):
     """A preset, key or value that does not fit a config dataclass, or a settings file that
-    cannot be read."""
+    cannot be read: a usage error (exit 2), reported before any work starts."""
+
+    exit_code = 2
 
 
 def _coerce(value: Any, annotation: Any, key: str) -> Any:

@@ -7,25 +7,28 @@ its document starts, so attention is masked per document and rotary embeddings r
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 IGNORE = -100
 
 
-@dataclasses.dataclass
-class Batch:
-    """numpy arrays of shape (B, T): int64 input_ids/targets, int32 doc_ids/positions."""
+class Batch(dict):
+    """One micro-batch: the model's argument names -> arrays of shape (B, T) (numpy, or host
+    tensors after pinning). The one batch type from the loader to the model: the causal fast path
+    builds ``input_ids``/``targets``/``doc_ids``/``positions`` (int64 ids, int32 documents and
+    positions); every objective returns its own fields (``bidirectional``; ``enc_ids``,
+    ``dec_ids``, ... for encoder-decoders). Fields read as attributes too (``batch.input_ids``)."""
 
-    input_ids: np.ndarray
-    targets: np.ndarray
-    doc_ids: np.ndarray
-    positions: np.ndarray
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
     @property
     def target_tokens(self) -> int:
-        return int((self.targets != IGNORE).sum())
+        """Tokens that carry a loss (targets other than IGNORE)."""
+        return int((self["targets"] != IGNORE).sum())
 
 
 def rows_to_batch(tokens: np.ndarray, docs: np.ndarray) -> Batch:
@@ -45,4 +48,4 @@ def rows_to_batch(tokens: np.ndarray, docs: np.ndarray) -> Batch:
     positions = (columns - run_start).astype(np.int32)
     doc_ids = (np.cumsum(starts, axis=1) - 1).astype(np.int32)
     doc_ids[in_docs < 0] = -1
-    return Batch(inputs, targets, doc_ids, positions)
+    return Batch(input_ids=inputs, targets=targets, doc_ids=doc_ids, positions=positions)

@@ -12,7 +12,13 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from c4forge.core.errors import C4forgeError
 from c4forge.tokenizer.formats import TokenShard, iter_shards, read_token_manifest
+
+
+class TrainDataError(C4forgeError, ValueError):
+    """Token directories that cannot be trained on together (empty split, other tokenizer, bad
+    loader settings)."""
 
 
 class TokenDocuments:
@@ -25,7 +31,7 @@ class TokenDocuments:
         self.shards: List[TokenShard] = list(iter_shards(directory, split, self.manifest))
         counts = [len(s) for s in self.shards]
         if not self.shards or not sum(counts):
-            raise ValueError(f"{directory} has no documents in split {split!r}")
+            raise TrainDataError(f"{directory} has no documents in split {split!r}")
         self.shard_starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         self.eos_id = int(self.manifest["eos_id"])
         self.vocab_size = int(self.manifest["tokenizer"]["vocab_size"])
@@ -82,5 +88,5 @@ def check_same_tokenizer(sources: Sequence[TokenDocuments]) -> None:
         theirs = other.tokenizer_identity()
         diffs = [f"{k} {first[k]!r} vs {theirs[k]!r}" for k in first if first[k] != theirs[k]]
         if diffs:
-            raise ValueError(f"{sources[0].directory} and {other.directory} were encoded with "
+            raise TrainDataError(f"{sources[0].directory} and {other.directory} were encoded with "
                              f"different tokenizers ({'; '.join(diffs)}); re-encode them with one")

@@ -22,7 +22,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Un
 import numpy as np
 
 from c4forge.train.data.batch import Batch, rows_to_batch
-from c4forge.train.data.documents import TokenDocuments, check_same_tokenizer
+from c4forge.train.data.documents import TokenDocuments, TrainDataError, check_same_tokenizer
 from c4forge.train.data.mixture import SourceSchedule
 from c4forge.train.data.packing import DEFAULT_CHUNK_DOCS, PACKINGS
 from c4forge.train.data.prefetch import prefetch
@@ -48,14 +48,14 @@ class PackedLoader:
                  transform: Optional[Callable[[Batch], object]] = None,
                  objective: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], dict]] = None) -> None:
         if packing not in PACKINGS:
-            raise ValueError(f"packing {packing!r}: choose concat or best_fit")
+            raise TrainDataError(f"packing {packing!r}: choose concat or best_fit")
         sources = [documents] if isinstance(documents, TokenDocuments) else list(documents)
         if not sources:
-            raise ValueError("no token directory to train on")
+            raise TrainDataError("no token directory to train on")
         if weights is None:
             weights = [1.0 / len(sources)] * len(sources)
         if len(weights) != len(sources):
-            raise ValueError("one weight per token directory")
+            raise TrainDataError("one weight per token directory")
         check_same_tokenizer(sources)
         self.sources = sources
         self.weights = [float(w) for w in weights]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 
+from c4forge.core.settings import ConfigError
+
 
 @functools.lru_cache(maxsize=None)
 def triton_available() -> bool:
@@ -19,5 +21,5 @@ def resolve(choice: str, device_type: str) -> str:
     if choice == "auto":
         return "triton" if device_type == "cuda" and triton_available() else "torch"
     if choice == "triton" and not triton_available():
-        raise RuntimeError("a kernel is set to triton but triton is not installed")
+        raise ConfigError("a kernel is set to triton but triton is not installed: pip install 'c4forge[train]' on Linux, or set model.kernels=torch")
     return choice

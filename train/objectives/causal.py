@@ -5,7 +5,7 @@ from typing import Dict
 
 import numpy as np
 
-from c4forge.train.data.batch import rows_to_batch
+from c4forge.train.data.batch import Batch, rows_to_batch
 
 
 class Causal:
@@ -15,7 +15,7 @@ class Causal:
     def __init__(self, vocab=None, config=None, seed: int = 0) -> None:
         self.seed = seed
 
-    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
         batch = rows_to_batch(tokens, docs)
-        return {"input_ids": batch.input_ids, "targets": batch.targets,
-                "doc_ids": batch.doc_ids.astype(np.int64), "positions": batch.positions.astype(np.int64)}
+        return Batch({"input_ids": batch.input_ids, "targets": batch.targets,
+                "doc_ids": batch.doc_ids.astype(np.int64), "positions": batch.positions.astype(np.int64)})

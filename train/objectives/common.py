@@ -5,15 +5,32 @@ from __future__ import annotations
 
 from c4forge.core.errors import C4forgeError
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Protocol, Tuple
 
 import numpy as np
 
-from c4forge.train.data.batch import IGNORE  # noqa: F401 (re-exported for the objectives)
+from c4forge.train.data.batch import IGNORE, Batch
+
+__all__ = ["IGNORE", "Batch", "Objective", "ObjectiveError", "Vocabulary"]
 
 
 class ObjectiveError(C4forgeError, ValueError):
     """An objective cannot run with this tokenizer or these settings."""
+
+
+class Objective(Protocol):
+    """What every pretraining objective is: a batch maker the loader calls on packed rows.
+
+    ``tokens`` and ``docs`` are (B, seq_len + 1) arrays of token ids and per-token document ids
+    (-1 on padding), ``sequences`` the rows' global indices (the seed of their masking, so a
+    row is corrupted the same way on any number of ranks and after a resume). The result is the
+    model's keyword arguments, ``targets`` (IGNORE where there is no loss) among them."""
+
+    name: str
+    model_kind: str  # "decoder", "encoder" or "encoder_decoder" (train.models.build_model)
+
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
+        ...
 
 
 @dataclasses.dataclass(frozen=True)

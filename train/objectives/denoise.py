@@ -15,7 +15,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from c4forge.train.objectives.common import Vocabulary, row_rng, segments, split_eos
+from c4forge.train.data.batch import Batch
+from c4forge.train.objectives.common import ObjectiveError, Vocabulary, row_rng, segments, split_eos
 from c4forge.train.objectives.span import encoder_decoder_rows
 
 SALT = 4
@@ -73,7 +74,7 @@ class Denoising:
 
     def __init__(self, vocab: Vocabulary, config: DenoiseConfig = DenoiseConfig(), seed: int = 0) -> None:
         if vocab.mask_id < 0:
-            raise ValueError("the tokenizer has no <mask> piece")
+            raise ObjectiveError("the tokenizer has no <mask> piece")
         self.vocab, self.config, self.seed = vocab, config, seed
 
     def document(self, piece: np.ndarray, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
@@ -85,7 +86,7 @@ class Denoising:
         inputs = apply_infilling(shuffled, spans, self.vocab.mask_id)
         return np.concatenate([inputs, eos]), np.concatenate([content, eos]).astype(np.int64)
 
-    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
         rows = []
         for r in range(len(tokens)):
             rng = row_rng(self.seed, sequences[r], SALT)

@@ -20,7 +20,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from c4forge.train.objectives.common import IGNORE, Vocabulary, positions_of, row_rng, segments
+from c4forge.train.data.batch import Batch
+from c4forge.train.objectives.common import IGNORE, ObjectiveError, Vocabulary, positions_of, row_rng, segments
 
 SALT = 1
 
@@ -107,12 +108,12 @@ class MLM:
 
     def __init__(self, vocab: Vocabulary, config: MLMConfig = MLMConfig(), seed: int = 0) -> None:
         if vocab.mask_id < 0:
-            raise ValueError("the tokenizer has no <mask> piece")
+            raise ObjectiveError("the tokenizer has no <mask> piece")
         if config.unit not in ("token", "word", "span"):
-            raise ValueError(f"mlm unit {config.unit!r}: token, word or span")
+            raise ObjectiveError(f"mlm unit {config.unit!r}: token, word or span")
         self.vocab, self.config, self.seed = vocab, config, seed
 
-    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
         tokens, docs = tokens[:, :-1], docs[:, :-1]  # the same width as the causal objective's inputs
         inputs = tokens.copy()
         targets = np.full(tokens.shape, IGNORE, dtype=np.int64)
@@ -123,8 +124,8 @@ class MLM:
                 chosen = select(piece, self.vocab, self.config, rng)
                 inputs[r, start:end], targets[r, start:end] = corrupt(piece, chosen, self.vocab, self.config, rng)
         doc_ids = _run_ids(docs)
-        return {"input_ids": inputs, "targets": targets, "doc_ids": doc_ids,
-                "positions": positions_of(doc_ids), "bidirectional": (doc_ids >= 0).astype(np.int64)}
+        return Batch({"input_ids": inputs, "targets": targets, "doc_ids": doc_ids,
+                "positions": positions_of(doc_ids), "bidirectional": (doc_ids >= 0).astype(np.int64)})
 
 
 def _run_ids(docs: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from c4forge.train.data.batch import rows_to_batch
+from c4forge.train.data.batch import Batch, rows_to_batch
 from c4forge.train.objectives.common import IGNORE, row_rng, segments
 
 SALT = 3
@@ -24,7 +24,7 @@ class PrefixLM:
     def __init__(self, vocab=None, config=None, seed: int = 0) -> None:
         self.seed = seed
 
-    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
         batch = rows_to_batch(tokens, docs)
         targets = batch.targets.copy()
         bidirectional = np.zeros(targets.shape, dtype=np.int64)
@@ -39,8 +39,8 @@ class PrefixLM:
                 bidirectional[r, start:start + prefix] = 1
                 # input position start+prefix-1 predicts the first token after the prefix
                 targets[r, start:start + prefix - 1] = IGNORE
-        return {"input_ids": batch.input_ids, "targets": targets, "doc_ids": batch.doc_ids.astype(np.int64),
-                "positions": batch.positions.astype(np.int64), "bidirectional": bidirectional}
+        return Batch({"input_ids": batch.input_ids, "targets": targets, "doc_ids": batch.doc_ids.astype(np.int64),
+                "positions": batch.positions.astype(np.int64), "bidirectional": bidirectional})
 
 
 def reference_prefix_targets(tokens: List[int], prefix: int) -> Tuple[List[int], List[bool]]:

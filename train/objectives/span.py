@@ -20,6 +20,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from c4forge.train.data.batch import Batch
 from c4forge.train.objectives.common import (IGNORE, ObjectiveError, Vocabulary, pad_rows, positions_of,
                                      row_rng, segments, split_eos)
 
@@ -85,7 +86,7 @@ def corrupt(content: np.ndarray, noise: np.ndarray, sentinels) -> Tuple[np.ndarr
 
 
 def encoder_decoder_rows(pairs_per_row: List[List[Tuple[np.ndarray, np.ndarray]]], eos_id: int,
-                         pad_id: int, encoder_width: int, decoder_width=None) -> Dict[str, np.ndarray]:
+                         pad_id: int, encoder_width: int, decoder_width=None) -> Batch:
     """Rows of (input, target) pairs (EOS included) -> packed encoder and decoder arrays with
     run-local document ids (the same id for a document's input and target), positions, the
     decoder input (each target shifted right behind an EOS) and targets (IGNORE on padding)."""
@@ -104,8 +105,8 @@ def encoder_decoder_rows(pairs_per_row: List[List[Tuple[np.ndarray, np.ndarray]]
     width = dec_ids.shape[1]
     dec_doc = pad_rows(dec_docs, width, -1)
     targets = pad_rows(tgt_rows, width, IGNORE)
-    return {"enc_ids": enc_ids, "enc_doc": enc_doc, "enc_pos": positions_of(enc_doc),
-            "dec_ids": dec_ids, "dec_doc": dec_doc, "dec_pos": positions_of(dec_doc), "targets": targets}
+    return Batch({"enc_ids": enc_ids, "enc_doc": enc_doc, "enc_pos": positions_of(enc_doc),
+            "dec_ids": dec_ids, "dec_doc": dec_doc, "dec_pos": positions_of(dec_doc), "targets": targets})
 
 
 class SpanCorruption:
@@ -135,7 +136,7 @@ class SpanCorruption:
         inputs, targets = corrupt(content, noise, self.vocab.sentinels)
         return np.concatenate([inputs, eos]), np.concatenate([targets, eos])
 
-    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Dict[str, np.ndarray]:
+    def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
         rows = []
         for r in range(len(tokens)):
             rng = row_rng(self.seed, sequences[r], SALT)

@@ -1,0 +1,61 @@
+"""The documentation that is generated or promised: the CLI reference matches the commands, the
+README stays short, and every document it links to exists."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_cli_reference_matches_the_commands():
+    from c4forge.cli.reference import reference_path, render
+
+    assert reference_path() == ROOT / "docs" / "cli.md"
+    assert (ROOT / "docs" / "cli.md").read_text(encoding="utf-8") == render(), (
+        "docs/cli.md is stale: run `python -m c4forge.cli.reference`")
+
+
+def test_cli_reference_lists_every_option_of_every_command():
+    from c4forge.cli import corpus, tokenizer, train
+    from c4forge.cli.reference import render
+
+    text = render()
+    for group in (corpus.cli, tokenizer.cli, train.cli):
+        for command in group.commands.values():
+            for param in command.params:
+                for opt in getattr(param, "opts", []):
+                    if opt.startswith("-"):
+                        assert f"`{opt}" in text, f"{group.name} {command.name}: {opt} missing"
+
+
+def test_stale_reference_is_detected(tmp_path, monkeypatch):
+    from c4forge.cli import reference
+
+    stale = tmp_path / "cli.md"
+    stale.write_text(reference.render().replace("--overwrite", "--overwrote", 1), encoding="utf-8")
+    monkeypatch.setattr(reference, "reference_path", lambda: stale)
+    assert reference.main(["--check"]) == 1
+    stale.write_text(reference.render(), encoding="utf-8")
+    assert reference.main(["--check"]) == 0
+
+
+def test_check_mode_from_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "c4forge.cli.reference", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_readme_is_short_and_its_links_exist():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    assert "make demo" in readme and "make test" in readme
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
+        if "://" not in target:
+            assert (ROOT / target).exists(), f"README links to missing {target}"
+    for doc in (ROOT / "docs").glob("*.md"):
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
+            if "://" not in target:
+                assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
