@@ -33,7 +33,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -52,7 +51,7 @@ def rel(path) -> str:
         return str(path)
 
 
-def make_copies(files: List[str], scale: int) -> List[str]:
+def make_copies(files: list[str], scale: int) -> list[str]:
     """``scale`` copies of the crawl files, URLs rewritten per copy; one gzip member per record
     (as in Common Crawl). Cached by scale."""
     from c4forge.corpus.wet import iter_records
@@ -89,7 +88,7 @@ def _rewrite(record, copy: int) -> bytes:
     body = record.body if isinstance(record.body, bytes) else record.body.encode("utf-8")
     headers["Content-Length"] = str(len(body))
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    return f"WARC/1.0\r\n{head}\r\n".encode("utf-8") + body + b"\r\n\r\n"
+    return f"WARC/1.0\r\n{head}\r\n".encode() + body + b"\r\n\r\n"
 
 
 class TreeSampler(threading.Thread):
@@ -124,7 +123,7 @@ class TreeSampler(threading.Thread):
             self.stop.wait(0.1)
 
 
-def measure(cmd: List[str], setup=None) -> Dict[str, float]:
+def measure(cmd: list[str], setup=None) -> dict[str, float]:
     """Run ``cmd`` (and the services ``setup`` starts, inside this process's children):
     wall, CPU of everything started, peak RSS."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -166,7 +165,7 @@ def digest_of_jsonl(path: str) -> str:
         return _digest((d["url"], d["text"]) for d in map(json.loads, handle))
 
 
-def text_size(files: List[str]):
+def text_size(files: list[str]):
     from c4forge.corpus.wet import iter_documents
 
     pages = n_bytes = 0
@@ -177,8 +176,8 @@ def text_size(files: List[str]):
     return pages, n_bytes
 
 
-def run_engine(engine: str, inputs: List[str], common: List[str], workers: int,
-               digests: Dict[str, set]) -> Dict[str, float]:
+def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
+               digests: dict[str, set]) -> dict[str, float]:
     """One run of ``engine`` on ``inputs``; the digest of its output is added to ``digests``."""
     from c4forge.pipelines.worker_pool import local_portable_services
 
@@ -200,7 +199,7 @@ def run_engine(engine: str, inputs: List[str], common: List[str], workers: int,
         return result
 
 
-def aggregate(results: List[Dict[str, float]]) -> Dict[str, float]:
+def aggregate(results: list[dict[str, float]]) -> dict[str, float]:
     """Median wall and CPU over the runs (and every run's CPU), the highest peaks."""
     return {"wall": statistics.median(r["wall"] for r in results),
             "cpu": statistics.median(r["cpu"] for r in results),
@@ -209,7 +208,7 @@ def aggregate(results: List[Dict[str, float]]) -> Dict[str, float]:
             "peak_single": max(r["peak_single"] for r in results)}
 
 
-def cpu_cell(runs: List[float]) -> str:
+def cpu_cell(runs: list[float]) -> str:
     """The median, with the range when there were several runs."""
     median = f"{statistics.median(runs):.1f}"
     return median if len(runs) == 1 else f"{median} ({min(runs):.1f}-{max(runs):.1f})"
@@ -242,7 +241,7 @@ def main() -> int:
         inputs = make_copies(files, scale)
         pages, n_bytes = text_size(inputs)
         digests = {}
-        runs: Dict[str, List[Dict[str, float]]] = {engine: [] for engine in engines}
+        runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
         for _ in range(args.repeat):  # engines interleaved, so drifting load hits each alike
             for engine in engines:
                 runs[engine].append(run_engine(engine, inputs, common, args.workers, digests))

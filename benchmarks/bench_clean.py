@@ -25,9 +25,9 @@ Run: make bench   (or: .venv-bench/bin/python benchmarks/bench_clean.py [--repea
 from __future__ import annotations
 
 import argparse
-import os
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -36,11 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.corpus import langid, sentences  # noqa: E402
-from c4forge.corpus.clean import clean_page  # noqa: E402
-from c4forge.corpus.document import Document  # noqa: E402
-from c4forge.corpus.wet import iter_documents  # noqa: E402
-from tests import reference_c4  # noqa: E402
+from c4forge.corpus import langid, sentences
+from c4forge.corpus.clean import clean_page
+from c4forge.corpus.wet import iter_documents
+from tests import reference_c4
 
 THRESHOLD = 0.65
 

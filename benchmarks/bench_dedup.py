@@ -35,9 +35,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.corpus.minhash import MinHashConfig, MinHasher, match_probability, normalize, shingle_set  # noqa: E402
-from c4forge.corpus.near_dedup import bucket_edges, clusters_in_memory  # noqa: E402
-from c4forge.corpus.wet import iter_documents  # noqa: E402
+from c4forge.corpus.minhash import MinHashConfig, MinHasher, match_probability, normalize, shingle_set
+from c4forge.corpus.near_dedup import bucket_edges, clusters_in_memory
+from c4forge.corpus.wet import iter_documents
 
 THRESHOLD = 0.8
 # datasketch 2.0 changed its default permutation scheme; name it so results stay comparable.

@@ -23,14 +23,15 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.corpus.extract import decode_html, html_bytes, response_text  # noqa: E402
-from c4forge.corpus.wet import iter_records, page_text  # noqa: E402
+from c4forge.corpus.extract import decode_html, html_bytes, response_text
+from c4forge.corpus.wet import iter_records, page_text
 
 SHARED = ROOT.parent / "shared" / "data"
 WORD = re.compile(r"\w+")
@@ -54,8 +55,8 @@ def norm(text: str) -> str:
     return SPACE.sub(" ", text.lower()).strip()
 
 
-def peers() -> Dict[str, Callable[[str, str], str]]:
-    out: Dict[str, Callable[[str, str], str]] = {}
+def peers() -> dict[str, Callable[[str, str], str]]:
+    out: dict[str, Callable[[str, str], str]] = {}
     import trafilatura
 
     out["trafilatura (defaults)"] = lambda html, url: trafilatura.extract(html, url=url) or ""
@@ -68,9 +69,8 @@ def peers() -> Dict[str, Callable[[str, str], str]]:
     out["resiliparse (main_content=True)"] = lambda html, url: extract_plain_text(
         HTMLTree.parse(html), main_content=True)
     try:
-        from readability import Document as Readability
-
         import lxml.html
+        from readability import Document as Readability
 
         def readability(html, url):
             summary = Readability(html).summary(html_partial=True)
@@ -92,11 +92,11 @@ def peers() -> Dict[str, Callable[[str, str], str]]:
     return out
 
 
-def evaluate(outputs: List[str], truth: List[dict]) -> Dict[str, object]:
+def evaluate(outputs: list[str], truth: list[dict]) -> dict[str, object]:
     scores = [prf(o, t["main_content"]) for o, t in zip(outputs, truth)]
     by_type = defaultdict(list)
     with_found, with_total, without_avoided, without_total = 0, 0, 0, 0
-    for (p, r, f), o, t in zip(scores, outputs, truth):
+    for (_, _, f), o, t in zip(scores, outputs, truth):
         by_type[t["page_type"]].append(f)
         text = norm(o)
         for snippet in t.get("with") or []:
@@ -124,12 +124,12 @@ def main() -> None:
     records = [r for r in iter_records(args.warc) if r.type == "response"]
     records = [r for r in records if r.header("WARC-Target-URI") in truth][: args.limit]
     rows = [truth[r.header("WARC-Target-URI")] for r in records]
-    html: List[Optional[str]] = []
+    html: list[Optional[str]] = []
     for r in records:  # the peers get the HTML as c4forge decodes it (decoding not timed)
         payload, charset = html_bytes(r.body, r.header, 64 << 20)
         html.append(decode_html(payload, charset)[0])
     print(f"{len(records)} WCXB dev pages ({Counter(t['page_type'] for t in rows).most_common()})")
-    systems: Dict[str, Callable[[int], str]] = {}
+    systems: dict[str, Callable[[int], str]] = {}
     for extractor in ("trafilatura", "resiliparse"):
         def ours(i: int, extractor=extractor) -> str:
             r = records[i]

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ("rmsnorm", "rope", "swiglu", "cross_entropy")
@@ -36,7 +34,7 @@ VARIANTS = {  # name: (precision, compile, kernels)
 }
 
 
-def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int) -> Dict:
+def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int) -> dict:
     precision, compiled, kernels = VARIANTS[name]
     run_dir = out / name.replace(" ", "-")
     settings = ["model_preset=124M", f"data.train={tokens}", "data.seq_len=1024",
@@ -68,7 +66,7 @@ def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int) 
     return result
 
 
-def curve_gap(a: List[float], b: List[float], n: int) -> Dict[str, float]:
+def curve_gap(a: list[float], b: list[float], n: int) -> dict[str, float]:
     n = min(n, len(a), len(b))
     gaps = [abs(x - y) for x, y in zip(a[:n], b[:n])]
     tail = gaps[n // 2:]

@@ -127,7 +127,7 @@ def main() -> int:
         inputs = make()
         row = {"kernel": name, "shape": label}
         for variant, fn in (("eager", ref), ("compile", compiled_ref), ("triton", tri)):
-            ms, mem = measure(lambda *x, f=fn: f(*x, *extra), inputs)
+            ms, mem = measure(lambda *x, f=fn, extra=extra: f(*x, *extra), inputs)
             row[f"{variant}_ms"], row[f"{variant}_mib"] = ms, mem
         del inputs
         rows.append(row)

@@ -20,12 +20,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.tokenizer.train import load_tokenizer  # noqa: E402
-from c4forge.train.checkpoint import load_model, run_tokenizer_dir  # noqa: E402
-from c4forge.train.evaluate import (TASK_FILES, _joiner, _split_pair, continuation_logprobs,  # noqa: E402
-                            load_task, run_tasks)
-from c4forge.train.export import export_hf  # noqa: E402
-from c4forge.train.lm_eval_tasks import task_name, write_lm_eval_tasks  # noqa: E402
+from c4forge.tokenizer.train import load_tokenizer
+from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.evaluate import (
+    TASK_FILES,
+    _joiner,
+    _split_pair,
+    continuation_logprobs,
+    load_task,
+    run_tasks,
+)
+from c4forge.train.export import export_hf
+from c4forge.train.lm_eval_tasks import task_name, write_lm_eval_tasks
 
 METRIC = {"lambada": "acc,none", "winogrande": "acc,none", "blimp": "acc,none"}
 

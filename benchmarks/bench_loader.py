@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.tokenizer.formats import write_manifest  # noqa: E402
-from c4forge.train.data import PackedLoader, TokenDocuments  # noqa: E402
+from c4forge.tokenizer.formats import write_manifest
+from c4forge.train.data import PackedLoader, TokenDocuments
 
 WORK = ROOT / ".cache" / "bench-loader"
 SEQ, BATCH = 1024, 32
@@ -187,8 +187,8 @@ def crawl_tokens() -> Path:
     directory = WORK / "shared-crawl-c4"
     if (directory / "ids" / "manifest.json").exists():
         return directory / "ids"
-    from c4forge.corpus.config import build_config
     from c4forge.core.counters import Counters
+    from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
     from c4forge.corpus.shards import write_corpus
     from c4forge.tokenizer.encode import encode_corpus

@@ -24,12 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.corpus.config import build_config  # noqa: E402
-from c4forge.core.counters import Counters  # noqa: E402
-from c4forge.corpus.local import run_chain  # noqa: E402
-from c4forge.corpus.shards import iter_documents, write_corpus  # noqa: E402
-from c4forge.tokenizer.encode import encode_corpus  # noqa: E402
-from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer  # noqa: E402
+from c4forge.core.counters import Counters
+from c4forge.corpus.config import build_config
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.shards import iter_documents, write_corpus
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer
 
 
 def main() -> int:

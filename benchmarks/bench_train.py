@@ -12,10 +12,8 @@ Run: .venv/bin/python benchmarks/bench_train.py [--steps 20] [--d-model 256 --la
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,8 +25,8 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.train.config import ModelConfig  # noqa: E402
-from c4forge.train.models import LM  # noqa: E402
+from c4forge.train.config import ModelConfig
+from c4forge.train.models import LM
 
 
 class NanoBlock(nn.Module):

@@ -125,6 +125,7 @@ def c4_graph(address: str, folder: str, rounds: int, timeout: float) -> str:
 
 def _build_child(address, folder, rounds, queue):
     import apache_beam as beam
+
     from c4forge.corpus.config import build_config
     from c4forge.pipelines.c4 import build_graph
 
@@ -160,8 +161,8 @@ def main() -> int:
     except ImportError:
         print("dask is not installed: pip install 'apache-beam[dask]'", file=sys.stderr)
         return 2
-    import dask
     import apache_beam
+    import dask
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, \
             tempfile.TemporaryDirectory() as folder:

@@ -8,16 +8,18 @@ naming ``--badwords``.
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import hashlib
 import os
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Dict, Iterable, Mapping, Optional, Pattern, Sequence, Set
+from re import Pattern
+from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
+from c4forge.core.errors import C4forgeError
 from c4forge.corpus.document import Document
 from c4forge.corpus.urls import md5_int
 
@@ -28,7 +30,7 @@ DEFAULT_SOURCE = "ldnoobw-c4"
 # Languages without spaces: match anywhere, not only between non-word characters.
 NO_SPACE_LANGUAGES = ("ja", "th", "zh")
 # tfds: common subwords that would filter >10% of pages in these languages.
-ALLOWLIST: Mapping[str, Set[str]] = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}
+ALLOWLIST: Mapping[str, set[str]] = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}
 
 
 class BadwordsUnavailable(C4forgeError, RuntimeError):
@@ -84,11 +86,11 @@ def _read(source: str, lang: str) -> Optional[bytes]:
         raise
 
 
-def load_badwords(source: str, languages: Iterable[str]) -> Dict[str, Set[str]]:
+def load_badwords(source: str, languages: Iterable[str]) -> dict[str, set[str]]:
     """{language: words} as tfds builds it: stripped lines, suffixes like ``fr-CA-...`` folded
     to ``fr``, allowlisted subwords removed. Empty lines are dropped (an empty alternative would
     match almost every page)."""
-    words: Dict[str, Set[str]] = {}
+    words: dict[str, set[str]] = {}
     for lang in languages:
         data = _read(source, lang)
         if data is None:
@@ -102,7 +104,7 @@ def load_badwords(source: str, languages: Iterable[str]) -> Dict[str, Set[str]]:
     return words
 
 
-def compile_badwords(badwords: Mapping[str, Iterable[str]]) -> Dict[str, Pattern]:
+def compile_badwords(badwords: Mapping[str, Iterable[str]]) -> dict[str, Pattern]:
     """One regex per language: ``(?:\\W|^)(w1|w2|...)(?:\\W|$)``, plain alternation for ja/th/zh.
 
     Words are sorted so the pattern (and any cache keyed on it) is deterministic; a search only
@@ -114,7 +116,7 @@ def compile_badwords(badwords: Mapping[str, Iterable[str]]) -> Dict[str, Pattern
         if lang in NO_SPACE_LANGUAGES:
             compiled[lang] = re.compile(escaped)
         else:
-            compiled[lang] = re.compile(r"(?:\W|^)({})(?:\W|$)".format(escaped))
+            compiled[lang] = re.compile(rf"(?:\W|^)({escaped})(?:\W|$)")
     return compiled
 
 

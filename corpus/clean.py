@@ -18,15 +18,15 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import re
-from typing import List, Optional, Tuple
+from typing import Optional
 
-from c4forge.corpus import sentences
 from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
 
-END_MARKS: Tuple[str, ...] = (".", "?", "!", '"')
+END_MARKS: tuple[str, ...] = (".", "?", "!", '"')
 ELLIPSIS = "..."
-POLICY_SUBSTRINGS: Tuple[str, ...] = (
+POLICY_SUBSTRINGS: tuple[str, ...] = (
     "terms of use",
     "privacy policy",
     "cookie policy",
@@ -55,13 +55,13 @@ class PageRules:
 
     max_word_length: Optional[int] = 1000
     remove_citations: bool = True
-    end_marks: Tuple[str, ...] = END_MARKS
+    end_marks: tuple[str, ...] = END_MARKS
     ellipsis: Optional[str] = ELLIPSIS
     min_words_per_line: int = 5
     drop_lorem_ipsum: bool = True
     drop_javascript_lines: bool = True
     drop_curly_bracket_pages: bool = True
-    policy_substrings: Tuple[str, ...] = POLICY_SUBSTRINGS
+    policy_substrings: tuple[str, ...] = POLICY_SUBSTRINGS
     min_sentences: int = 3
 
 
@@ -87,7 +87,7 @@ def clean_page(page: Document, rules: PageRules = PageRules(),
     min_words = rules.min_words_per_line
     policy = rules.policy_substrings
     cite = rules.remove_citations
-    valid_lines: List[str] = []
+    valid_lines: list[str] = []
     n_long = n_endmark = n_short = n_js = n_policy = 0
 
     def flush() -> None:

@@ -1,12 +1,12 @@
 """Common Crawl listings: a crawl id and a file slice -> WET file URLs."""
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import gzip
 import re
 import urllib.error
 import urllib.request
-from typing import List
+
+from c4forge.core.errors import C4forgeError
 
 DEFAULT_BASE_URL = "https://data.commoncrawl.org"
 _CRAWL_ID = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
@@ -28,7 +28,7 @@ def parse_slice(files: str) -> slice:
 
 
 def crawl_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
-               timeout: float = 60.0, kind: str = "wet") -> List[str]:
+               timeout: float = 60.0, kind: str = "wet") -> list[str]:
     """URLs of a slice of a crawl's WET (``kind="wet"``) or WARC (``"warc"``) files, from its
     ``wet.paths.gz`` / ``warc.paths.gz`` listing."""
     if kind not in ("wet", "warc"):
@@ -49,6 +49,6 @@ def crawl_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
 
 
 def wet_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
-             timeout: float = 60.0) -> List[str]:
+             timeout: float = 60.0) -> list[str]:
     """URLs of a slice of a crawl's WET files."""
     return crawl_urls(crawl, files, base_url, timeout, "wet")

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, Iterable, Optional, Tuple
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
 
+from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 from c4forge.corpus.badwords import DEFAULT_SOURCE
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
 from c4forge.corpus.langid import DEFAULT_THRESHOLD
 from c4forge.corpus.minhash import MinHashConfig
 from c4forge.corpus.wet import ReadOptions
-from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +58,7 @@ class CorpusConfig:
     clean: bool = True
     rules: PageRules = PageRules()
     dedupe_lines: bool = True
-    languages: Tuple[str, ...] = ("en",)
+    languages: tuple[str, ...] = ("en",)
     lid_threshold: float = DEFAULT_THRESHOLD
     lid_model: Optional[str] = None
     badwords_fraction: float = 1.0
@@ -71,10 +72,10 @@ class CorpusConfig:
     def dedupe_min_sentences(self) -> int:
         return self.rules.min_sentences if self.clean else 0
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def for_workers(self) -> "CorpusConfig":
+    def for_workers(self) -> CorpusConfig:
         """The same config with its local file paths made absolute: a portable runner's workers
         start in folders of their own, where a relative path names nothing."""
         badwords = self.badwords
@@ -94,7 +95,7 @@ def worker_path(path: str) -> str:
     return os.path.abspath(path)
 
 
-PRESETS: Dict[str, Dict[str, Any]] = {
+PRESETS: dict[str, dict[str, Any]] = {
     "c4": {},
     "c4-noclean": {"clean": False, "dedupe_lines": False, "badwords_fraction": 0.0,
                    "near_dedup": False},
@@ -107,14 +108,18 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 
 
 def build_config(preset: str = "c4", file: Optional[str] = None,
-                 overrides: Iterable[str] = (), **settings: Any) -> CorpusConfig:
-    """Preset, then the YAML file, then ``key=value`` overrides, then keyword settings."""
+                 overrides: Iterable[str] = (), updates: Optional[Mapping[str, Any]] = None,
+                 **settings: Any) -> CorpusConfig:
+    """Preset, then the YAML file, then ``key=value`` overrides, then a nested mapping of
+    ``updates`` (an ablation variant's ``set:`` block), then keyword settings (flags; None
+    means not given)."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     config = apply_settings(CorpusConfig(preset=preset), PRESETS[preset])
     if file:
         config = apply_settings(config, nest(load_yaml_mapping(file)))
     config = apply_settings(config, parse_overrides(overrides))
+    config = apply_settings(config, updates or {})
     settings = {k: v for k, v in settings.items() if v is not None}
     return check_read_options(apply_settings(config, nest(settings)))
 

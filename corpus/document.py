@@ -29,7 +29,7 @@ class Document:
     offset: int = -1
     near_dup_cluster_size: int = 1
 
-    def replace(self, **changes) -> "Document":
+    def replace(self, **changes) -> Document:
         new = dataclasses.replace(self, **changes)
         if "text" not in changes and _SIZE in self.__dict__:
             new.__dict__[_SIZE] = self.__dict__[_SIZE]

@@ -24,7 +24,8 @@ import re
 import signal
 import threading
 import zlib
-from typing import Callable, Dict, Optional, Tuple
+from collections.abc import Callable
+from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.warc import http_status, split_http_block
@@ -63,7 +64,7 @@ def extraction_info(read) -> Optional[dict]:
 
 # ----------------------------------------------------------------------------- HTTP
 
-def split_http(body: bytes) -> Tuple[int, Dict[str, str], bytes]:
+def split_http(body: bytes) -> tuple[int, dict[str, str], bytes]:
     """(status, headers with lower-case names, payload) of an HTTP response block."""
     status = http_status(body)
     if status is None:
@@ -106,12 +107,12 @@ def _decode_content(payload: bytes, encoding: str, limit: int) -> bytes:
             import brotli
 
             return brotli.decompress(payload)[: limit + 1]
-    except Exception as exc:  # noqa: BLE001 (any decompressor failure is the same skip)
+    except Exception as exc:  # any decompressor failure is the same skip
         raise Skip("bad_encoding") from exc
     raise Skip("bad_encoding")
 
 
-def html_bytes(block: bytes, warc_headers: Callable[[str], str], max_html_bytes: int) -> Tuple[bytes, str]:
+def html_bytes(block: bytes, warc_headers: Callable[[str], str], max_html_bytes: int) -> tuple[bytes, str]:
     """The HTML payload of an HTTP response block and the charset its header names ('' if none).
     ``warc_headers(name)`` reads the WARC record's headers."""
     status, headers, payload = split_http(block)
@@ -143,7 +144,7 @@ def _known(charset: str) -> Optional[str]:
         return None
 
 
-def decode_html(payload: bytes, header_charset: str = "") -> Tuple[str, str]:
+def decode_html(payload: bytes, header_charset: str = "") -> tuple[str, str]:
     """(text, charset used): the HTTP header's charset, else the page's <meta> charset, else
     charset-normalizer's detection. A declared charset that fails to decode falls through."""
     candidates = [header_charset]
@@ -221,7 +222,7 @@ def run_with_time_limit(fn: Callable[[], str], seconds: float) -> str:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
-    box: Dict[str, object] = {}
+    box: dict[str, object] = {}
 
     def target():
         try:
@@ -249,7 +250,7 @@ def response_text(block: bytes, url: str, warc_headers: Callable[[str], str], ex
             text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
         except Skip:
             raise
-        except Exception as exc:  # noqa: BLE001 (an extractor bug on one page is one skip)
+        except Exception as exc:  # an extractor bug on one page is one skip
             raise Skip("extract_error") from exc
     except Skip as skip:
         inc(f"skipped:{skip.reason}")

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Sequence
 from importlib import resources
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
@@ -26,11 +27,11 @@ DEFAULT_THRESHOLD = 0.65
 class LangidError(C4forgeError, RuntimeError):
     """The fastText model is missing or the installed ``fasttext`` module cannot predict."""
 
-_MODELS: Dict[str, object] = {}
+_MODELS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_model_path() -> str:
     """The bundled lid.176.ftz (looked up once: ``predict`` asks for it on every page)."""
     try:
@@ -58,7 +59,7 @@ def load_model(path: Optional[str] = None):
     return model
 
 
-def predict(text: str, model_path: Optional[str] = None) -> Tuple[str, float]:
+def predict(text: str, model_path: Optional[str] = None) -> tuple[str, float]:
     """(language code, score) of the top lid.176 label; newlines become spaces, as fastText
     predicts one line at a time."""
     labels, scores = load_model(model_path).predict(text.replace("\n", " "), k=1)
@@ -97,7 +98,7 @@ def self_check_model(model_path: Optional[str] = None) -> str:
     try:
         en = predict("The quick brown fox jumps over the lazy dog near the river bank.", model_path)
         de = predict("Der schnelle braune Fuchs springt über den faulen Hund am Flussufer.", model_path)
-    except Exception as exc:  # noqa: BLE001 - turned into an actionable message
+    except Exception as exc:  # turned into an actionable message
         raise LangidError(
             f"fastText predict() failed ({type(exc).__name__}: {exc}). Another fastText wheel "
             "may have overwritten the `fasttext` module: run `pip uninstall -y fasttext "

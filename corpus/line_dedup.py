@@ -12,10 +12,11 @@ for single-process runs.
 from __future__ import annotations
 
 import hashlib
-from typing import Dict, Iterable, Iterator, Optional, Set
+from collections.abc import Iterable, Iterator
+from typing import Optional
 
-from c4forge.corpus import sentences
 from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
 
 
@@ -32,7 +33,7 @@ def line_keys(page: Document) -> Iterator[bytes]:
     return map(line_key, page.text.split("\n"))
 
 
-def add_claims(owners: Dict[bytes, bytes], page: Document) -> None:
+def add_claims(owners: dict[bytes, bytes], page: Document) -> None:
     """Claim every line of ``page`` in ``owners`` (line key -> smallest md5(url) so far), as
     tfds ``_emit_url_to_lines`` + ``Top.PerKey(1, key=_hash_text, reverse=True)`` combined."""
     rank = url_rank(page.url)
@@ -47,7 +48,7 @@ def owner_of(urls: Iterable[str]) -> str:
     return min(urls, key=url_rank)
 
 
-def dedupe_page_lines(page: Document, owned: Set[bytes], min_sentences: int, inc: IncFn) -> Optional[Document]:
+def dedupe_page_lines(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn) -> Optional[Document]:
     """:func:`keep_owned_lines` with the step's byte counters: what both chains run per page."""
     kept = keep_owned_lines(page, owned, min_sentences, inc)
     inc("bytes-in", page.text_size())
@@ -56,11 +57,11 @@ def dedupe_page_lines(page: Document, owned: Set[bytes], min_sentences: int, inc
     return kept
 
 
-def keep_owned_lines(page: Document, owned: Set[bytes], min_sentences: int = 3,
+def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
                      inc: IncFn = null_inc) -> Optional[Document]:
     """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""
     new_lines = []
-    seen: Set[bytes] = set()
+    seen: set[bytes] = set()
     n_global = n_local = 0
     for line in page.text.split("\n"):
         key = line_key(line)
@@ -92,12 +93,12 @@ class LineOwners:
     """In-memory owner table for single-process runs: line key -> smallest md5(url)."""
 
     def __init__(self) -> None:
-        self._best: Dict[bytes, bytes] = {}
+        self._best: dict[bytes, bytes] = {}
 
     def add(self, page: Document) -> None:
         add_claims(self._best, page)
 
-    def owned_by(self, page: Document) -> Set[bytes]:
+    def owned_by(self, page: Document) -> set[bytes]:
         best = self._best
         rank = url_rank(page.url)
         return {key for key in line_keys(page) if best[key] == rank}

@@ -6,18 +6,34 @@ this is for inputs of up to a few GB; ``corpus build`` runs the same steps on Be
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, List, Tuple
+from collections.abc import Iterable, Iterator
 
 from c4forge.core import progress
-from c4forge.corpus.config import CorpusConfig
 from c4forge.core.counters import Counters
+from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.line_dedup import LineOwners, dedupe_page_lines
 from c4forge.corpus.minhash import MinHasher, batched
-from c4forge.corpus.near_dedup import (bucket_edges, cluster_sizes, clusters_in_memory, count_near_dedup,
-                                       doc_id)
-from c4forge.corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
-                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
+from c4forge.corpus.near_dedup import (
+    bucket_edges,
+    cluster_sizes,
+    clusters_in_memory,
+    count_near_dedup,
+    doc_id,
+)
+from c4forge.corpus.steps import (
+    NS_BADWORDS,
+    NS_CLEAN,
+    NS_LANG,
+    NS_LENGTH,
+    NS_LINES,
+    NS_NEAR,
+    NS_PARAGRAPH,
+    NS_READ,
+    NS_URL,
+    PageSteps,
+    text_bytes,
+)
 from c4forge.corpus.urls import count_url_group, newer_page
 from c4forge.corpus.wet import iter_file_documents
 
@@ -35,11 +51,11 @@ def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -
             bar.update(1)
 
 
-def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]:
+def dedupe_urls(pages: Iterable[Document], counters: Counters) -> list[Document]:
     """One page per normalised URL, the newest; first-seen order (tfds ``select_newest_page``)."""
     inc = counters.inc_fn(NS_URL)
-    best: Dict[str, Document] = {}
-    seen: Dict[str, Tuple[int, int]] = {}  # normalised url -> (pages, text bytes)
+    best: dict[str, Document] = {}
+    seen: dict[str, tuple[int, int]] = {}  # normalised url -> (pages, text bytes)
     for page in pages:
         current = best.get(page.normalized_url)
         best[page.normalized_url] = page if current is None else newer_page(current, page)
@@ -51,7 +67,7 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters) -> List[Document]
 
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
-              steps: PageSteps = None) -> List[Document]:
+              steps: PageSteps = None) -> list[Document]:
     """Read, filter and dedup; returns the surviving documents in input order."""
     steps = steps or PageSteps(config).setup()
     inc_len = counters.inc_fn(NS_LENGTH)
@@ -91,13 +107,13 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
     return out
 
 
-def near_dedup(pages: List[Document], config: CorpusConfig, counters: Counters,
-               batch_size: int = 512) -> List[Document]:
+def near_dedup(pages: list[Document], config: CorpusConfig, counters: Counters,
+               batch_size: int = 512) -> list[Document]:
     """Keep one page per MinHash cluster (the smallest id) and record each cluster's size."""
     inc = counters.inc_fn(NS_NEAR)
     hasher = MinHasher(config.minhash)
     ids = [doc_id(p.normalized_url) for p in pages]
-    buckets: Dict[bytes, list] = {}
+    buckets: dict[bytes, list] = {}
     for start, batch in zip(range(0, len(pages), batch_size), batched(pages, batch_size)):
         signatures = hasher.signatures([p.text for p in batch])
         for offset, signature in enumerate(signatures):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
-from typing import Iterable, List, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -82,7 +82,7 @@ def match_probability(similarity: float, bands: int = 14, rows: int = 8) -> floa
     return 1.0 - (1.0 - similarity ** rows) ** bands
 
 
-def _separated(texts: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+def _separated(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, start offsets): the texts lowercased, UTF-8 encoded and joined by spaces, with
     every separator turned into spaces and ASCII digits into "0"; runs of spaces remain."""
     encoded = [t.lower().encode("utf-8") for t in texts]
@@ -134,7 +134,7 @@ class _PowerCache:
         self.pw = np.empty(0, dtype=np.uint64)
         self.inv = np.empty(0, dtype=np.uint64)
 
-    def get(self, n: int) -> Tuple[np.ndarray, np.ndarray]:
+    def get(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         if n > self.n:
             size = max(n, 2 * self.n, 1 << 16)
             self.pw = _powers(_BASE, size)
@@ -146,7 +146,7 @@ class _PowerCache:
 _POWERS = _PowerCache()
 
 
-def word_hashes(texts: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+def word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every word of the normalised texts, number of words per text).
 
     Words are the maximal runs of non-space bytes of ``_separated(text)``, exactly the words of
@@ -177,7 +177,7 @@ _SHINGLE_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E37
                           0x27D4EB2F165667C5, 0x94D049BB133111EB], dtype=np.uint64)
 
 
-def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int) -> Tuple[np.ndarray, np.ndarray]:
+def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int) -> tuple[np.ndarray, np.ndarray]:
     """(hash of every word n-gram inside each document, shingle count per document)."""
     n_docs = len(counts)
     doc_start = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_docs else np.empty(0, np.int64)
@@ -233,7 +233,7 @@ class MinHasher:
             d0 = d1
         return out
 
-    def band_keys(self, signature: np.ndarray) -> List[bytes]:
+    def band_keys(self, signature: np.ndarray) -> list[bytes]:
         """One key per band: band index + the band's rows, hashed to 16 bytes."""
         rows = self.config.rows
         keys = []

@@ -14,12 +14,12 @@ messages), unrolled ``DEFAULT_CC_ROUNDS`` times unless told otherwise.
 from __future__ import annotations
 
 import hashlib
-from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Optional
 
 import numpy as np
 
 from c4forge.core.counters import IncFn
-
 
 DEFAULT_CC_ROUNDS = 10  # Hash-to-Min rounds: see hash_to_min
 
@@ -29,7 +29,7 @@ def doc_id(normalized_url: str) -> int:
     return int.from_bytes(hashlib.md5(normalized_url.encode("utf-8")).digest()[:8], "big") >> 1
 
 
-def star_edges(members: Sequence[int]) -> Iterator[Tuple[int, int]]:
+def star_edges(members: Sequence[int]) -> Iterator[tuple[int, int]]:
     """Edges (member, root) joining a band bucket to its smallest id; nothing for singletons."""
     if len(members) < 2:
         return
@@ -42,8 +42,8 @@ def star_edges(members: Sequence[int]) -> Iterator[Tuple[int, int]]:
 FULL_CHECK_LIMIT = 64
 
 
-def bucket_edges(members: Sequence[Tuple[int, np.ndarray]], threshold: Optional[float]
-                 ) -> Iterator[Tuple[int, int]]:
+def bucket_edges(members: Sequence[tuple[int, np.ndarray]], threshold: Optional[float]
+                 ) -> Iterator[tuple[int, int]]:
     """Edges (member, linked smaller member) for one band bucket of (id, signature) pairs.
 
     Without a threshold: the star to the smallest id. With one: each member links to the
@@ -74,9 +74,9 @@ def bucket_edges(members: Sequence[Tuple[int, np.ndarray]], threshold: Optional[
             yield ids[i], ids[int(similar[0])]
 
 
-def clusters_in_memory(edges: Iterable[Tuple[int, int]]) -> Dict[int, int]:
+def clusters_in_memory(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
     """Union-find over edges: {doc id: cluster root (smallest id)} for docs in a cluster."""
-    parent: Dict[int, int] = {}
+    parent: dict[int, int] = {}
 
     def find(x: int) -> int:
         root = x
@@ -108,19 +108,19 @@ def count_near_dedup(inc: IncFn, size: int, kept: bool, cluster_size: int = 1) -
         inc("clusters")
 
 
-def cluster_sizes(labels: Mapping[int, int]) -> Dict[int, int]:
-    sizes: Dict[int, int] = {}
+def cluster_sizes(labels: Mapping[int, int]) -> dict[int, int]:
+    sizes: dict[int, int] = {}
     for root in labels.values():
         sizes[root] = sizes.get(root, 0) + 1
     return sizes
 
 
-def initial_cluster(node: int, neighbours: Iterable[int]) -> Tuple[int, ...]:
+def initial_cluster(node: int, neighbours: Iterable[int]) -> tuple[int, ...]:
     """Hash-to-Min's starting cluster of a node: itself and its neighbours, sorted."""
     return tuple(sorted({node, *neighbours}))
 
 
-def hash_to_min(node: int, cluster: Tuple[int, ...]) -> Iterator[Tuple[int, Tuple[int, ...]]]:
+def hash_to_min(node: int, cluster: tuple[int, ...]) -> Iterator[tuple[int, tuple[int, ...]]]:
     """One round's messages of Hash-to-Min (Rastogi et al., ICDE 2013): the cluster goes to its
     smallest node, and that node's id to every other member. A node's next cluster is the union
     of what it receives; at the fixed point a component's smallest node holds the component and
@@ -135,7 +135,3 @@ def hash_to_min(node: int, cluster: Tuple[int, ...]) -> Iterator[Tuple[int, Tupl
     for member in cluster[1:]:
         yield member, (smallest,)
 
-
-def is_survivor(node: int, label: int) -> bool:
-    """A document survives near-dedup when it is its cluster's smallest id."""
-    return node == label

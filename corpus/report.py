@@ -1,7 +1,8 @@
 """Human-readable tables of what each rule removed (Markdown, so they paste into a README)."""
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 from c4forge.corpus.steps import STAGE_ORDER
 
@@ -26,7 +27,7 @@ def counter_table(counters: Mapping[str, int]) -> str:
     return "\n".join(rows)
 
 
-def page_flow(counters: Mapping[str, int]) -> Dict[str, int]:
+def page_flow(counters: Mapping[str, int]) -> dict[str, int]:
     """Pages entering each step, derived from the counters (for a one-line summary)."""
     c = counters.get
     flow = {"read": c("split-wet-file/passed", 0)}
@@ -90,7 +91,7 @@ def manifest_report(manifest: dict) -> str:
     return "\n".join(out)
 
 
-def strict_problem(counters: Dict[str, int]) -> Optional[str]:
+def strict_problem(counters: dict[str, int]) -> Optional[str]:
     """What --strict refuses: any input file skipped whole or cut short by an I/O error."""
     from c4forge.corpus.steps import NS_READ
     from c4forge.corpus.wet import WHOLE_FILE_SKIPS

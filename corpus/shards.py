@@ -35,7 +35,6 @@ per-split documents/bytes/shard files, and every pipeline counter. Version 1 cor
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import datetime
 import hashlib
 import json
@@ -44,14 +43,15 @@ import re
 import sys
 import time
 import uuid
-from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO, Optional
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from c4forge.core.outdir import (OutputError, OutputKind, check_name, manifest_name, resolve,
-                           write_directory)
+from c4forge.core.errors import C4forgeError
+from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -149,13 +149,13 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> Dict[str, object]:
+def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> dict[str, object]:
     """What every shard says about itself (stored in its schema metadata under ``c4forge``)."""
     return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
             "shard_format": check_shard_format(shard_format), "config_hash": config_hash(config)}
 
 
-def to_table(rows: List[dict], metadata: Optional[dict] = None) -> pa.Table:
+def to_table(rows: list[dict], metadata: Optional[dict] = None) -> pa.Table:
     """Rows (dicts with the schema's keys) as a table sorted by url."""
     rows = sorted(rows, key=lambda r: r["url"])
     schema = SCHEMA
@@ -175,7 +175,7 @@ def write_table(sink, table: pa.Table, shard_format: str = DEFAULT_SHARD_FORMAT)
             writer.write_batch(batch)
 
 
-def write_shard(path: str, rows: List[dict],
+def write_shard(path: str, rows: list[dict],
                 create: Optional[Callable[[str], BinaryIO]] = None,
                 rename: Optional[Callable[[str, str], None]] = None,
                 metadata: Optional[dict] = None) -> int:
@@ -215,7 +215,7 @@ def _kind(source) -> str:
     return "arrow-file" if head == _ARROW_FILE_MAGIC else "arrow-stream"
 
 
-def _read_source(source, columns: Optional[List[str]]) -> pa.Table:
+def _read_source(source, columns: Optional[list[str]]) -> pa.Table:
     """A table from a shard source of any kind."""
     kind = _kind(source)
     if kind == "parquet":
@@ -295,7 +295,7 @@ def read_manifest(directory: str) -> dict:
     return manifest
 
 
-def manifest_files(manifest: dict) -> List[str]:
+def manifest_files(manifest: dict) -> list[str]:
     """Every shard file a corpus manifest lists (all splits)."""
     splits = manifest.get("splits") or {}
     if not isinstance(splits, dict):
@@ -307,7 +307,7 @@ CORPUS_KIND = OutputKind("corpus", MANIFEST, "c4forge-corpus", manifest_files,
                          legacy_manifests=(LEGACY_MANIFEST,))
 
 
-def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> List[str]:
+def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> list[str]:
     """Paths of a split's shards; every name is checked (a manifest cannot point outside)."""
     manifest = manifest or read_manifest(directory)
     try:
@@ -334,9 +334,9 @@ def iter_documents(directory: str, split: str = "train",
                 yield row
 
 
-def split_summary(files: Dict[str, dict]) -> Dict[str, dict]:
+def split_summary(files: dict[str, dict]) -> dict[str, dict]:
     """{split: {documents, bytes, files}} from {file name: {documents, bytes}}."""
-    splits: Dict[str, dict] = {s: {"documents": 0, "bytes": 0, "files": []} for s in SPLITS}
+    splits: dict[str, dict] = {s: {"documents": 0, "bytes": 0, "files": []} for s in SPLITS}
     for name in sorted(files):
         info = parse_shard_name(name)
         if info is None:  # not a shard (a sidecar or a stray name)
@@ -360,15 +360,15 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
 
     check_shard_format(shard_format)
     metadata = shard_metadata(manifest.get("config") or {}, shard_format)
-    by_split: Dict[str, list] = {}
+    by_split: dict[str, list] = {}
     for doc in documents:
         by_split.setdefault(split_of(doc.normalized_url, validation_per_mille), []).append(doc)
 
     def fill(staging: str) -> dict:
-        files: Dict[str, dict] = {}
+        files: dict[str, dict] = {}
         for split, docs in by_split.items():
             count = shard_count(len(docs), docs_per_shard)
-            groups: Dict[int, list] = {}
+            groups: dict[int, list] = {}
             for doc in docs:
                 groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
             for index, group in groups.items():
@@ -383,7 +383,7 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
     return write_directory(directory, CORPUS_KIND, overwrite, fill, hook)
 
 
-def corpus_manifest(config, inputs: Sequence[str], counters: Dict[str, int], runner: str,
+def corpus_manifest(config, inputs: Sequence[str], counters: dict[str, int], runner: str,
                     command: Optional[Sequence[str]] = None, **build) -> dict:
     """What every corpus manifest records of how it was made, whoever wrote it (``corpus clean``,
     the Beam build, the ablation): when, the command, the config, the runner and its

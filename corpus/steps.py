@@ -7,12 +7,13 @@ Counter namespaces are tfds': ``split-wet-file``, ``too-long-filter``, ``duplica
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
+from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus import clean as clean_rules
 from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
 from c4forge.corpus.config import CorpusConfig
-from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.document import Document
 from c4forge.corpus.langid import LanguageFilter
 
@@ -52,7 +53,7 @@ class PageSteps:
     def __getstate__(self):
         return {"config": self.config, "_lid": None, "_badwords": None}
 
-    def setup(self) -> "PageSteps":
+    def setup(self) -> PageSteps:
         """Load the LID model and bad-word lists now (fail early, once per process)."""
         _ = self.language_filter  # the properties load on first use
         if self.config.badwords_fraction > 0:
@@ -111,8 +112,10 @@ class PageSteps:
         inc_lang = inc_for(f"{NS_BADWORDS}-{lang}") if inc_for else None
         if inc_lang is not None:
             # BadwordsFilter names per-language counters "<lang>/<name>"; route them.
-            lang_inc = inc_lang
-            inc_lang = lambda name, amount=1: lang_inc(name.split("/", 1)[1], amount)  # noqa: E731
+            per_language = inc_lang
+
+            def inc_lang(name: str, amount: int = 1) -> None:
+                per_language(name.split("/", 1)[1], amount)
         ok = self.badwords_filter(page, inc, inc_lang)
         count_bytes(inc, page, page if ok else None)
         return ok

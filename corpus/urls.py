@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.document import Document

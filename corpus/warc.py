@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 _NEWLINES = re.compile(r"\r\n|\r|\n")
 _STATUS = re.compile(rb"^HTTP/\d(?:\.\d)?\s+(\d{3})")
@@ -20,7 +20,7 @@ class WarcRecord:
     """One WARC record: its type, headers (names as written), raw body, and where it starts."""
 
     type: str
-    headers: Dict[str, str]
+    headers: dict[str, str]
     body: bytes
     source: str
     offset: int
@@ -33,12 +33,12 @@ class WarcRecord:
         return default
 
 
-def http_payload(record: WarcRecord) -> Tuple[Dict[str, str], bytes]:
+def http_payload(record: WarcRecord) -> tuple[dict[str, str], bytes]:
     """HTTP headers and payload of a WARC ``response`` record (for HTML extraction)."""
     return split_http_block(record.body)
 
 
-def split_http_block(body: bytes) -> Tuple[Dict[str, str], bytes]:
+def split_http_block(body: bytes) -> tuple[dict[str, str], bytes]:
     """(headers as written, payload) of an HTTP message block; ({}, body) when the block has
     no end of headers."""
     end = body.find(b"\r\n\r\n")

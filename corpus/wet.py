@@ -20,15 +20,16 @@ kept for exactness; ``keep_metadata_like_lines=True`` switches it off).
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import dataclasses
 import glob
 import os
 import re
 import zlib
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from collections.abc import Iterable, Iterator
+from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
+from c4forge.core.errors import C4forgeError
 from c4forge.corpus.document import Document
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import WarcRecord
@@ -89,12 +90,12 @@ class ReadOptions:
 CRAWL_SUFFIXES = (".wet", ".wet.gz", ".warc", ".warc.gz", ".arc", ".arc.gz")
 
 
-def expand_inputs(patterns: Iterable[str]) -> List[str]:
+def expand_inputs(patterns: Iterable[str]) -> list[str]:
     """Local globs expanded and sorted; a directory expands to the crawl files directly in it
     (names ending .wet, .wet.gz, .warc, .warc.gz); URLs (``scheme://``) pass through unchanged.
     Anything named that cannot be read as a file is an error naming it (:class:`CrawlReadError`):
     a pattern that matches nothing, a dangling symlink, a directory with no crawl files."""
-    paths: List[str] = []
+    paths: list[str] = []
     for pattern in patterns:
         if "://" in pattern:
             paths.append(pattern)
@@ -202,7 +203,7 @@ class _CompressedInput:
 
 
 def _decompressed_pieces(raw, inc: IncFn, options: ReadOptions
-                         ) -> Iterator[Optional[Tuple[Optional[int], bytes]]]:
+                         ) -> Iterator[Optional[tuple[Optional[int], bytes]]]:
     """Yield ``(member offset, bytes)`` pieces of the decompressed stream, and ``None`` where the
     stream breaks. Plain (non-gzip) files yield ``(None, bytes)``."""
     first = raw.read(READ_CHUNK)
@@ -300,9 +301,9 @@ class _RecordParser:
         self.options = options
         self.buf = bytearray()
         self.buf_pos = 0  # stream position of buf[0]
-        self.members: List[Tuple[int, int]] = []  # (stream position, member offset)
+        self.members: list[tuple[int, int]] = []  # (stream position, member offset)
         self.state = "seek"
-        self.headers: Dict[str, str] = {}
+        self.headers: dict[str, str] = {}
         self.record_type = ""
         self.record_pos = 0
         self.length = 0
@@ -461,7 +462,7 @@ class _RecordParser:
                 return idx
             start = idx + 1
 
-    def _header_end(self) -> Tuple[int, int]:
+    def _header_end(self) -> tuple[int, int]:
         crlf = self.buf.find(b"\r\n\r\n")
         lf = self.buf.find(b"\n\n")
         if crlf >= 0 and (lf < 0 or crlf <= lf):
@@ -478,7 +479,7 @@ class _RecordParser:
         lines = _NEWLINES.split(text)
         if not lines[0].startswith("WARC/"):
             return False
-        headers: Dict[str, str] = {}
+        headers: dict[str, str] = {}
         for line in lines[1:]:
             name, sep, value = line.partition(":")
             if sep:
@@ -592,7 +593,7 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
     return _document(record, text, inc, str(len(text.encode("utf-8"))), "text/plain")
 
 
-_URL_SETS: Dict[str, frozenset] = {}
+_URL_SETS: dict[str, frozenset] = {}
 
 
 def url_set(path: str) -> frozenset:

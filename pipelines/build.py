@@ -8,7 +8,6 @@ final manifest), through Beam's FileSystems so gs:// and s3:// outputs work the 
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import json
 import logging
 import os
@@ -16,19 +15,27 @@ import platform
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Dict, List, Optional, Sequence
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from c4forge.core.errors import C4forgeError
+from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env, writing
 from c4forge.corpus.config import CorpusConfig, worker_path
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.core.outdir import LOCAL, OutputError, claim, commit, hook_from_env, new_staging
 from c4forge.corpus.report import strict_problem
-from c4forge.corpus.shards import (CORPUS_KIND, corpus_manifest, DEFAULT_SHARD_FORMAT, full_manifest, parse_shard_name,
-                           split_summary)
+from c4forge.corpus.shards import (
+    CORPUS_KIND,
+    DEFAULT_SHARD_FORMAT,
+    corpus_manifest,
+    full_manifest,
+    parse_shard_name,
+    split_summary,
+)
 from c4forge.pipelines.c4 import build_graph
 from c4forge.pipelines.progress import ProgressBoard, progress_dir
 
@@ -88,7 +95,7 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
 IN_MEMORY_MAX_CORES = 2
 
 
-def direct_runner_defaults(args: List[str], cores: int) -> List[str]:
+def direct_runner_defaults(args: list[str], cores: int) -> list[str]:
     """The DirectRunner's mode and worker count unless given: one process (``in_memory``) on
     machines of up to IN_MEMORY_MAX_CORES cores, else ``multi_processing`` with one worker per
     core (never ``multi_threading``: it has been seen to lose elements)."""
@@ -132,7 +139,7 @@ class BeamFS:
             return os.path.isdir(path)
         return FileSystems.exists(path) and not FileSystems.match([path])[0].metadata_list
 
-    def listdir(self, path: str) -> List[str]:
+    def listdir(self, path: str) -> list[str]:
         if "://" not in path:
             return sorted(os.listdir(path))
         matches = FileSystems.match([FileSystems.join(path, "*")])[0].metadata_list
@@ -190,7 +197,7 @@ DIRECT_BYTES_PER_TEXT_BYTE = {"in_memory": 3.5, "multi_processing": 4.5}
 TEXT_PER_GZIP_BYTE = 2.3  # Common Crawl WET: text bytes per byte of .wet.gz
 
 
-def direct_runner_memory(input_bytes: Dict[str, int], workers: int,
+def direct_runner_memory(input_bytes: dict[str, int], workers: int,
                          mode: str = "multi_processing") -> float:
     """Estimated peak RAM (bytes) of a DirectRunner build of these inputs (path -> size)."""
     text = sum(size * (TEXT_PER_GZIP_BYTE if path.endswith(".gz") else 1.0)
@@ -215,7 +222,7 @@ def available_memory() -> Optional[int]:
         return None
 
 
-def memory_warning(options: PipelineOptions, input_bytes: Dict[str, int]) -> Optional[str]:
+def memory_warning(options: PipelineOptions, input_bytes: dict[str, int]) -> Optional[str]:
     """A one-line warning when the DirectRunner is given more input than this machine's memory
     holds (it keeps every shuffle in memory); None otherwise or for other runners."""
     settings = options.get_all_options()
@@ -232,7 +239,7 @@ def memory_warning(options: PipelineOptions, input_bytes: Dict[str, int]) -> Opt
             "(README, \"Runners\").")
 
 
-def versions() -> Dict[str, str]:
+def versions() -> dict[str, str]:
     found = {"python": platform.python_version()}
     for name in VERSIONED:
         try:
@@ -242,8 +249,8 @@ def versions() -> Dict[str, str]:
     return found
 
 
-def counters_of(result) -> Dict[str, int]:
-    counters: Dict[str, int] = {}
+def counters_of(result) -> dict[str, int]:
+    counters: dict[str, int] = {}
     for counter in result.metrics().query()["counters"]:
         name = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
         value = counter.committed if counter.committed is not None else counter.attempted
@@ -255,7 +262,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
               runner: Optional[str] = None, beam_args: Sequence[str] = (),
               overwrite: bool = False, docs_per_shard: int = 50_000,
               num_shards: Optional[int] = None, cc_rounds: int = DEFAULT_CC_ROUNDS,
-              command: Optional[List[str]] = None, log=print, verbose: bool = False,
+              command: Optional[list[str]] = None, log=print, verbose: bool = False,
               strict: bool = False, shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
     """Build the corpus into ``output``; returns the manifest."""
     if not inputs:
@@ -266,10 +273,20 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         target = claim(output, CORPUS_KIND, overwrite, fs)
     except OutputError as exc:
         raise BuildError(str(exc)) from exc
-    try:
-        staging = new_staging(target, fs)
-    except OSError as exc:
-        raise BuildError(f"cannot write into {output}: {exc.strerror or exc}") from exc
+    with writing(target, hook_from_env(), fs) as staged:
+        staged.manifest = _run_pipeline(inputs, output, config, options, staged.path, fs, log,
+                                        docs_per_shard=docs_per_shard, num_shards=num_shards,
+                                        cc_rounds=cc_rounds, shard_format=shard_format,
+                                        command=command, strict=strict)
+    assert staged.result is not None
+    return staged.result
+
+
+def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, options,
+                  staging: str, fs: BeamFS, log, *, docs_per_shard: int, num_shards: Optional[int],
+                  cc_rounds: int, shard_format: str, command: Optional[list[str]],
+                  strict: bool) -> dict:
+    """Run the graph into ``staging``; the new corpus's manifest (an exception: nothing kept)."""
     started = time.time()
     log(f"building {len(inputs)} input file(s) -> {output} "
         f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
@@ -289,11 +306,9 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
             state = result.wait_until_finish()
     except Exception as exc:  # a worker error surfaces here, with the worker's traceback text
         message = str(exc).strip().splitlines()
-        fs.remove(staging)
         raise BuildError(f"pipeline failed ({type(exc).__name__}: {message[-1] if message else ''}); "
                          f"{output} is unchanged") from exc
     if str(state).split(".")[-1] not in ("DONE", "None"):
-        fs.remove(staging)
         raise BuildError(f"pipeline finished in state {state}; {output} is unchanged")
     counters = counters_of(result)
     elapsed = time.time() - started
@@ -304,7 +319,6 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
             f"rerun with --cc-rounds {2 * cc_rounds}")
     problem = strict_problem(counters) if strict else None
     if problem:
-        fs.remove(staging)
         raise BuildError(f"--strict: {problem}; {output} is unchanged")
 
     files = {}
@@ -318,7 +332,7 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
                                docs_per_shard=docs_per_shard, num_shards=num_shards,
                                cc_rounds=cc_rounds, input_bytes=read_bytes)
     manifest.update(shard_format=shard_format, versions=versions(), splits=split_summary(files))
-    return commit(target, staging, full_manifest(manifest), hook_from_env(), fs)
+    return full_manifest(manifest)
 
 
 def split_beam_args(tokens: Sequence[str]) -> tuple:
@@ -332,7 +346,7 @@ def split_beam_args(tokens: Sequence[str]) -> tuple:
     for cls in PipelineOptions.__subclasses__():
         seen.setdefault(str(cls), cls)
     for cls in seen.values():
-        cls._add_argparse_args(parser)  # noqa: SLF001 - the parser Beam itself builds
+        cls._add_argparse_args(parser)  # the parser Beam itself builds
     known, unknown = parser.parse_known_args(list(tokens))
     bad = [t for t in unknown if t.startswith("-")]
     if bad:

@@ -9,7 +9,8 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 from __future__ import annotations
 
 import json
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from collections.abc import Iterable, Iterator
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -20,12 +21,36 @@ from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, from_bytes, to_bytes
 from c4forge.corpus.line_dedup import add_claims, dedupe_page_lines, url_rank
 from c4forge.corpus.minhash import MinHasher
-from c4forge.corpus.near_dedup import (DEFAULT_CC_ROUNDS, bucket_edges, count_near_dedup, doc_id, hash_to_min,
-                                       initial_cluster)
-from c4forge.corpus.shards import (DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, document_row, shard_count,
-                           shard_metadata, shard_name, write_shard)
-from c4forge.corpus.steps import (NS_BADWORDS, NS_CLEAN, NS_LANG, NS_LENGTH, NS_LINES, NS_NEAR,
-                          NS_PARAGRAPH, NS_READ, NS_URL, PageSteps, text_bytes)
+from c4forge.corpus.near_dedup import (
+    DEFAULT_CC_ROUNDS,
+    bucket_edges,
+    count_near_dedup,
+    doc_id,
+    hash_to_min,
+    initial_cluster,
+)
+from c4forge.corpus.shards import (
+    DEFAULT_DOCS_PER_SHARD,
+    DEFAULT_SHARD_FORMAT,
+    document_row,
+    shard_count,
+    shard_metadata,
+    shard_name,
+    write_shard,
+)
+from c4forge.corpus.steps import (
+    NS_BADWORDS,
+    NS_CLEAN,
+    NS_LANG,
+    NS_LENGTH,
+    NS_LINES,
+    NS_NEAR,
+    NS_PARAGRAPH,
+    NS_READ,
+    NS_URL,
+    PageSteps,
+    text_bytes,
+)
 from c4forge.corpus.urls import count_url_group, replaces, split_of
 from c4forge.corpus.wet import iter_file_documents
 
@@ -90,7 +115,7 @@ class LengthFn(StepsFn):
             yield page
 
 
-def _recorder(counts: Dict[Tuple[str, str], int], namespace: str):
+def _recorder(counts: dict[tuple[str, str], int], namespace: str):
     """An inc() that adds into ``counts`` (summed per name: a page's line counters are many)."""
     def inc(name: str, amount: int = 1) -> None:
         key = (namespace, name)
@@ -117,7 +142,7 @@ class CleanCandidateFn(StepsFn):
     equals tfds' order (dedup, then clean) and `corpus clean`'s."""
 
     def process(self, page: Document):
-        counts: Dict[Tuple[str, str], int] = {}
+        counts: dict[tuple[str, str], int] = {}
         cleaned = None
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
@@ -173,7 +198,7 @@ class ClaimLinesFn(beam.DoFn):
 
     def __init__(self, max_keys: int = 250_000) -> None:
         self.max_keys = max_keys
-        self.table: Dict[bytes, bytes] = {}
+        self.table: dict[bytes, bytes] = {}
 
     def start_bundle(self) -> None:
         self.table = {}
@@ -192,7 +217,7 @@ class ClaimLinesFn(beam.DoFn):
         return iter(table.items())
 
 
-def _owner_of_line(element) -> Tuple[bytes, bytes]:
+def _owner_of_line(element) -> tuple[bytes, bytes]:
     """(line key, claiming md5(url)s) -> (the smallest md5(url), line key)."""
     key, ranks = element
     return min(ranks), key
@@ -250,7 +275,7 @@ class SignatureFn(beam.DoFn):
     def setup(self) -> None:
         self.hasher = MinHasher(self.config.minhash)
 
-    def process(self, batch: List[Tuple[int, Document]]):
+    def process(self, batch: list[tuple[int, Document]]):
         signatures = self.hasher.signatures([page.text for _, page in batch])
         for (node, _), signature in zip(batch, signatures):
             yield node, signature
@@ -270,7 +295,7 @@ class BandKeysFn(beam.DoFn):
             yield key, (node, signature)
 
 
-def _both_directions(edge: Tuple[int, int]):
+def _both_directions(edge: tuple[int, int]):
     a, b = edge
     yield a, b
     yield b, a
@@ -436,7 +461,7 @@ class WriteShardFn(_Counting, beam.DoFn):
         yield name, stats
 
 
-def _assign_shard(page: Document, counts: Dict[str, int], docs_per_shard: int,
+def _assign_shard(page: Document, counts: dict[str, int], docs_per_shard: int,
                   fixed: Optional[int], per_mille: int):
     split = split_of(page.normalized_url, per_mille)
     shards = shard_count(counts.get(split, 0), docs_per_shard, fixed)

@@ -105,7 +105,7 @@ class ProgressBoard:
         while not self._stop.wait(INTERVAL_S):
             self._show()
 
-    def __enter__(self) -> "ProgressBoard":
+    def __enter__(self) -> ProgressBoard:
         if self.directory and not self.bar.disable:
             self._thread = threading.Thread(target=self._poll, name="build-progress", daemon=True)
             self._thread.start()

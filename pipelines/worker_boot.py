@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import List
 
 INSTALLABLE = (".tar.gz", ".whl", ".zip")
 ROOT_ENV = "C4FORGE_WORKER_ROOT"  # where workers make their folders (default: the temp folder)
@@ -39,11 +38,14 @@ def provision_info(endpoint: str, worker_id: str):
                                  metadata=metadata).info
 
 
-def fetch_artifacts(endpoint: str, worker_id: str, dependencies, folder: str) -> List[str]:
+def fetch_artifacts(endpoint: str, worker_id: str, dependencies, folder: str) -> list[str]:
     """Write every staged file under its staged name; returns the paths (Beam's order)."""
     from apache_beam.portability import common_urns
-    from apache_beam.portability.api import (beam_artifact_api_pb2, beam_artifact_api_pb2_grpc,
-                                             beam_runner_api_pb2)
+    from apache_beam.portability.api import (
+        beam_artifact_api_pb2,
+        beam_artifact_api_pb2_grpc,
+        beam_runner_api_pb2,
+    )
 
     stub, metadata = _stub(beam_artifact_api_pb2_grpc, "ArtifactRetrievalServiceStub", endpoint,
                            worker_id)
@@ -64,7 +66,7 @@ def fetch_artifacts(endpoint: str, worker_id: str, dependencies, folder: str) ->
     return paths
 
 
-def install(paths: List[str], target: str) -> List[str]:
+def install(paths: list[str], target: str) -> list[str]:
     """pip-install the staged packages (dependencies come from the worker image, as in Beam's
     container: ``--no-deps``; no build isolation: a cluster worker has no index to build from)."""
     packages = [p for p in paths if p.endswith(INSTALLABLE)]
@@ -81,8 +83,8 @@ def main(argv=None) -> int:
                  "control_endpoint", "semi_persist_dir"):
         parser.add_argument(f"--{flag}", default="")
     args, _ = parser.parse_known_args(argv)
-    from google.protobuf import json_format
     from apache_beam.portability.api import endpoints_pb2
+    from google.protobuf import json_format
 
     info = provision_info(args.provision_endpoint, args.id)
     work = args.semi_persist_dir or tempfile.mkdtemp(prefix=f"c4forge-worker-{args.id}-",

@@ -21,10 +21,10 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Iterator, List, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 from c4forge.core.io import atomic_write
-
 from c4forge.pipelines.worker_boot import ROOT_ENV
 
 # The project to stage: Beam builds its sdist (`python -m build --sdist`) and workers install it.
@@ -89,7 +89,7 @@ def _wait_for_port(path: str, process, what: str, timeout: float = 60.0) -> str:
 
 
 @contextlib.contextmanager
-def local_portable_services(folder: str, workers: int = 2) -> Iterator[List[str]]:
+def local_portable_services(folder: str, workers: int = 2) -> Iterator[list[str]]:
     """The job service (pipelines/job_service.py) and this worker pool as two processes on this machine; yields the
     Beam arguments that submit a job to them (PortableRunner, EXTERNAL environment, the project
     staged from its pyproject.toml). Both are stopped on exit. Used by the tests and

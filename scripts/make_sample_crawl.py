@@ -178,7 +178,7 @@ def pages(rng: random.Random):
         yield f"https://mirror.example.net/{slug}", date, wrap(lines, rng)
     # Near duplicates: a few words changed.
     for old, new in NEAR_DUP_EDITS:
-        lines = [l.replace(old, new) for l in ARTICLES["river-cleanup"]]
+        lines = [line.replace(old, new) for line in ARTICLES["river-cleanup"]]
         yield f"https://copies.example.com/river-{new.replace(' ', '-')}", "2019-07-20T12:00:00Z", wrap(lines, rng)
     # Other languages.
     for lang, lines in FOREIGN.items():

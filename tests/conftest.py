@@ -1,5 +1,8 @@
+import functools
+import http.server
 import os
 import shutil
+import threading
 from pathlib import Path
 
 # Triton kernels run on the CPU through Triton's interpreter when there is no GPU. The variable
@@ -32,8 +35,8 @@ def _isolated_cache(tmp_path, monkeypatch):
 def sample_tokens(tmp_path_factory) -> str:
     """Real token shards, made once per session: the embedded sample crawl through the c4 chain,
     a 600-piece tokenizer, one encode. Tests must not write into it."""
-    from c4forge.corpus.config import build_config
     from c4forge.core.counters import Counters
+    from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
     from c4forge.corpus.shards import write_corpus
     from c4forge.tokenizer.encode import encode_corpus
@@ -54,8 +57,8 @@ def crawl_tokens(tmp_path_factory) -> str:
     """Real token shards of the shared crawl (../shared/data/crawl/*.wet.gz) through the c4
     chain (10% of documents held out as the validation split) with a 2,000-piece tokenizer
     holding T5's 100 sentinels; made once per session."""
-    from c4forge.corpus.config import build_config
     from c4forge.core.counters import Counters
+    from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
     from c4forge.corpus.shards import write_corpus
     from c4forge.tokenizer.encode import encode_corpus
@@ -70,3 +73,33 @@ def crawl_tokens(tmp_path_factory) -> str:
     train_tokenizer(str(root / "corpus"), str(root / "tok"), TokenizerConfig(vocab_size=2000, t5_sentinels=100))
     encode_corpus(str(root / "corpus"), str(root / "tok"), str(root / "ids"), workers=1, log=lambda *_: None)
     return str(root / "ids")
+
+
+@pytest.fixture
+def local_server(tmp_path):
+    """An http server on 127.0.0.1 serving a directory; yields (base url, request log)."""
+    log = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            log.append(self.path)
+
+    def serve(directory):
+        handler = functools.partial(Handler, directory=str(directory))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}", log
+
+    servers = []
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def tokens(sample_tokens):
+    """The sample crawl's token directory (alias used by the training tests)."""
+    return sample_tokens

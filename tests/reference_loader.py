@@ -10,15 +10,15 @@ token directories: the tests and the 100M-token comparison row of benchmarks/ben
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Tuple
+from collections.abc import Iterator
 
 import numpy as np
 
-from c4forge.train.data.batch import IGNORE, Batch  # noqa: F401 - same Batch type as the new loader
+from c4forge.train.data.batch import IGNORE, Batch
 from c4forge.train.data.documents import TokenDocuments
 
 
-def _positions_and_ids(doc_of_token: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def _positions_and_ids(doc_of_token: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-token position since its run of equal document ids started, and run-local ids."""
     n = len(doc_of_token)
     starts = np.ones(n, dtype=bool)
@@ -63,7 +63,7 @@ class ReferenceLoader:
         self.best_fit_buffer = best_fit_buffer
         self.epoch = 0
         self.next_batch = 0
-        self._cache: Dict[int, dict] = {}
+        self._cache: dict[int, dict] = {}
 
     # ---------------------------------------------------------------- epochs
     def _order(self, epoch: int) -> np.ndarray:
@@ -97,17 +97,17 @@ class ReferenceLoader:
     def _best_fit(self, epoch: int) -> dict:
         order = self._order(epoch)
         width = self.seq_len + 1
-        rows: List[List[Tuple[int, np.ndarray]]] = []
-        free: List[int] = []
+        rows: list[list[tuple[int, np.ndarray]]] = []
+        free: list[int] = []
         cropped = 0
         for b in range(0, len(order), self.best_fit_buffer):
-            pieces: List[Tuple[int, np.ndarray, bool]] = []  # (doc, tokens, cropped piece?)
+            pieces: list[tuple[int, np.ndarray, bool]] = []  # (doc, tokens, cropped piece?)
             for k in order[b:b + self.best_fit_buffer]:
                 doc = np.asarray(self.docs.document(int(k)), dtype=np.int64)
                 for start in range(0, len(doc), width):
                     pieces.append((int(k), doc[start:start + width], start > 0))
             buffer = sorted(pieces, key=lambda p: -len(p[1]))
-            open_rows: List[int] = []
+            open_rows: list[int] = []
             for doc, toks, was_cut in buffer:
                 need = len(toks)
                 best = -1
@@ -127,7 +127,7 @@ class ReferenceLoader:
         docs = np.full((len(rows), width), -1, dtype=np.int64)
         for r, row in enumerate(rows):
             position = 0
-            for i, (doc, toks) in enumerate(row):
+            for i, (_doc, toks) in enumerate(row):
                 tokens[r, position:position + len(toks)] = toks
                 docs[r, position:position + len(toks)] = i
                 position += len(toks)
@@ -139,7 +139,7 @@ class ReferenceLoader:
     def batches_per_epoch(self) -> int:
         return len(self._epoch(self.epoch)["tokens"]) // (self.batch_size * self.world_size)
 
-    def stats(self) -> Dict[str, float]:
+    def stats(self) -> dict[str, float]:
         """Share of real (non-pad) target slots and of cropped tokens in the current epoch."""
         e = self._epoch(self.epoch)
         return {"real_token_share": e["real"] / e["slots"], "cropped_share": e["cropped"] / max(1, e["real"]),
@@ -171,11 +171,11 @@ class ReferenceLoader:
             self.next_batch += 1
             yield batch
 
-    def state_dict(self) -> Dict[str, int]:
+    def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "next_batch": self.next_batch, "seed": self.seed,
                 "world_size": self.world_size, "batch_size": self.batch_size}
 
-    def load_state_dict(self, state: Dict[str, int]) -> None:
+    def load_state_dict(self, state: dict[str, int]) -> None:
         if (state["world_size"] * state["batch_size"]) != (self.world_size * self.batch_size):
             raise ValueError("the checkpoint was made with another global batch size; resume "
                              "with the same data.batch_size x processes")

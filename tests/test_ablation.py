@@ -3,13 +3,12 @@ and re-runs that reuse finished work (the CI check of `make demo`'s last step)."
 import json
 
 import pytest
-
 import yaml
 from click.testing import CliRunner
 
-from tests.conftest import ROOT
 from c4forge.ablation import verdict
 from c4forge.cli.train import cli
+from tests.conftest import ROOT
 
 
 def small_config(tmp_path):

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Set
 
 ROOT = Path(__file__).resolve().parents[1]
 # Installed name -> folder in the repository (pyproject's package-dir).
@@ -35,7 +34,7 @@ FLOOR = {"c4forge.core": set(),
          "c4forge.cli": set(PACKAGES)}
 
 
-def modules() -> Dict[str, Path]:
+def modules() -> dict[str, Path]:
     found = {}
     for package, folder in PACKAGES.items():
         for path in (ROOT / folder).rglob("*.py"):
@@ -45,7 +44,7 @@ def modules() -> Dict[str, Path]:
     return found
 
 
-def imports_of(path: Path, name: str) -> Set[str]:
+def imports_of(path: Path, name: str) -> set[str]:
     """Absolute module names ``path`` imports (relative imports resolved)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
@@ -62,7 +61,7 @@ def imports_of(path: Path, name: str) -> Set[str]:
     return out
 
 
-def graph() -> Dict[str, Set[str]]:
+def graph() -> dict[str, set[str]]:
     mods = modules()
     return {name: {m for m in imports_of(path, name) if m in mods and m != name}
             for name, path in mods.items()}
@@ -97,7 +96,7 @@ def test_no_stage_imports_beam_or_click_except_pipelines_and_the_cli():
 
 def test_no_import_cycles():
     edges = graph()
-    state: Dict[str, int] = {}
+    state: dict[str, int] = {}
     cycles = []
 
     def visit(node, stack):

@@ -2,10 +2,14 @@
 import collections
 import random
 
-import pytest
-
 from c4forge.corpus import sentences
-from c4forge.corpus.clean import PageRules, clean_page, is_valid_length, lines_hold_sentences, paragraph_filter
+from c4forge.corpus.clean import (
+    PageRules,
+    clean_page,
+    is_valid_length,
+    lines_hold_sentences,
+    paragraph_filter,
+)
 from c4forge.corpus.document import Document
 from tests import reference_c4
 from tests.conftest import shared_path
@@ -132,7 +136,9 @@ def test_rules_can_be_switched_off():
 
 def test_is_valid_length():
     seen = collections.Counter()
-    inc = lambda name, amount=1: seen.update({name: amount})  # noqa: E731
+    def inc(name, amount=1):
+        seen.update({name: amount})
+
     assert is_valid_length(Document(text="a" * 190000), inc=inc)
     assert not is_valid_length(Document(text="a" * 190001), inc=inc)
     assert seen == {"passed": 1, "filtered": 1}
@@ -181,8 +187,8 @@ def test_clean_page_equals_plain_reference_on_real_pages():
     for page in pages:
         ours = collections.Counter()
         theirs = collections.Counter()
-        got = clean_page(page, inc=lambda n, a=1: ours.update({n: a}))
-        want = reference_c4.clean_page(page.text, lambda n, a=1: theirs.update({n: a}))
+        got = clean_page(page, inc=lambda n, a=1, ours=ours: ours.update({n: a}))
+        want = reference_c4.clean_page(page.text, lambda n, a=1, theirs=theirs: theirs.update({n: a}))
         if (got.text if got else None) != want or ours != theirs:
             mismatches += 1
     assert mismatches == 0
@@ -191,10 +197,10 @@ def test_clean_page_equals_plain_reference_on_real_pages():
 def test_lines_hold_sentences_equals_full_count_on_real_lines():
     pages = _crawl_pages()
     rng = random.Random(1)
-    lines = [l.strip() for p in pages[:300] for l in p.text.split("\n") if l.strip()]
+    lines = [line.strip() for p in pages[:300] for line in p.text.split("\n") if line.strip()]
     for _ in range(300):
         chunk = rng.sample(lines, rng.randint(0, 3))
-        full = sum(len(sentences.get_sentences(l)) for l in chunk)
+        full = sum(len(sentences.get_sentences(line)) for line in chunk)
         assert lines_hold_sentences(chunk, 3) == (full >= 3)
 
 
@@ -218,7 +224,9 @@ def test_byte_counters_encode_each_text_once():
                                    min_paragraph_len=5))
     page = Document(url="http://a.example/", text=_CountingText("Ünïcode text here.\n" * 5))
     counts = collections.Counter()
-    inc = lambda name, n=1: counts.__setitem__(name, counts[name] + n)  # noqa: E731
+    def inc(name, n=1):
+        counts[name] += n
+
     for _ in range(3):
         assert steps.length_ok(page, inc) and steps.paragraphs_ok(page, inc)
         page = page.replace(language="en")

@@ -1,6 +1,5 @@
 """One command-line convention across corpus, tokenizer and train; quiet and verbose output,
 progress bars, Beam's start-up noise; and the CLI layer's place above the stages."""
-import ast
 import os
 import re
 import subprocess
@@ -108,8 +107,8 @@ def test_numbers_for_people_are_rounded():
 
 
 def test_progress_bars_follow_the_switches(capsys):
-    from c4forge.corpus.config import build_config
     from c4forge.core.counters import Counters
+    from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
 
     config = build_config("c4-noclean")

@@ -12,12 +12,23 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from c4forge.corpus.config import build_config
 from c4forge.core.counters import Counters
+from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import (CORPUS_KIND, COLUMNS, MANIFEST, CorpusFormatError, config_hash,
-                           iter_documents, parse_timestamp, read_manifest, shard_info,
-                           shard_paths, shard_rows, write_corpus)
+from c4forge.corpus.shards import (
+    COLUMNS,
+    CORPUS_KIND,
+    MANIFEST,
+    CorpusFormatError,
+    config_hash,
+    iter_documents,
+    parse_timestamp,
+    read_manifest,
+    shard_info,
+    shard_paths,
+    shard_rows,
+    write_corpus,
+)
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"

@@ -1,8 +1,5 @@
 """Line dedup, URL normalisation/newest page/split, bad words: ported tfds tests and ours."""
 import collections
-import functools
-import http.server
-import threading
 
 import pytest
 
@@ -68,7 +65,9 @@ def test_line_owner_is_smallest_md5_url_not_first_seen():
 
 def test_dedup_counters_and_empty_page():
     counters = collections.Counter()
-    inc = lambda n, a=1: counters.update({n: a})  # noqa: E731
+    def inc(n, a=1):
+        counters.update({n: a})
+
     owners = LineOwners()
     a = Document(url="a", text="Same line.")
     owners.add(a)
@@ -164,30 +163,6 @@ def test_default_list_offline_names_the_flag(monkeypatch):
     monkeypatch.setattr(bw.urllib.request, "urlopen", refuse)
     with pytest.raises(BadwordsUnavailable, match="--badwords"):
         load_badwords(bw.DEFAULT_SOURCE, ["en"])
-
-
-@pytest.fixture
-def local_server(tmp_path):
-    """An http server on 127.0.0.1 serving a directory; yields (base url, request log)."""
-    log = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            log.append(self.path)
-
-    def serve(directory):
-        handler = functools.partial(Handler, directory=str(directory))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}", log
-
-    servers = []
-    yield serve
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def test_badword_lists_over_http_are_cached(local_server):

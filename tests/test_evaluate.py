@@ -2,29 +2,32 @@
 import json
 import math
 
-import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
 
-from tests.conftest import shared_path
-from tests.test_train_loop import settings, tokens  # noqa: F401 (fixture)
-from c4forge.train.checkpoint import load_model
 from c4forge.cli.train import cli
+from c4forge.train.checkpoint import load_model
 from c4forge.train.config import build_train_config
-from c4forge.train.evaluate import (_split_pair, continuation_logprobs, eval_text, eval_tokens, read_hellaswag,
-                            run_tasks)
+from c4forge.train.evaluate import (
+    _split_pair,
+    continuation_logprobs,
+    eval_tokens,
+    read_hellaswag,
+)
 from c4forge.train.trainer import train
+from tests.conftest import shared_path
+from tests.test_train_loop import settings
 
 
 @pytest.fixture(scope="module")
-def trained(tokens, tmp_path_factory):  # noqa: F811
+def trained(tokens, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     train(build_train_config(overrides=settings(tokens, out, "steps=30", "checkpoint_every=30")), log=lambda *_: None)
     return out
 
 
-def test_eval_tokens_bits_per_byte_consistent(trained, tokens):  # noqa: F811
+def test_eval_tokens_bits_per_byte_consistent(trained, tokens):
     model, config = load_model(str(trained))
     result = eval_tokens(model, tokens, "train", 32)
     manifest = json.load(open(f"{tokens}/manifest.json"))
@@ -49,7 +52,7 @@ def test_continuation_scores_match_full_forward(trained):
     assert math.isclose(batch[0][0], lp, rel_tol=1e-4)
 
 
-def test_split_pair_keeps_the_boundary(trained, tokens):  # noqa: F811
+def test_split_pair_keeps_the_boundary(trained, tokens):
     from c4forge.tokenizer.train import load_tokenizer
 
     tok_dir = json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"]
@@ -98,7 +101,7 @@ def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
     assert tok(text)["input_ids"] == [2] + ids  # the document start training put first
 
 
-def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):  # noqa: F811
+def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):
     """lm-eval-harness takes the argmax of (good, bad): on equal scores, the good one."""
     from c4forge.tokenizer.train import load_tokenizer
     from c4forge.train.evaluate import score_blimp

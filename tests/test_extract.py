@@ -7,8 +7,14 @@ import time
 import pytest
 
 from c4forge.core.counters import Counters
-from c4forge.corpus.extract import (Skip, decode_html, extract_main_text, html_bytes, response_text,
-                            run_with_time_limit)
+from c4forge.corpus.extract import (
+    Skip,
+    decode_html,
+    extract_main_text,
+    html_bytes,
+    response_text,
+    run_with_time_limit,
+)
 from c4forge.corpus.wet import ReadOptions, iter_documents, iter_records
 from tests.conftest import shared_path
 from tests.wetfiles import gzip_member, record, wet_file

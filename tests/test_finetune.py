@@ -8,10 +8,18 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.train import cli
-from tests.conftest import shared_path
 from c4forge.train.finetune.glue import GlueError, load_split
-from c4forge.train.finetune.metrics import (accuracy, f1_binary, glue_average, matthews, pearson, spearman,
-                                    task_metrics, task_score)
+from c4forge.train.finetune.metrics import (
+    accuracy,
+    f1_binary,
+    glue_average,
+    matthews,
+    pearson,
+    spearman,
+    task_metrics,
+    task_score,
+)
+from tests.conftest import shared_path
 
 
 def test_metrics_equal_sklearn_and_scipy():

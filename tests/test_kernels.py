@@ -20,12 +20,12 @@ import torch
 
 triton = pytest.importorskip("triton", reason="triton is not installed")
 
-from c4forge.train.kernels.elementwise_triton import rmsnorm_triton, rope_triton, swiglu_triton  # noqa: E402
-from c4forge.train.kernels.linear_ce import linear_cross_entropy_torch  # noqa: E402
-from c4forge.train.kernels.linear_ce_triton import linear_cross_entropy_triton  # noqa: E402
-from c4forge.train.kernels.rmsnorm import rmsnorm_torch  # noqa: E402
-from c4forge.train.kernels.rope import rope_tables, rope_torch  # noqa: E402
-from c4forge.train.kernels.swiglu import swiglu_torch  # noqa: E402
+from c4forge.train.kernels.elementwise_triton import rmsnorm_triton, rope_triton, swiglu_triton
+from c4forge.train.kernels.linear_ce import linear_cross_entropy_torch
+from c4forge.train.kernels.linear_ce_triton import linear_cross_entropy_triton
+from c4forge.train.kernels.rmsnorm import rmsnorm_torch
+from c4forge.train.kernels.rope import rope_tables, rope_torch
+from c4forge.train.kernels.swiglu import swiglu_torch
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 CUDA = torch.cuda.is_available() and not INTERPRETED
@@ -130,10 +130,9 @@ def test_bf16_inputs_are_upcast_inside():
 
 def test_training_losses_match_between_paths(tmp_path):
     """30 steps of a tiny model: every kernel on triton vs every kernel on torch."""
-    from tests.test_train_loop import SAMPLE  # noqa: F401
-    from tests.test_train_data_model import token_dir
     from c4forge.train.config import build_train_config
     from c4forge.train.trainer import train
+    from tests.test_train_data_model import token_dir
 
     (tmp_path / "tokens").mkdir()
     docs, _ = token_dir(tmp_path / "tokens", [20, 35, 50, 12, 64, 40] * 8, vocab=97)
@@ -147,7 +146,7 @@ def test_training_losses_match_between_paths(tmp_path):
             "log_every=1", "checkpoint_every=1000", "model.ce_chunk_tokens=16", *kernels]), log=lambda *_: None)
         import json
 
-        runs[impl] = [json.loads(l)["loss"] for l in open(out / "metrics.jsonl")]
+        runs[impl] = [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(runs["torch"]) == 30
     torch.testing.assert_close(torch.tensor(runs["triton"]), torch.tensor(runs["torch"]), rtol=1e-4, atol=1e-4)
 

@@ -6,10 +6,10 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from c4forge.corpus import langid
 from c4forge.cli.corpus import cli
-from c4forge.corpus.config import build_config
 from c4forge.core.settings import ConfigError
+from c4forge.corpus import langid
+from c4forge.corpus.config import build_config
 from c4forge.corpus.document import Document
 from tests.conftest import shared_path
 from tests.wetfiles import record, wet_file
@@ -73,7 +73,6 @@ def test_presets_and_overrides(tmp_path):
 
 
 def sample_crawl(tmp_path):
-    lines = ENGLISH.split(". ")
     article = "\n".join([
         "Home | News | Contact",
         "The committee met on Tuesday to discuss the new budget for the town.",

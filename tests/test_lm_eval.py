@@ -6,17 +6,17 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.train import cli
-from tests.conftest import shared_path
-from tests.test_train_loop import settings, tokens  # noqa: F401,F811 (fixture)
 from c4forge.train.checkpoint import load_model, run_tokenizer_dir
 from c4forge.train.config import build_train_config
 from c4forge.train.trainer import train
+from tests.conftest import shared_path
+from tests.test_train_loop import settings
 
 lm_eval = pytest.importorskip("lm_eval", reason="lm-eval not installed (the dev extra installs it)")
 
 
 @pytest.fixture(scope="module")
-def export(tokens, tmp_path_factory):  # noqa: F811
+def export(tokens, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     train(build_train_config(overrides=settings(tokens, out, "steps=40", "checkpoint_every=40")),
           log=lambda *_: None)

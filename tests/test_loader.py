@@ -9,12 +9,18 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from tests.reference_loader import ReferenceLoader
 from c4forge.tokenizer.formats import read_token_manifest, token_dtype, write_manifest, write_token_shard
 from c4forge.train.config import ConfigError, build_train_config
-from c4forge.train.data import (LoaderStateError, MixtureError, NotEnoughData, PackedLoader,
-                        TokenDocuments, mixture_entries)
+from c4forge.train.data import (
+    LoaderStateError,
+    MixtureError,
+    NotEnoughData,
+    PackedLoader,
+    TokenDocuments,
+    mixture_entries,
+)
 from c4forge.train.data.prefetch import prefetch
+from tests.reference_loader import ReferenceLoader
 
 FIELDS = ("input_ids", "targets", "doc_ids", "positions")
 
@@ -99,7 +105,9 @@ def test_statistics_equal_the_reference(sharded, packing):
 @pytest.mark.parametrize("depth", [0, 3])
 def test_resume_at_arbitrary_points_equals_the_uninterrupted_stream(sharded, packing, depth):
     docs = TokenDocuments(sharded, "train")
-    make = lambda: PackedLoader(docs, 64, 3, packing, seed=5, chunk_docs=7, prefetch=depth)  # noqa: E731
+    def make():
+        return PackedLoader(docs, 64, 3, packing, seed=5, chunk_docs=7, prefetch=depth)
+
     stream = make()
     expected = [b for b, _ in zip(stream, range(150))]
     for stop in (1, 17, 60, 149):

@@ -2,10 +2,17 @@
 import random
 
 import numpy as np
-import pytest
 
-from c4forge.corpus.minhash import (MinHashConfig, MinHasher, estimated_jaccard, jaccard, match_probability,
-                            normalize, shingle_set, word_hashes)
+from c4forge.corpus.minhash import (
+    MinHashConfig,
+    MinHasher,
+    estimated_jaccard,
+    jaccard,
+    match_probability,
+    normalize,
+    shingle_set,
+    word_hashes,
+)
 from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id, star_edges
 
 WORDS = ("river town council budget library school train museum garden bridge market harbour "

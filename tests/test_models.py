@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from c4forge.train.config import ModelConfig, build_train_config
-from c4forge.train.models import Encoder, EncoderDecoder, LM, build_model
+from c4forge.train.models import LM, Encoder, EncoderDecoder, build_model
 
 CONFIG = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=64,
                      rmsnorm="torch", rope="torch", swiglu="torch", cross_entropy="torch")
@@ -105,11 +105,12 @@ BUDGET = {"causal": (400, 128), "prefix_lm": (400, 128), "span": (400, 128), "de
 @pytest.mark.slow
 @pytest.mark.parametrize("objective", ["causal", "prefix_lm", "mlm", "span", "denoise"])
 def test_each_objective_learns_on_the_shared_crawl(objective, crawl_tokens, tmp_path):
+    import contextlib
+
     from c4forge.train.checkpoint import load_model
     from c4forge.train.data import PackedLoader, TokenDocuments
     from c4forge.train.trainer import evaluate_loss, make_objective, to_device
     from c4forge.train.trainer import train as run_training
-    import contextlib
 
     steps, width = BUDGET[objective]
     settings = [f"data.train={crawl_tokens}", f"out_dir={tmp_path / 'run'}", "data.seq_len=128",

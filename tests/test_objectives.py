@@ -9,12 +9,21 @@ import pytest
 from c4forge.train.data import PackedLoader, TokenDocuments
 from c4forge.train.objectives import MLMConfig, load_vocabulary
 from c4forge.train.objectives.common import IGNORE, row_rng, segments, split_eos
-from c4forge.train.objectives.denoise import (DenoiseConfig, Denoising, apply_infilling, infill_spans,
-                                      reference_infill)
+from c4forge.train.objectives.denoise import (
+    DenoiseConfig,
+    Denoising,
+    apply_infilling,
+    infill_spans,
+    reference_infill,
+)
 from c4forge.train.objectives.mlm import MLM, corrupt, reference_corrupt, select
 from c4forge.train.objectives.prefix_lm import PrefixLM
-from c4forge.train.objectives.span import (SpanConfig, SpanCorruption, random_spans_noise_mask,
-                                   reference_reconstruct)
+from c4forge.train.objectives.span import (
+    SpanConfig,
+    SpanCorruption,
+    random_spans_noise_mask,
+    reference_reconstruct,
+)
 
 SEQ = 256
 
@@ -141,7 +150,9 @@ def test_masks_are_dynamic_and_deterministic(crawl):
 def test_loader_draws_new_masks_each_epoch_and_the_same_on_resume(crawl):
     directory, vocab = crawl
     docs = TokenDocuments(directory, "train")
-    make = lambda: PackedLoader(docs, 64, 4, "concat", seed=0, objective=MLM(vocab, MLMConfig(), seed=0))  # noqa: E731
+    def make():
+        return PackedLoader(docs, 64, 4, "concat", seed=0, objective=MLM(vocab, MLMConfig(), seed=0))
+
     loader = make()
     it = iter(loader)
     next(it)
@@ -199,8 +210,9 @@ def test_span_corruption_statistics_and_exact_reconstruction(crawl):
 
 
 def test_span_needs_sentinels(crawl):
-    from c4forge.train.objectives import ObjectiveError
     import dataclasses
+
+    from c4forge.train.objectives import ObjectiveError
 
     _, vocab = crawl
     with pytest.raises(ObjectiveError, match="sentinels"):

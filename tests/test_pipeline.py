@@ -1,7 +1,6 @@
 """The Beam pipeline: exact documents and counters, equality with the single-process chain,
 bad files inside a build, atomic re-runs, and reading a Common Crawl slice over http."""
 import gzip
-import json
 import shutil
 
 import apache_beam as beam
@@ -11,15 +10,14 @@ from apache_beam.testing.util import assert_that, equal_to
 from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
-from c4forge.corpus.config import build_config
 from c4forge.core.counters import Counters
+from c4forge.corpus.config import build_config
 from c4forge.corpus.line_dedup import owner_of
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.shards import iter_documents, read_manifest, shard_info, shard_paths, write_corpus
 from c4forge.pipelines.build import BuildError, counters_of, run_build
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path
-from tests.test_dedup_urls_badwords import local_server  # noqa: F401 (fixture)
 from tests.wetfiles import record, wet_file
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
@@ -129,7 +127,7 @@ def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
     assert not list(out.glob(".c4forge-staging-*"))  # the failed run's staging is cleaned up too
 
 
-def test_bad_files_inside_a_build_are_counted(tmp_path, local_server):  # noqa: F811
+def test_bad_files_inside_a_build_are_counted(tmp_path, local_server):
     good = crawl_files(tmp_path)
     corrupt = tmp_path / "corrupt.warc.wet.gz"
     data = bytearray(wet_file([record("http://x.example.com/1", article("harbour"))] * 3))
@@ -145,7 +143,7 @@ def test_bad_files_inside_a_build_are_counted(tmp_path, local_server):  # noqa: 
     assert "https://www.a.example.com/one/" in urls
 
 
-def test_crawl_slice_over_http(tmp_path, local_server):  # noqa: F811
+def test_crawl_slice_over_http(tmp_path, local_server):
     crawl = shared_path("crawl")
     listing_dir = tmp_path / "crawl-data" / "CC-MAIN-2019-30"
     segment = tmp_path / "crawl-data" / "CC-MAIN-2019-30" / "segments" / "1" / "wet"
@@ -167,7 +165,7 @@ def test_crawl_slice_over_http(tmp_path, local_server):  # noqa: F811
     assert any("wet.paths.gz" in line for line in log)
 
 
-def test_crawl_warc_slice_over_http(tmp_path, local_server):  # noqa: F811
+def test_crawl_warc_slice_over_http(tmp_path, local_server):
     """--crawl with --input-format warc reads the dump's warc.paths.gz and extracts the HTML."""
     warc_dir = shared_path("crawl", "warc")
     segment = tmp_path / "crawl-data" / "CC-MAIN-2020-34" / "segments" / "1" / "warc"
@@ -249,7 +247,7 @@ def test_corpus_package_never_imports_beam():
     assert out.stdout.strip() == "False"
 
 
-def test_crawl_listing_errors(local_server, tmp_path):  # noqa: F811
+def test_crawl_listing_errors(local_server, tmp_path):
     from c4forge.corpus.commoncrawl import CrawlListingError, parse_slice, wet_urls
 
     assert parse_slice("2:5") == slice(2, 5) and parse_slice("3") == slice(0, 3)

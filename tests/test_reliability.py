@@ -14,23 +14,21 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from c4forge.core import outdir
 from c4forge.cli.corpus import cli as corpus_cli
-from c4forge.corpus.config import build_config
-from c4forge.core.settings import ConfigError
+from c4forge.cli.tokenizer import cli as tokenizer_cli
+from c4forge.cli.train import cli as train_cli
+from c4forge.core import outdir
 from c4forge.core.counters import Counters
+from c4forge.core.settings import ConfigError
+from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import (CORPUS_KIND, CorpusFormatError, iter_documents, read_manifest,
-                           write_corpus)
+from c4forge.corpus.shards import CORPUS_KIND, CorpusFormatError, iter_documents, read_manifest, write_corpus
 from c4forge.corpus.wet import iter_documents as wet_documents
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
+from c4forge.train.config import build_train_config
 from tests.conftest import ROOT
 from tests.wetfiles import gzip_member, page, record, wet_file
-from c4forge.cli.tokenizer import cli as tokenizer_cli
-from c4forge.tokenizer.encode import encode_corpus
-from c4forge.tokenizer.formats import iter_documents as token_documents
-from c4forge.tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
-from c4forge.cli.train import cli as train_cli
-from c4forge.train.config import build_train_config
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
 BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")

@@ -7,14 +7,15 @@ import pytest
 import sentencepiece as spm
 from click.testing import CliRunner
 
-from c4forge.corpus.config import build_config
+from c4forge.cli.tokenizer import cli
 from c4forge.core.counters import Counters
+from c4forge.corpus.config import build_config
 from c4forge.corpus.document import Document
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.shards import write_corpus
-from c4forge.cli.tokenizer import cli
 from c4forge.tokenizer.encode import encode_corpus
-from c4forge.tokenizer.formats import iter_documents as iter_token_documents, read_token_manifest
+from c4forge.tokenizer.formats import iter_documents as iter_token_documents
+from c4forge.tokenizer.formats import read_token_manifest
 from c4forge.tokenizer.inspect import inspect_tokenizer
 from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer
 from tests.conftest import ROOT, shared_path

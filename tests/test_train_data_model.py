@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import ROOT
 from c4forge.tokenizer.formats import token_dtype, write_manifest, write_token_shard
 from c4forge.train.config import ModelConfig, build_train_config
 from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments

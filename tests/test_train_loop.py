@@ -11,23 +11,18 @@ import time
 import numpy as np
 import pytest
 
-from c4forge.corpus.config import build_config
 from c4forge.core.counters import Counters
+from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.shards import write_corpus
-from tests.conftest import ROOT, shared_path
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 from c4forge.train.checkpoint import CheckpointError, latest_checkpoint
 from c4forge.train.config import build_train_config
 from c4forge.train.trainer import TrainingError, train
+from tests.conftest import ROOT, shared_path
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
-
-
-@pytest.fixture(scope="module")
-def tokens(sample_tokens):
-    return sample_tokens
 
 
 def settings(tokens, out, *extra):

@@ -8,10 +8,15 @@ import pytest
 
 from c4forge.core.counters import Counters
 from c4forge.corpus.warc import http_payload
-from c4forge.corpus.wet import (CrawlReadError, ReadOptions, expand_inputs, iter_documents,
-                        iter_records, page_text)
+from c4forge.corpus.wet import (
+    CrawlReadError,
+    ReadOptions,
+    expand_inputs,
+    iter_documents,
+    iter_records,
+    page_text,
+)
 from tests.conftest import shared_path
-from tests.test_dedup_urls_badwords import local_server  # noqa: F401 (fixture)
 from tests.wetfiles import WARCINFO, gzip_member, page, record, wet_file
 
 
@@ -182,7 +187,7 @@ def test_page_text_follows_tfds_split():
     assert page_text(body, keep_metadata_like_lines=True) == "First line\nWARC-ish line dropped\nContent-Type: x\nSecond"
 
 
-def test_reads_over_http(tmp_path, local_server):  # noqa: F811
+def test_reads_over_http(tmp_path, local_server):
     write(tmp_path, wet_file([good(i) for i in range(3)]))
     base, _ = local_server(tmp_path)
     docs, counters = read(f"{base}/f.warc.wet.gz")

@@ -1,7 +1,8 @@
 """Builders for WET test files: records, gzip members, and the faults the reader must survive."""
 import gzip
 import io
-from typing import Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 WARCINFO = (b"WARC/1.0\r\nWARC-Type: warcinfo\r\nWARC-Date: 2019-04-24T09:23:58Z\r\n"
             b"Content-Type: application/warc-fields\r\nContent-Length: 20\r\n\r\n"
@@ -30,7 +31,7 @@ def gzip_member(data: bytes) -> bytes:
 
 def wet_file(records: Iterable[bytes], warcinfo: bool = True) -> bytes:
     """A Common Crawl-style WET file: one gzip member per record."""
-    parts: List[bytes] = [gzip_member(WARCINFO)] if warcinfo else []
+    parts: list[bytes] = [gzip_member(WARCINFO)] if warcinfo else []
     parts.extend(gzip_member(r) for r in records)
     return b"".join(parts)
 

@@ -14,19 +14,24 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-import shutil
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 import pyarrow.compute as pc
 
 from c4forge.core import progress
-from c4forge.corpus.shards import (CorpusFormatError, manifest_path, read_manifest, read_shard, shard_paths,
-                           shard_rows)
+from c4forge.corpus.shards import (
+    CorpusFormatError,
+    manifest_path,
+    read_manifest,
+    read_shard,
+    shard_paths,
+    shard_rows,
+)
 from c4forge.tokenizer.formats import shard_base, token_dtype, write_token_shard
 from c4forge.tokenizer.train import TokenizerError, load_tokenizer
 
-_WORKER: Dict[str, object] = {}
+_WORKER: dict[str, object] = {}
 
 
 def _init_worker(tokenizer_dir: str, threads: int = 1) -> None:
@@ -37,7 +42,7 @@ def _init_worker(tokenizer_dir: str, threads: int = 1) -> None:
     _WORKER["dtype"] = token_dtype(sp.get_piece_size())
 
 
-def _encode_task(task: Tuple[str, int, int, str, str]) -> Dict[str, int]:
+def _encode_task(task: tuple[str, int, int, str, str]) -> dict[str, int]:
     """Encode rows [start, stop) of one corpus shard into staging/BASE.{bin,idx}."""
     path, start, stop, staging, base = task
     column = read_shard(path, columns=["text"]).slice(start, stop - start).column("text")
@@ -63,12 +68,12 @@ def _existing_manifest(directory: str):
         return None
 
 
-def plan_tasks(corpus: str, workers: int, max_docs_per_shard: int) -> Dict[str, List[Tuple[str, int, int]]]:
+def plan_tasks(corpus: str, workers: int, max_docs_per_shard: int) -> dict[str, list[tuple[str, int, int]]]:
     """{split: [(corpus shard path, start row, stop row)]}, one task per token shard: about 8
     tasks per worker when the corpus is large enough (so workers finish together), each at most
     ``max_docs_per_shard`` documents and, where possible, at least 256."""
     manifest = read_manifest(corpus)
-    plan: Dict[str, List[Tuple[str, int, int]]] = {}
+    plan: dict[str, list[tuple[str, int, int]]] = {}
     for split in manifest["splits"]:
         paths = shard_paths(corpus, split, manifest)
         sizes = [(p, shard_rows(p)) for p in paths]
@@ -101,7 +106,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         raise TokenizerError(str(exc)) from exc
     if not any(s.get("documents") for s in corpus_manifest["splits"].values()):
         raise TokenizerError(f"corpus {corpus} has no documents to encode")
-    from c4forge.core.outdir import OutputError, claim, commit, hook_from_env, new_staging
+    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
     from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
 
     try:
@@ -123,12 +128,30 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         plan = plan_tasks(corpus, workers, max_docs_per_shard)
     except (CorpusFormatError, OSError) as exc:
         raise TokenizerError(f"corpus {corpus}: {exc}") from exc
-    staging = new_staging(target)
-    started = time.time()
-    tasks = []
-    for split, parts in plan.items():
-        for i, (path, start, stop) in enumerate(parts):
-            tasks.append((path, start, stop, staging, shard_base(split, i, len(parts))))
+    with writing(target, hook_from_env()) as staged:
+        started = time.time()
+        tasks = [(path, start, stop, staged.path, shard_base(split, i, len(parts)))
+                 for split, parts in plan.items() for i, (path, start, stop) in enumerate(parts)]
+        results = _run_tasks(tasks, tokenizer_dir, workers, mode)
+        staged.manifest = full_manifest({
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "tokenizer": {"path": os.path.abspath(tokenizer_dir), "model_sha256": info["model_sha256"],
+                          "vocab_size": sp.get_piece_size(), "special_ids": info["special_ids"],
+                          "model_type": info["model_type"]},
+            "corpus": {"path": os.path.abspath(corpus), "manifest_sha256": corpus_sha,
+                       "preset": corpus_manifest["config"].get("preset")},
+            "dtype": token_dtype(sp.get_piece_size()).str,
+            "eos_id": info["special_ids"]["</s>"],
+            "workers": workers, "mode": mode, "seconds": round(time.time() - started, 2),
+            "splits": _token_splits(tasks, results),
+        })
+    assert staged.result is not None
+    return staged.result
+
+
+def _run_tasks(tasks: list, tokenizer_dir: str, workers: int, mode: str) -> list[dict]:
+    """Every encoding task's statistics, in task order, with a progress bar: ``workers``
+    processes, or one process with sentencepiece's own threads."""
     documents = sum(stop - start for _, start, stop, _, _ in tasks)
     bar = progress.bar(total=documents, desc="encoding", unit=" docs", unit_scale=True)
     rate = progress.Throughput(bar, "tokens")
@@ -138,24 +161,19 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         rate.add(stats["bytes"], stats["tokens"])
         return stats
 
-    try:
-        with bar:
-            if mode == "processes" and workers > 1 and len(tasks) > 1:
-                context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-                with context.Pool(workers, initializer=_init_worker,
-                                  initargs=(tokenizer_dir,)) as pool:
-                    # imap keeps task order and lets the bar move as tasks finish
-                    results = [done(t, r) for t, r in
-                               zip(tasks, pool.imap(_encode_task, tasks, chunksize=1))]
-            else:  # one process: sentencepiece's own threads do the parallel work
-                _init_worker(tokenizer_dir, threads=workers)
-                results = [done(t, _encode_task(t)) for t in tasks]
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    seconds = time.time() - started
+    with bar:
+        if mode == "processes" and workers > 1 and len(tasks) > 1:
+            context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+            with context.Pool(workers, initializer=_init_worker, initargs=(tokenizer_dir,)) as pool:
+                # imap keeps task order and lets the bar move as tasks finish
+                return [done(t, r) for t, r in zip(tasks, pool.imap(_encode_task, tasks, chunksize=1))]
+        _init_worker(tokenizer_dir, threads=workers)  # sentencepiece's own threads do the work
+        return [done(t, _encode_task(t)) for t in tasks]
 
-    splits: Dict[str, dict] = {}
+
+def _token_splits(tasks: list, results: list[dict]) -> dict[str, dict]:
+    """The manifest's per-split summary from the tasks (one shard each) and their statistics."""
+    splits: dict[str, dict] = {}
     for task, stats in zip(tasks, results):
         split = task[4].split("-", 1)[0]
         entry = splits.setdefault(split, {"documents": 0, "tokens": 0, "bytes": 0, "shards": []})
@@ -168,18 +186,4 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         # EOS tokens carry no text: bytes per token counts text tokens only.
         text_tokens = entry["tokens"] - entry["documents"]
         entry["bytes_per_token"] = round(entry["bytes"] / text_tokens, 4) if text_tokens else None
-
-    manifest = full_manifest({
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "tokenizer": {"path": os.path.abspath(tokenizer_dir), "model_sha256": info["model_sha256"],
-                      "vocab_size": sp.get_piece_size(), "special_ids": info["special_ids"],
-                      "model_type": info["model_type"]},
-        "corpus": {"path": os.path.abspath(corpus), "manifest_sha256": corpus_sha,
-                   "preset": corpus_manifest["config"].get("preset")},
-        "dtype": token_dtype(sp.get_piece_size()).str,
-        "eos_id": info["special_ids"]["</s>"],
-        "workers": workers, "mode": mode, "seconds": round(seconds, 2),
-        "splits": splits,
-    })
-    manifest = commit(target, staging, manifest, hook_from_env())
-    return manifest
+    return splits

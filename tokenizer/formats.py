@@ -19,17 +19,18 @@ bytes per token, shard file names with their document and token counts.
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import hashlib
 import itertools
 import json
 import os
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
+from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, OutputKind, check_name, resolve
 
 FORMAT = "c4forge-tokens"
@@ -60,7 +61,7 @@ def _atomic_write_array(path: str, array: np.ndarray) -> None:
 
 
 def write_token_shard(directory: str, base: str, documents: Sequence[Sequence[int]],
-                      dtype: np.dtype) -> Dict[str, int]:
+                      dtype: np.dtype) -> dict[str, int]:
     """Write documents (each a sequence of ids, EOS included) as BASE.bin + BASE.idx."""
     lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
     offsets = np.zeros(len(documents) + 1, dtype=OFFSET_DTYPE)
@@ -86,7 +87,7 @@ class TokenShard:
         return self.tokens[self.offsets[k]:self.offsets[k + 1]]
 
 
-def manifest_files(manifest: dict) -> List[str]:
+def manifest_files(manifest: dict) -> list[str]:
     """Every .bin/.idx file a token manifest lists."""
     splits = manifest.get("splits") or {}
     if not isinstance(splits, dict):

@@ -32,12 +32,10 @@ characters by transformers. Web text practically never contains them; pass
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Tuple
 
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
-HF_FILES = [TOKENIZER_JSON, TOKENIZER_CONFIG, SPECIAL_TOKENS_MAP]
 DOCUMENT_START = "</s>"  # what precedes every document in training (the EOS of the one before)
 
 
@@ -51,7 +49,7 @@ def _pieces(model_file: str):
     return sp, pieces, scores
 
 
-def _bpe_merges(pieces: List[str], skip: set) -> List[Tuple[str, str]]:
+def _bpe_merges(pieces: list[str], skip: set) -> list[tuple[str, str]]:
     ids = {p: i for i, p in enumerate(pieces)}
     merges = []
     for merged_id, piece in enumerate(pieces):
@@ -65,10 +63,9 @@ def _bpe_merges(pieces: List[str], skip: set) -> List[Tuple[str, str]]:
     return [(left, right) for _, _, _, left, right in merges]
 
 
-def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[str]):
+def build_fast_tokenizer(model_file: str, model_type: str, user_defined: list[str]):
     """A ``tokenizers.Tokenizer`` equal to the sentencepiece model in ``model_file``."""
-    from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers,
-                            processors)
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     sp, pieces, scores = _pieces(model_file)
     unk_id = sp.unk_id()
@@ -102,8 +99,8 @@ def build_fast_tokenizer(model_file: str, model_type: str, user_defined: List[st
     return tokenizer
 
 
-def hf_tokenizer_files(model_file: str, model_type: str, user_defined: List[str],
-                       model_max_length: int = 1_000_000_000) -> Dict[str, str]:
+def hf_tokenizer_files(model_file: str, model_type: str, user_defined: list[str],
+                       model_max_length: int = 1_000_000_000) -> dict[str, str]:
     """File name -> text of the three files AutoTokenizer reads."""
     tokenizer = build_fast_tokenizer(model_file, model_type, user_defined)
     specials = {"bos_token": DOCUMENT_START, "eos_token": "</s>", "unk_token": "<unk>",

@@ -45,7 +45,7 @@ def inspect_tokenizer(directory: str, text: Optional[str] = None, longest: int =
 def format_report(report: dict) -> str:
     lines = [f"tokenizer {report['directory']}: {report['model_type']}, {report['vocab_size']:,} pieces "
              f"({report['byte_pieces']} byte pieces)",
-             f"special ids: " + ", ".join(f"{k!r}={v}" for k, v in report["special_ids"].items()),
+             "special ids: " + ", ".join(f"{k!r}={v}" for k, v in report["special_ids"].items()),
              f"trained on {report['trained_on']}: {report['sample']['documents']:,} documents, "
              f"{report['sample']['bytes'] / 1e6:.1f} MB",
              "longest pieces: " + "  ".join(repr(p) for p in report["longest_pieces"])]

@@ -20,15 +20,15 @@ Fixed ids: 0 ``<pad>``, 1 ``<s>``, 2 ``</s>`` (EOS, appended to every document),
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import dataclasses
 import hashlib
 import io
 import os
-import shutil
 import time
-from typing import Dict, Iterator, List, Optional
+from collections.abc import Iterator
+from typing import Optional
 
+from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputKind
 from c4forge.corpus.shards import CorpusFormatError, iter_documents, manifest_path, read_manifest
 from c4forge.tokenizer.formats import file_sha256
@@ -68,11 +68,11 @@ class TokenizerConfig:
     max_line_bytes: int = 16384
 
 
-def user_symbols(t5_sentinels: int) -> List[str]:
+def user_symbols(t5_sentinels: int) -> list[str]:
     return ["<mask>", "\n"] + [f"<extra_id_{i}>" for i in range(t5_sentinels)]
 
 
-def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: Dict[str, int]
+def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict[str, int]
              ) -> Iterator[str]:
     """Lines of the sampled documents; fills ``stats`` as it goes."""
     share = min(1.0, config.sample_bytes / total_bytes) if total_bytes else 1.0
@@ -80,7 +80,7 @@ def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: Dict
     for doc in iter_documents(corpus, config.split, columns=("text", "url")):
         if stats["bytes"] >= config.sample_bytes:
             return
-        key = hashlib.md5(f"{config.seed}:{doc['url']}".encode("utf-8")).digest()[:8]
+        key = hashlib.md5(f"{config.seed}:{doc['url']}".encode()).digest()[:8]
         if int.from_bytes(key, "big") >= limit:
             continue
         text = doc["text"]
@@ -130,7 +130,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if not split.get("documents"):
         raise TokenizerError(f"corpus {corpus} has no documents in split {config.split!r}: "
                              "nothing to train on")
-    from c4forge.core.outdir import OutputError, claim, commit, hook_from_env, new_staging
+    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
 
     try:  # refuse before spending time on training
         target = claim(output, TOKENIZER_KIND, overwrite)
@@ -178,8 +178,8 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
         raise TokenizerError(f"no non-empty documents sampled from {corpus}")
     seconds = time.time() - started
 
-    staging = new_staging(target)
-    try:
+    with writing(target, hook_from_env()) as staged:
+        staging = staged.path
         model_path = os.path.join(staging, MODEL_FILE)
         with open(model_path, "wb") as handle:
             handle.write(proto.getvalue())
@@ -204,14 +204,12 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
             "sentencepiece": spm.__version__,
             "model_sha256": file_sha256(model_path),
         }
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    info = commit(target, staging, info, hook_from_env())
-    return info
+        staged.manifest = info
+    assert staged.result is not None
+    return staged.result
 
 
-def tokenizer_user_symbols(info: dict) -> List[str]:
+def tokenizer_user_symbols(info: dict) -> list[str]:
     """The user-defined pieces of a trained tokenizer, from its settings."""
     return user_symbols(int(info.get("t5_sentinels") or 0))
 
@@ -272,7 +270,7 @@ def load_tokenizer(directory: str):
     return processor, info
 
 
-def tokenizer_files(info: dict) -> List[str]:
+def tokenizer_files(info: dict) -> list[str]:
     """The files a tokenizer directory's settings say it owns."""
     return list(info.get("files") or [MODEL_FILE, VOCAB_FILE])
 

@@ -12,17 +12,17 @@ every file.
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import dataclasses
 import os
 import random
 import re
 import shutil
 import uuid
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 import torch
 
+from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import LOCAL, OutputKind, manifest_text
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 
@@ -41,7 +41,7 @@ def _state_dicts(model, optimizer, world: int):
     return model.state_dict(), optimizer.state_dict()
 
 
-def _rng_state() -> Dict[str, object]:
+def _rng_state() -> dict[str, object]:
     version, state, gauss = random.getstate()
     rng = {"torch": torch.get_rng_state(), "python": [version, list(state), gauss]}
     if torch.cuda.is_available():
@@ -49,7 +49,7 @@ def _rng_state() -> Dict[str, object]:
     return rng
 
 
-def _set_rng_state(rng: Dict[str, object]) -> None:
+def _set_rng_state(rng: dict[str, object]) -> None:
     torch.set_rng_state(rng["torch"])
     version, state, gauss = rng["python"]
     random.setstate((version, tuple(state), gauss))
@@ -135,7 +135,7 @@ def _load(path: str, name: str):
         raise CheckpointError(f"{path} is incomplete: no {name}") from exc
     except IsADirectoryError as exc:
         raise CheckpointError(f"{os.path.join(path, name)} is a directory, not a checkpoint file") from exc
-    except Exception as exc:  # noqa: BLE001 - UnpicklingError, RuntimeError, EOFError, ...
+    except Exception as exc:  # UnpicklingError, RuntimeError, EOFError, ...
         raise CheckpointError(
             f"{os.path.join(path, name)} is not a readable checkpoint file (truncated, corrupt, or "
             f"not written by c4forge: {type(exc).__name__})") from exc
@@ -273,7 +273,7 @@ def run_manifest(directory: str) -> Optional[dict]:
     return read_manifest_json(directory, RUN_KIND)
 
 
-def load_model(path: str, device: str = "cpu") -> Tuple[torch.nn.Module, dict]:
+def load_model(path: str, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
     from c4forge.train.models import build_model
 

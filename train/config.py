@@ -3,9 +3,16 @@ overrides (``train run --config FILE.yaml optim.lr=3e-4``)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any, Optional
 
-from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, parse_overrides
+from c4forge.core.settings import (
+    ConfigError,
+    apply_settings,
+    load_yaml_mapping,
+    merge_settings,
+    parse_overrides,
+)
 from c4forge.train.loggers import LoggingConfig
 
 KERNEL_CHOICES = ("auto", "torch", "triton")
@@ -74,7 +81,7 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
 
-MODEL_PRESETS: Dict[str, Dict[str, Any]] = {
+MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"d_model": 128, "n_layers": 2, "n_heads": 4, "max_seq_len": 256},
     "small": {"d_model": 256, "n_layers": 4, "n_heads": 4, "max_seq_len": 512},
     "124M": {"d_model": 768, "n_layers": 12, "n_heads": 12, "max_seq_len": 1024},
@@ -165,15 +172,15 @@ class TrainConfig:
     progress: bool = True
     logging: LoggingConfig = LoggingConfig()
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = (),
-                       base: Optional[Dict[str, Any]] = None) -> TrainConfig:
+                       base: Optional[dict[str, Any]] = None) -> TrainConfig:
     """Defaults, then the YAML file, then ``key=value`` overrides. ``model_preset`` fills the
     model's shape before the file's and overrides' own model settings apply."""
-    data: Dict[str, Any] = dict(base or {})
+    data: dict[str, Any] = dict(base or {})
     if file:
         data = merge_settings(data, load_yaml_mapping(file))
     data = merge_settings(data, parse_overrides(overrides))
@@ -271,14 +278,3 @@ def validate_numbers(config: TrainConfig) -> None:
             bad(f"model.{name}", value, "a positive integer or null")
     if config.distributed not in ("ddp", "fsdp"):
         raise ConfigError(f"distributed={config.distributed!r}: choose ddp or fsdp")
-
-
-def merge_settings(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
-    """``b`` over ``a``, nested mappings merged key by key."""
-    out = dict(a)
-    for key, value in b.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_settings(out[key], value)
-        else:
-            out[key] = value
-    return out

@@ -31,7 +31,8 @@ import json
 import math
 import os
 import zlib
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
 import numpy as np
 import torch
@@ -51,7 +52,7 @@ def _tensor(array, device) -> torch.Tensor:
 
 @torch.no_grad()
 def eval_tokens(model, directory: str, split: str, seq_len: int, batch_size: int = 8,
-                device: str = "cpu", max_batches: Optional[int] = None) -> Dict[str, float]:
+                device: str = "cpu", max_batches: Optional[int] = None) -> dict[str, float]:
     """Loss, perplexity and (over the whole split) bits per byte of a token split."""
     docs = TokenDocuments(directory, split)
     loader = PackedLoader(docs, seq_len, batch_size, packing="best_fit", seed=0)
@@ -69,7 +70,7 @@ def eval_tokens(model, directory: str, split: str, seq_len: int, batch_size: int
 
 @torch.no_grad()
 def eval_objective(model, objective, directory: str, split: str, seq_len: int, batch_size: int = 8,
-                   device: str = "cpu", max_batches: Optional[int] = None) -> Dict[str, float]:
+                   device: str = "cpu", max_batches: Optional[int] = None) -> dict[str, float]:
     """The objective's own loss on a token split (masked-token loss for mlm, target loss for
     span and denoise), every sequence of one epoch once, masks fixed by the objective's seed."""
     docs = TokenDocuments(directory, split)
@@ -85,7 +86,7 @@ def eval_objective(model, objective, directory: str, split: str, seq_len: int, b
     return {"loss": round(loss, 5), "perplexity": round(math.exp(min(loss, 50)), 3), "tokens": count}
 
 
-def _summary(total_nats: float, tokens: int, text_bytes: Optional[int]) -> Dict[str, float]:
+def _summary(total_nats: float, tokens: int, text_bytes: Optional[int]) -> dict[str, float]:
     loss = total_nats / max(1, tokens)
     out = {"loss": round(loss, 5), "perplexity": round(math.exp(min(loss, 50)), 3), "tokens": tokens}
     if text_bytes:
@@ -96,7 +97,7 @@ def _summary(total_nats: float, tokens: int, text_bytes: Optional[int]) -> Dict[
 
 @torch.no_grad()
 def eval_text(model, sp, text: str, seq_len: int, eos_id: int = 2, batch_size: int = 8,
-              device: str = "cpu") -> Dict[str, float]:
+              device: str = "cpu") -> dict[str, float]:
     """Loss and bits per byte of a raw text, in consecutive windows of seq_len tokens."""
     ids = [eos_id] + sp.encode(text)
     windows = [ids[i:i + seq_len + 1] for i in range(0, len(ids) - 1, seq_len)]
@@ -119,11 +120,11 @@ def eval_text(model, sp, text: str, seq_len: int, eos_id: int = 2, batch_size: i
 
 
 @torch.no_grad()
-def continuation_logprobs(model, pairs: Sequence[Tuple[List[int], List[int]]], seq_len: int,
+def continuation_logprobs(model, pairs: Sequence[tuple[list[int], list[int]]], seq_len: int,
                           eos_id: int = 2, batch_size: int = 16, device: str = "cpu"
-                          ) -> List[Tuple[float, bool]]:
+                          ) -> list[tuple[float, bool]]:
     """(sum of log-probabilities of the continuation, greedy == continuation) per pair."""
-    out: List[Tuple[float, bool]] = []
+    out: list[tuple[float, bool]] = []
     for b in range(0, len(pairs), batch_size):
         group = []
         for context, continuation in pairs[b:b + batch_size]:
@@ -149,7 +150,7 @@ def continuation_logprobs(model, pairs: Sequence[Tuple[List[int], List[int]]], s
     return out
 
 
-def _split_pair(sp, context: str, continuation: str) -> Tuple[List[int], List[int]]:
+def _split_pair(sp, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """Context and continuation ids as lm-eval-harness splits them (so both score the same
     tokens): trailing whitespace of the context moves to the continuation, the whole text is
     encoded once and the continuation is what follows the context's own encoding."""
@@ -167,13 +168,13 @@ def _joiner(context: str) -> str:
     return "" if not context or context[-1].isspace() else " "
 
 
-def read_jsonl(path: str) -> List[dict]:
+def read_jsonl(path: str) -> list[dict]:
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def read_hellaswag(path: str) -> List[dict]:
+def read_hellaswag(path: str) -> list[dict]:
     opener = bz2.open if path.endswith(".bz2") else open
     with opener(path, "rt", encoding="utf-8") as handle:
         lines = handle.read().split("\n")
@@ -183,7 +184,7 @@ def read_hellaswag(path: str) -> List[dict]:
     return items
 
 
-def score_choices(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+def score_choices(model, sp, items: list[dict], seq_len: int, device: str) -> float:
     """Accuracy of the choice with the highest log-likelihood per character of the choice
     (lm-eval-harness's acc_norm: the joining space is scored but not counted)."""
     pairs, owners = [], []
@@ -193,8 +194,8 @@ def score_choices(model, sp, items: List[dict], seq_len: int, device: str) -> fl
             pairs.append(_split_pair(sp, item["query"], join + choice))
             owners.append((k, len(choice)))
     scores = continuation_logprobs(model, pairs, seq_len, device=device)
-    best: Dict[int, Tuple[float, int]] = {}
-    index: Dict[int, int] = {}
+    best: dict[int, tuple[float, int]] = {}
+    index: dict[int, int] = {}
     for (k, n_chars), (lp, _) in zip(owners, scores):
         choice = index.get(k, 0)
         index[k] = choice + 1
@@ -204,12 +205,12 @@ def score_choices(model, sp, items: List[dict], seq_len: int, device: str) -> fl
     return sum(best[k][1] == item["gold"] for k, item in enumerate(items)) / max(1, len(items))
 
 
-def score_lambada(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+def score_lambada(model, sp, items: list[dict], seq_len: int, device: str) -> float:
     pairs = [_split_pair(sp, it["context"], _joiner(it["context"]) + it["continuation"]) for it in items]
     return sum(greedy for _, greedy in continuation_logprobs(model, pairs, seq_len, device=device)) / max(1, len(items))
 
 
-def score_winogrande(model, sp, items: List[dict], seq_len: int, device: str) -> float:
+def score_winogrande(model, sp, items: list[dict], seq_len: int, device: str) -> float:
     pairs = []
     for item in items:
         for option in item["context_options"]:
@@ -222,8 +223,8 @@ def score_winogrande(model, sp, items: List[dict], seq_len: int, device: str) ->
     return correct / max(1, len(items))
 
 
-def score_blimp(model, sp, items: List[dict], seq_len: int, device: str) -> float:
-    pairs: List[Tuple[List[int], List[int]]] = []
+def score_blimp(model, sp, items: list[dict], seq_len: int, device: str) -> float:
+    pairs: list[tuple[list[int], list[int]]] = []
     for item in items:
         pairs.append(([], sp.encode(item["sentence_good"])))
         pairs.append(([], sp.encode(item["sentence_bad"])))
@@ -237,7 +238,7 @@ TASK_FILES = {"lambada": "lambada_openai.jsonl", "hellaswag": "hellaswag_val_ful
               "copa": "copa.jsonl", "blimp": "blimp"}
 
 
-def _subset(items: List[dict], limit: Optional[int], seed: int, name: str) -> List[dict]:
+def _subset(items: list[dict], limit: Optional[int], seed: int, name: str) -> list[dict]:
     """A fixed random subset of ``limit`` items, the same for a (seed, name) whatever else runs."""
     if limit is None or len(items) <= limit:
         return items
@@ -261,10 +262,10 @@ def load_task(eval_dir: str, task: str, limit: Optional[int] = None, seed: int =
 
 
 def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limit: Optional[int] = None,
-              device: str = "cpu", seed: int = 0) -> Dict[str, dict]:
+              device: str = "cpu", seed: int = 0) -> dict[str, dict]:
     """{task: {accuracy, items}}; ``limit`` takes a fixed random subset of each task (BLiMP:
     per phenomenon)."""
-    results: Dict[str, dict] = {}
+    results: dict[str, dict] = {}
     tasks = list(tasks)
     bar = progress.bar(tasks, desc="zero-shot tasks", unit=" task")
     for task in bar:
@@ -288,7 +289,7 @@ class EvaluationError(C4forgeError, ValueError):
 
 
 def score_token_directory(model, objective_name: str, objective, directory: str, split: str,
-                          seq_len: int, device: str = "cpu") -> Dict[str, float]:
+                          seq_len: int, device: str = "cpu") -> dict[str, float]:
     """A token directory's split scored as the objective allows: a causal model's loss, perplexity
     and bits per byte; a prefix LM's own loss (``prefix_lm_loss``) beside the left-to-right scores;
     other objectives their own loss (also as ``<objective>_loss``)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Dict, List
 
 import torch
 
@@ -34,7 +33,7 @@ _NAMES = {
 }
 
 
-def hf_state_dict(model) -> Dict[str, torch.Tensor]:
+def hf_state_dict(model) -> dict[str, torch.Tensor]:
     out = {"model.embed_tokens.weight": model.embed.weight[: model.config.vocab_size],
            "model.norm.weight": model.norm.weight}
     for i, block in enumerate(model.blocks):
@@ -64,7 +63,7 @@ EXPORT_FORMAT = "c4forge-export"
 EXPORT_MANIFEST = "c4forge-export.json"
 
 
-def _export_files(manifest: dict) -> List[str]:
+def _export_files(manifest: dict) -> list[str]:
     return list(manifest.get("files") or [])
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 import yaml
 
@@ -30,7 +31,7 @@ MANIFEST = "c4forge-lm-eval-tasks.json"
 GROUP = "c4forge"
 
 
-def _files(manifest: dict) -> List[str]:
+def _files(manifest: dict) -> list[str]:
     return list(manifest.get("files") or [])
 
 
@@ -78,7 +79,7 @@ def _config(task: str, items, data_file: str) -> dict:
             "metric_list": [{"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True}]}
 
 
-def _rows(task: str, loaded) -> List[dict]:
+def _rows(task: str, loaded) -> list[dict]:
     if task == "blimp":
         return [{"sentence_good": i["sentence_good"], "sentence_bad": i["sentence_bad"],
                  "phenomenon": name} for name, items in loaded.items() for i in items]
@@ -86,12 +87,12 @@ def _rows(task: str, loaded) -> List[dict]:
 
 
 def write_lm_eval_tasks(eval_dir: str, output: str, tasks: Iterable[str],
-                        limit: Optional[int] = None, seed: int = 0, overwrite: bool = False) -> Dict[str, int]:
+                        limit: Optional[int] = None, seed: int = 0, overwrite: bool = False) -> dict[str, int]:
     """Write the task directory (a new or empty directory, or with ``overwrite`` an earlier one
     whose own files alone are replaced); returns {lm-eval task name: items}."""
     tasks = list(tasks)
     final = os.path.abspath(output)  # lm-eval resolves data_files against its working directory
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
 
     def fill(tmp: str) -> dict:
         files = []

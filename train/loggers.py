@@ -4,11 +4,12 @@ and Weights & Biases (``logging.wandb=true``; ``logging.wandb_mode=offline`` wri
 under RUN/wandb without a network, to ``wandb sync`` later). Only the main process logs."""
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import dataclasses
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Optional
+
+from c4forge.core.errors import C4forgeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +33,7 @@ class LoggerError(C4forgeError, RuntimeError):
 class MetricLoggers:
     """One call per logged step fans a record out to every configured sink."""
 
-    def __init__(self, out_dir: str, settings: LoggingConfig, run_config: Dict[str, Any],
+    def __init__(self, out_dir: str, settings: LoggingConfig, run_config: dict[str, Any],
                  resume: bool = False) -> None:
         self.metrics = open(os.path.join(out_dir, "metrics.jsonl"), "a", encoding="utf-8")
         self.tensorboard = None
@@ -47,7 +48,7 @@ class MetricLoggers:
         if settings.wandb:
             self.wandb_run = _start_wandb(out_dir, settings, run_config, resume)
 
-    def log(self, step: int, record: Dict[str, Any]) -> None:
+    def log(self, step: int, record: dict[str, Any]) -> None:
         record = {k: v for k, v in record.items() if v is not None}
         self.metrics.write(json.dumps(record) + "\n")
         self.metrics.flush()
@@ -66,14 +67,14 @@ class MetricLoggers:
             self.wandb_run.finish()
 
 
-def _start_wandb(out_dir: str, settings: LoggingConfig, run_config: Dict[str, Any],
+def _start_wandb(out_dir: str, settings: LoggingConfig, run_config: dict[str, Any],
                  resume: bool) -> Optional[Any]:
     try:
         import wandb
     except ImportError as exc:
         raise LoggerError("logging.wandb=true needs the wandb package: pip install wandb") from exc
     name = settings.wandb_name or os.path.basename(os.path.abspath(out_dir))
-    kwargs: Dict[str, Any] = {"project": settings.wandb_project, "name": name,
+    kwargs: dict[str, Any] = {"project": settings.wandb_project, "name": name,
                               "dir": out_dir, "config": run_config}
     if settings.wandb_mode:
         kwargs["mode"] = settings.wandb_mode

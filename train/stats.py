@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Dict, Optional
+from typing import Optional
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -63,7 +63,7 @@ def t_quantile(p: float, df: float) -> float:
     return (lo + hi) / 2
 
 
-def compare(a: Dict[int, float], b: Dict[int, float], alpha: float = 0.05) -> Optional[dict]:
+def compare(a: dict[int, float], b: dict[int, float], alpha: float = 0.05) -> Optional[dict]:
     """b - a over seeds: paired when both have the same seeds (>= 2), else Welch (>= 2 each).
     Returns the mean difference, its (1 - alpha) confidence interval, t, df, p and the test."""
     common = sorted(set(a) & set(b))

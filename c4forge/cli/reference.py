@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List
 
 import click
 
@@ -30,7 +29,7 @@ def _option_row(param: click.Parameter) -> str:
     names = ", ".join(f"`{n}{value}`" for n in param.opts)
     names += "".join(f", `{n}`" for n in param.secondary_opts)
     help_text = (param.help or "").replace("|", "\\|").replace("\n", " ")
-    extra: List[str] = []
+    extra: list[str] = []
     if isinstance(param.type, click.Choice):
         extra.append("one of " + ", ".join(f"`{c}`" for c in param.type.choices))
     if param.multiple:
@@ -43,7 +42,7 @@ def _option_row(param: click.Parameter) -> str:
     return f"| {names} | {text} |"
 
 
-def command_section(prog: str, command: click.Command, level: int = 2) -> List[str]:
+def command_section(prog: str, command: click.Command, level: int = 2) -> list[str]:
     lines = [f"{'#' * level} `{prog}`", ""]
     doc = (command.help or "").strip()
     if doc:
@@ -71,7 +70,7 @@ def reference_path() -> Path:
     return Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     text, path = render(), reference_path()
     if "--check" in argv:
         if not path.exists() or path.read_text(encoding="utf-8") != text:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import click
 
@@ -164,8 +165,7 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
     import torch
 
-    from c4forge.core.settings import load_yaml_mapping, parse_overrides
-    from c4forge.train.config import merge_settings
+    from c4forge.core.settings import load_yaml_mapping, merge_settings, parse_overrides
     from c4forge.train.finetune.glue import TASKS
     from c4forge.train.finetune.run import run_glue, task_configs
 

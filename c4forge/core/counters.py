@@ -6,7 +6,7 @@ wiring passes one backed by ``Metrics.counter`` and local runs pass a :class:`Co
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Dict
+from collections.abc import Callable
 
 IncFn = Callable[..., None]
 
@@ -29,10 +29,7 @@ class Counters:
 
         return inc
 
-    def merge(self, other: "Counters | Dict[str, int]") -> None:
-        self.values.update(other.values if isinstance(other, Counters) else other)
-
-    def as_dict(self) -> Dict[str, int]:
+    def as_dict(self) -> dict[str, int]:
         return dict(sorted(self.values.items()))
 
     def __getitem__(self, key: str) -> int:

@@ -28,15 +28,17 @@ next run) and old files the pointing manifest lists as superseded (removed by th
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import contextlib
 import json
 import os
 import re
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Protocol, Tuple
+from typing import Optional, Protocol
+
+from c4forge.core.errors import C4forgeError
 
 STAGING_PREFIX = ".c4forge-staging-"
 STAGING_MARKER = ".c4forge-staging"
@@ -80,7 +82,7 @@ class FileSystem(Protocol):
     def join(self, *parts: str) -> str: ...
     def exists(self, path: str) -> bool: ...
     def isdir(self, path: str) -> bool: ...
-    def listdir(self, path: str) -> List[str]: ...
+    def listdir(self, path: str) -> list[str]: ...
     def makedirs(self, path: str) -> None: ...
     def read_text(self, path: str) -> str: ...
     def write_text(self, path: str, text: str) -> None: ...
@@ -101,7 +103,7 @@ class LocalFS:
     def isdir(self, path: str) -> bool:
         return os.path.isdir(path)
 
-    def listdir(self, path: str) -> List[str]:
+    def listdir(self, path: str) -> list[str]:
         return sorted(os.listdir(path))
 
     def makedirs(self, path: str) -> None:
@@ -152,11 +154,11 @@ class OutputKind:
     label: str
     manifest: str
     format: str
-    files_of: Callable[[dict], List[str]]
+    files_of: Callable[[dict], list[str]]
     flag: str = "--overwrite"
     # Names the manifest had in older format versions: still recognised (so such an output can
     # be read and replaced), and removed when the output is replaced.
-    legacy_manifests: Tuple[str, ...] = ()
+    legacy_manifests: tuple[str, ...] = ()
 
 
 def read_manifest_json(directory: str, kind: OutputKind, fs: FileSystem = LOCAL) -> Optional[dict]:
@@ -188,7 +190,7 @@ def _is_our_staging(directory: str, name: str, fs: FileSystem) -> bool:
             and fs.exists(fs.join(fs.join(directory, name), STAGING_MARKER)))
 
 
-def owned_files(directory: str, manifest: dict, kind: OutputKind) -> List[str]:
+def owned_files(directory: str, manifest: dict, kind: OutputKind) -> list[str]:
     """Every name in ``directory`` an existing output owns: its manifest, listed files,
     superseded files of an interrupted swap. Names that are not safe are refused."""
     names = [kind.manifest]
@@ -203,8 +205,7 @@ class Claim:
 
     directory: str
     kind: OutputKind
-    old_files: List[str]
-    replacing: bool
+    old_files: list[str]
 
 
 def claim(directory: str, kind: OutputKind, overwrite: bool, fs: FileSystem = LOCAL) -> Claim:
@@ -215,7 +216,7 @@ def claim(directory: str, kind: OutputKind, overwrite: bool, fs: FileSystem = LO
         raise OutputError(f"{directory} exists and is not a directory; choose another output")
     if not fs.exists(directory):
         _check_writable(_existing_ancestor(directory), fs, f"cannot create {directory}: ")
-        return Claim(directory, kind, [], False)
+        return Claim(directory, kind, [])
     try:
         entries = fs.listdir(directory)
     except OSError as exc:
@@ -229,7 +230,7 @@ def claim(directory: str, kind: OutputKind, overwrite: bool, fs: FileSystem = LO
             raise OutputError(
                 f"{directory} is not empty ({shown}) and holds no c4forge {kind.label}: refusing "
                 f"to write there, {kind.flag} or not; choose a new or empty directory")
-        old: List[str] = []
+        old: list[str] = []
     else:
         if not overwrite:
             raise OutputError(f"{directory} already holds a c4forge {kind.label}; pass "
@@ -239,7 +240,7 @@ def claim(directory: str, kind: OutputKind, overwrite: bool, fs: FileSystem = LO
     for name in stale:
         fs.remove(fs.join(directory, name))
     _check_writable(directory, fs)
-    return Claim(directory, kind, old, manifest is not None)
+    return Claim(directory, kind, old)
 
 
 def _existing_ancestor(path: str) -> str:
@@ -299,21 +300,46 @@ def commit(claim_: Claim, staging: str, manifest: dict,
     return final
 
 
+@dataclass
+class Staging:
+    """The staging folder of one write (:func:`writing`): the block writes files into ``path``
+    and sets ``manifest``; after the block, ``result`` is the committed manifest."""
+
+    path: str
+    manifest: Optional[dict] = None
+    result: Optional[dict] = None
+
+
+@contextlib.contextmanager
+def writing(claim_: Claim, hook: Optional[Callable[[str], None]] = None,
+            fs: FileSystem = LOCAL) -> Iterator[Staging]:
+    """Stage new files inside a claimed directory and swap them in (:func:`commit`) when the
+    block ends having set ``staging.manifest``. An exception in the block, or a block that sets
+    no manifest, removes the staging folder and leaves the directory as it was. Every command
+    that writes a directory goes through here (claiming first, so it refuses before working)."""
+    staging = Staging(new_staging(claim_, fs))
+    try:
+        yield staging
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.remove(staging.path)
+        raise
+    if staging.manifest is None:
+        fs.remove(staging.path)
+        return
+    staging.result = commit(claim_, staging.path, staging.manifest, hook, fs)
+
+
 def write_directory(directory: str, kind: OutputKind, overwrite: bool,
                     fill: Callable[[str], dict], hook: Optional[Callable[[str], None]] = None,
                     fs: FileSystem = LOCAL) -> dict:
     """Claim ``directory``, let ``fill(staging)`` write the new files and return their manifest,
     then swap them in. A failure inside ``fill`` removes the staging folder and leaves the
     directory as it was."""
-    claim_ = claim(directory, kind, overwrite, fs)
-    staging = new_staging(claim_, fs)
-    try:
-        manifest = fill(staging)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            fs.remove(staging)
-        raise
-    return commit(claim_, staging, manifest, hook, fs)
+    with writing(claim(directory, kind, overwrite, fs), hook, fs) as staging:
+        staging.manifest = fill(staging.path)
+    assert staging.result is not None
+    return staging.result
 
 
 def remove_owned(claim_: Claim, fs: FileSystem = LOCAL) -> None:

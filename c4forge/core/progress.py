@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any, Optional
 
 from tqdm import tqdm
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Dict, Iterable, Mapping, Tuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Optional
 
 from c4forge.core.errors import C4forgeError
 
@@ -38,7 +39,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         if str(value).lower() in ("0", "false", "no", "off"):
             return False
         raise ConfigError(f"{key}: expected true/false, got {value!r}")
-    if origin in (tuple, Tuple):
+    if origin in (tuple, tuple):
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         return tuple(value or ())
@@ -55,15 +56,41 @@ def apply_settings(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> An
     return _apply(obj, updates, prefix)
 
 
-def parse_overrides(items: Iterable[str]) -> Dict[str, Any]:
-    """["a.b=1", "c=x"] -> {"a": {"b": "1"}, "c": "x"}."""
+def parse_overrides(items: Iterable[str],
+                    parse_value: Optional[Callable[[str], Any]] = None) -> dict[str, Any]:
+    """``["a.b=1", "c=x"]`` -> ``{"a": {"b": "1"}, "c": "x"}``: the ``--set KEY=VALUE`` grammar
+    of every command. Values stay strings (a config dataclass coerces them to its field types)
+    unless ``parse_value`` reads them (the ablation's YAML spec: ``seeds=[0,1,2]``)."""
     pairs = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"override {item!r} is not KEY=VALUE")
-        pairs[key.strip()] = value.strip()
+        if not sep or not key.strip():
+            raise ConfigError(f"setting {item!r} is not KEY=VALUE")
+        value = value.strip()
+        if parse_value is not None:
+            try:
+                pairs[key.strip()] = parse_value(value)
+            except ValueError as exc:
+                raise ConfigError(f"{key.strip()}: {value!r} is not a valid value ({exc})") from exc
+        else:
+            pairs[key.strip()] = value
     return nest(pairs)
+
+
+def merge_settings(base: Mapping[str, Any], updates: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``updates`` over ``base``, nested mappings merged key by key: how a settings file, then
+    ``--set`` words, then per-task or per-variant blocks stack. A group replaced by a value, or
+    a value by a group, is a mistake in the settings and refused."""
+    out = dict(base)
+    for key, value in updates.items():
+        current = out.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[key] = merge_settings(current, value, f"{prefix}{key}.")
+        elif isinstance(value, Mapping) and current is not None:
+            raise ConfigError(f"{prefix}{key} is a value, not a group of settings")
+        else:
+            out[key] = value
+    return out
 
 
 def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
@@ -83,8 +110,8 @@ def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
     return dataclasses.replace(obj, **changes)
 
 
-def nest(dotted: Mapping[str, Any]) -> Dict[str, Any]:
-    nested: Dict[str, Any] = {}
+def nest(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
     for key, value in dotted.items():
         node = nested
         parts = key.split(".")

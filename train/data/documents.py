@@ -8,7 +8,7 @@ shards' offset files; token ids stay in the memory-mapped ``.bin`` files and are
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ class TokenDocuments:
         self.directory = directory
         self.split = split
         self.manifest = read_token_manifest(directory)
-        self.shards: List[TokenShard] = list(iter_shards(directory, split, self.manifest))
+        self.shards: list[TokenShard] = list(iter_shards(directory, split, self.manifest))
         counts = [len(s) for s in self.shards]
         if not self.shards or not sum(counts):
             raise TrainDataError(f"{directory} has no documents in split {split!r}")
@@ -51,7 +51,7 @@ class TokenDocuments:
             self._lengths = np.concatenate(parts)
         return self._lengths
 
-    def tokenizer_identity(self) -> Dict[str, object]:
+    def tokenizer_identity(self) -> dict[str, object]:
         """What must agree between directories mixed into one training stream."""
         tokenizer = self.manifest.get("tokenizer") or {}
         return {"model_sha256": tokenizer.get("model_sha256"),

@@ -15,12 +15,13 @@ identical; with another global batch it continues from the same sequence and say
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import copy
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from collections.abc import Callable, Iterator, Sequence
+from typing import Optional, Union
 
 import numpy as np
 
+from c4forge.core.errors import C4forgeError
 from c4forge.train.data.batch import Batch, rows_to_batch
 from c4forge.train.data.documents import TokenDocuments, TrainDataError, check_same_tokenizer
 from c4forge.train.data.mixture import SourceSchedule
@@ -156,7 +157,7 @@ class PackedLoader:
         return new
 
     # ---------------------------------------------------------------- batches
-    def _plan(self, state: dict) -> Tuple[List[np.ndarray], dict]:
+    def _plan(self, state: dict) -> tuple[list[np.ndarray], dict]:
         """The next global batch as [source index per slot (G,), row address per slot (G, 3)],
         and the state after it."""
         g = self.global_batch
@@ -194,7 +195,7 @@ class PackedLoader:
             return self.objective(tokens, docs, sequences)
         return rows_to_batch(tokens, docs)
 
-    def _produce(self, state: dict) -> Iterator[Tuple[object, dict]]:
+    def _produce(self, state: dict) -> Iterator[tuple[object, dict]]:
         mine = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         while True:
             # the global index of every row: objectives draw their masks from it
@@ -227,7 +228,7 @@ class PackedLoader:
                 return
 
     # ------------------------------------------------------------------ stats
-    def stats(self, max_chunks: Optional[int] = 4) -> Dict[str, object]:
+    def stats(self, max_chunks: Optional[int] = 4) -> dict[str, object]:
         """Share of real (non-pad) target slots and of cropped tokens in the current epoch of
         each source: exact for concat; for best_fit over its first ``max_chunks`` chunks
         (None: all; ``estimated`` says which)."""

@@ -17,10 +17,11 @@ padding share.
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
-from typing import Any, List, Tuple
+from typing import Any
 
 import numpy as np
+
+from c4forge.core.errors import C4forgeError
 
 BLOCK = 4096
 _STREAM_TAG = 0x6D6978  # "mix": keeps these draws apart from the epochs' permutations
@@ -30,7 +31,7 @@ class MixtureError(C4forgeError, ValueError):
     """A data.train value that is not a directory or a list of weighted directories."""
 
 
-def _entry(item: Any) -> Tuple[str, float]:
+def _entry(item: Any) -> tuple[str, float]:
     if isinstance(item, dict):
         unknown = set(item) - {"path", "weight"}
         if unknown or "path" not in item:
@@ -52,7 +53,7 @@ def _entry(item: Any) -> Tuple[str, float]:
     return str(path).strip(), weight
 
 
-def mixture_entries(train: Any) -> List[Tuple[str, float]]:
+def mixture_entries(train: Any) -> list[tuple[str, float]]:
     """(directory, weight normalised to sum 1) for every source of ``data.train``."""
     if isinstance(train, str):
         items = [part for part in train.split(",") if part.strip()] if "@" in train else [train]
@@ -73,7 +74,7 @@ def mixture_entries(train: Any) -> List[Tuple[str, float]]:
 class SourceSchedule:
     """Which source each sequence slot comes from (deterministic, random access)."""
 
-    def __init__(self, weights: List[float], seed: int) -> None:
+    def __init__(self, weights: list[float], seed: int) -> None:
         self.weights = np.asarray(weights, dtype=np.float64)
         self.seed = seed
         self._block = (-1, None)

@@ -22,7 +22,6 @@ lengths (int64, 8 bytes per document), beside TokenDocuments.lengths (4 bytes pe
 from __future__ import annotations
 
 import bisect
-from typing import Dict, Tuple
 
 import numpy as np
 
@@ -60,17 +59,17 @@ class ConcatEpoch:
         total = int(self.cum[-1])
         self.rows = max(0, (total - 1) // seq_len)
 
-    def chunk(self, index: int) -> "ConcatEpoch":
+    def chunk(self, index: int) -> ConcatEpoch:
         return self
 
-    def materialize(self, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def materialize(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(token ids, epoch-order document index per token), both (len(rows), seq_len + 1)."""
         width = self.seq_len + 1
         at = np.asarray(rows, dtype=np.int64)[:, None] * self.seq_len + np.arange(width)
         doc = np.searchsorted(self.cum, at, side="right") - 1
         return self.docs.gather(self.order[doc], at - self.cum[doc]), doc
 
-    def stats(self, block: int = 1 << 20) -> Dict[str, int]:
+    def stats(self, block: int = 1 << 20) -> dict[str, int]:
         """Exact over the epoch: real target slots, cropped input tokens (their document started
         before the window), and slots; computed window by window in blocks, no stream."""
         cropped = 0
@@ -84,7 +83,7 @@ class ConcatEpoch:
         return {"real": slots, "cropped": cropped, "slots": slots, "rows": self.rows}
 
 
-def best_fit_rows(lengths: np.ndarray, width: int) -> Tuple[np.ndarray, int]:
+def best_fit_rows(lengths: np.ndarray, width: int) -> tuple[np.ndarray, int]:
     """Row of each piece (given longest first) under best fit: the row with the least free room
     that still holds it, the oldest on ties, else a new row. Open rows are kept as a sorted
     list of (free, row), so each piece costs one binary search. Returns (rows, row count)."""
@@ -131,10 +130,10 @@ class PackedChunk:
                        "cropped": int(piece_len[piece_start > 0].sum()),
                        "slots": self.rows * seq_len, "rows": self.rows}
 
-    def stats(self) -> Dict[str, int]:
+    def stats(self) -> dict[str, int]:
         return dict(self._stats)
 
-    def materialize(self, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def materialize(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(token ids padded with pad_id, piece index within the row or -1), (len(rows), width)."""
         rows = np.asarray(rows, dtype=np.int64)
         width = self.seq_len + 1

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Iterator, TypeVar
+from collections.abc import Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -26,7 +27,7 @@ def prefetch(source: Iterator[T], depth: int) -> Iterator[T]:
     if depth <= 0:
         yield from source
         return
-    items: "queue.Queue" = queue.Queue(maxsize=depth)
+    items: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
     def put(item) -> bool:

@@ -6,16 +6,15 @@ current epochs' orders and the chunks packed last.
 """
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 from collections import OrderedDict
-from typing import Dict, List, Tuple
 
 import numpy as np
 
+from c4forge.core.errors import C4forgeError
 from c4forge.train.data.documents import TokenDocuments
 from c4forge.train.data.packing import BestFitEpoch, ConcatEpoch, epoch_order
 
-Cursor = Dict[str, int]  # {"epoch", "chunk", "row"}
+Cursor = dict[str, int]  # {"epoch", "chunk", "row"}
 
 
 def start_cursor(epoch: int = 0) -> Cursor:
@@ -33,8 +32,8 @@ class RowStream:
                  chunk_docs: int, pad_id: int) -> None:
         self.docs, self.packing, self.seq_len, self.seed = docs, packing, seq_len, seed
         self.chunk_docs, self.pad_id = chunk_docs, pad_id
-        self._epochs: "OrderedDict[int, object]" = OrderedDict()
-        self._chunks: "OrderedDict[Tuple[int, int], object]" = OrderedDict()
+        self._epochs: OrderedDict[int, object] = OrderedDict()
+        self._chunks: OrderedDict[tuple[int, int], object] = OrderedDict()
 
     @staticmethod
     def _cached(cache: OrderedDict, key, make, keep: int):
@@ -60,13 +59,13 @@ class RowStream:
             return e
         return self._cached(self._chunks, (epoch, chunk), lambda: e.chunk(chunk), keep=4)
 
-    def take(self, cursor: Cursor, n: int, mode: str) -> Tuple[List[Tuple[int, int, int, int]], Cursor]:
+    def take(self, cursor: Cursor, n: int, mode: str) -> tuple[list[tuple[int, int, int, int]], Cursor]:
         """The next ``n`` rows from ``cursor`` as segments (epoch, chunk, first row, count), and
         the cursor after them. ``mode``: "batch" (all n rows from one epoch; if the epoch ends
         first, its tail is skipped and the rows come from the next epoch), "stream" (rows run on
         across epochs), "epoch" (stop at the end of the epoch: fewer rows, maybe none)."""
         e, c, r = cursor["epoch"], cursor["chunk"], cursor["row"]
-        segments: List[Tuple[int, int, int, int]] = []
+        segments: list[tuple[int, int, int, int]] = []
         need = n
         fresh = (c, r) == (0, 0)  # started at the beginning of epoch e
         taken = 0  # rows taken from epoch e
@@ -95,7 +94,7 @@ class RowStream:
             taken += k
         return segments, {"epoch": e, "chunk": c, "row": r}
 
-    def materialize(self, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def materialize(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows given as an (n, 3) array of (epoch, chunk, row) -> (tokens, doc rows)."""
         width = self.seq_len + 1
         tokens = np.empty((len(rows), width), dtype=np.int64)
@@ -108,7 +107,7 @@ class RowStream:
         return tokens, docs
 
 
-def expand(segments: List[Tuple[int, int, int, int]]) -> np.ndarray:
+def expand(segments: list[tuple[int, int, int, int]]) -> np.ndarray:
     """Segments -> an (n, 3) array of row addresses (epoch, chunk, row)."""
     if not segments:
         return np.zeros((0, 3), dtype=np.int64)

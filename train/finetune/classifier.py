@@ -16,16 +16,14 @@ One output for STS-B (regression, MSE), two for the classification tasks (cross-
 """
 from __future__ import annotations
 
-from typing import List, Tuple
-
 import numpy as np
 import torch
 import torch.nn as nn
 
-from c4forge.train.models import EncoderDecoder, Encoder
+from c4forge.train.models import Encoder, EncoderDecoder
 
 
-def batch_tensors(sequences: List[List[int]], device) -> Tuple[torch.Tensor, ...]:
+def batch_tensors(sequences: list[list[int]], device) -> tuple[torch.Tensor, ...]:
     """Right-padded ids, document ids (-1 on padding), positions and lengths."""
     width = max(len(s) for s in sequences)
     ids = np.zeros((len(sequences), width), dtype=np.int64)
@@ -35,7 +33,9 @@ def batch_tensors(sequences: List[List[int]], device) -> Tuple[torch.Tensor, ...
         docs[r, :len(s)] = 0
     positions = np.broadcast_to(np.arange(width), ids.shape).copy()
     lengths = np.array([len(s) for s in sequences])
-    to = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
+    def to(array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
     return to(ids), to(docs), to(positions), to(lengths)
 
 
@@ -48,7 +48,7 @@ class Classifier(nn.Module):
         nn.init.normal_(self.head.weight, std=0.02)
         nn.init.zeros_(self.head.bias)
 
-    def encode_inputs(self, token_lists: List[List[int]], max_len: int) -> List[List[int]]:
+    def encode_inputs(self, token_lists: list[list[int]], max_len: int) -> list[list[int]]:
         """Each example's token ids as this model reads them, cut to ``max_len``."""
         if isinstance(self.backbone, (Encoder,)):
             return [t[:max_len] for t in token_lists]
@@ -56,7 +56,7 @@ class Classifier(nn.Module):
             return [t[:max_len - 1] + [self.eos_id] for t in token_lists]
         return [[self.eos_id] + t[:max_len - 1] for t in token_lists]
 
-    def forward(self, sequences: List[List[int]]) -> torch.Tensor:
+    def forward(self, sequences: list[list[int]]) -> torch.Tensor:
         device = self.head.weight.device
         ids, docs, positions, lengths = batch_tensors(sequences, device)
         model = self.backbone

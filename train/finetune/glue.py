@@ -4,11 +4,12 @@ float 0-5 for STS-B). A directory of the same layout from elsewhere works; users
 can write one from the HF ``glue`` dataset (README)."""
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
+
+from c4forge.core.errors import C4forgeError
 
 
 class GlueError(C4forgeError, ValueError):
@@ -22,7 +23,7 @@ class Task:
     pair: bool
 
 
-TASKS: Dict[str, Task] = {
+TASKS: dict[str, Task] = {
     "sst2": Task("sst2", 2, False),
     "cola": Task("cola", 2, False),
     "mrpc": Task("mrpc", 2, True),
@@ -32,14 +33,14 @@ TASKS: Dict[str, Task] = {
 }
 
 
-def load_split(glue_dir: str, task: str, split: str, limit: Optional[int] = None) -> List[Tuple[str, float]]:
+def load_split(glue_dir: str, task: str, split: str, limit: Optional[int] = None) -> list[tuple[str, float]]:
     """[(text, label)]: a pair's sentences joined by a newline (one document, as in pretraining)."""
     if task not in TASKS:
         raise GlueError(f"unknown GLUE task {task!r}: one of {', '.join(TASKS)} (or glue)")
     path = os.path.join(glue_dir, task, f"{split}.jsonl")
     if not os.path.exists(path):
         raise GlueError(f"{task}: no {split} split at {path}")
-    out: List[Tuple[str, float]] = []
+    out: list[tuple[str, float]] = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():

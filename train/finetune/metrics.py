@@ -4,7 +4,7 @@ GLUE average as T5 computes it: the mean of per-task scores, where a task with t
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Sequence
+from collections.abc import Sequence
 
 
 def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
@@ -37,7 +37,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     return 0.0 if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
 
 
-def ranks(values: Sequence[float]) -> List[float]:
+def ranks(values: Sequence[float]) -> list[float]:
     """Ranks from 1, ties given their average rank (as scipy.stats.rankdata)."""
     order = sorted(range(len(values)), key=lambda i: values[i])
     out = [0.0] * len(values)
@@ -56,7 +56,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     return pearson(ranks(x), ranks(y))
 
 
-def task_metrics(task: str, labels, predictions) -> Dict[str, float]:
+def task_metrics(task: str, labels, predictions) -> dict[str, float]:
     """The official metrics of one GLUE task, as percentages like GLUE's leaderboard."""
     if task == "cola":
         out = {"mcc": matthews(labels, predictions)}
@@ -69,11 +69,11 @@ def task_metrics(task: str, labels, predictions) -> Dict[str, float]:
     return {k: 100 * v for k, v in out.items()}
 
 
-def task_score(metrics: Dict[str, float]) -> float:
+def task_score(metrics: dict[str, float]) -> float:
     """One number per task: the mean of its metrics (T5's convention)."""
     return sum(metrics.values()) / len(metrics)
 
 
-def glue_average(scores: Dict[str, float]) -> float:
+def glue_average(scores: dict[str, float]) -> float:
     """T5's GLUE average over the tasks given (per-task scores from :func:`task_score`)."""
     return sum(scores.values()) / max(1, len(scores))

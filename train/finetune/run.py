@@ -8,7 +8,8 @@ import dataclasses
 import math
 import statistics
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Optional
 
 import numpy as np
 import torch
@@ -41,13 +42,13 @@ class FinetuneConfig:
 
 
 # Small data sets get more epochs (BERT/RoBERTa practice); see configs/glue.yaml.
-TASK_DEFAULTS: Dict[str, Dict[str, object]] = {
+TASK_DEFAULTS: dict[str, dict[str, object]] = {
     "sst2": {"epochs": 2}, "cola": {"epochs": 5}, "mrpc": {"epochs": 5}, "stsb": {"epochs": 5},
     "rte": {"epochs": 10}, "wnli": {"epochs": 5},
 }
 
 
-def task_configs(tasks: Iterable[str], settings: Dict[str, object]) -> Dict[str, FinetuneConfig]:
+def task_configs(tasks: Iterable[str], settings: dict[str, object]) -> dict[str, FinetuneConfig]:
     """Per task: the defaults, then the settings' top-level keys (every task), then the task's
     own block (``{lr: 1e-3, sst2: {epochs: 3}}``)."""
     from c4forge.core.settings import apply_settings
@@ -57,8 +58,8 @@ def task_configs(tasks: Iterable[str], settings: Dict[str, object]) -> Dict[str,
                               settings.get(t) or {}) for t in tasks}
 
 
-def _predict(clf: Classifier, sequences: List[List[int]], regression: bool, batch: int = 64) -> List[float]:
-    out: List[float] = []
+def _predict(clf: Classifier, sequences: list[list[int]], regression: bool, batch: int = 64) -> list[float]:
+    out: list[float] = []
     clf.eval()
     with torch.no_grad():
         for b in range(0, len(sequences), batch):
@@ -122,12 +123,12 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
             "seconds": round(time.perf_counter() - started, 1)}
 
 
-def _spread(values: Sequence[float]) -> Dict[str, float]:
+def _spread(values: Sequence[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
             "min": min(values), "max": max(values), "n": len(values)}
 
 
-def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: Dict[str, FinetuneConfig],
+def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: dict[str, FinetuneConfig],
              seeds: Sequence[int], lrs: Optional[Sequence[float]] = None, device: str = "cpu",
              log: Callable[[str], None] = print) -> dict:
     """Every (task, lr, seed) run, then per task the lr with the best mean score and its spread
@@ -135,7 +136,7 @@ def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: Dict
     from c4forge.core import progress as bars
 
     tasks = list(tasks)
-    runs: List[dict] = []
+    runs: list[dict] = []
     total = sum(configs[t].epochs * len(seeds) * len(lrs or [configs[t].lr]) for t in tasks)
     with bars.bar(total=total, desc="finetune", unit=" epoch") as bar:
         for task in tasks:
@@ -148,9 +149,9 @@ def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: Dict
                     runs.append(result)
                     log(f"{task} lr {lr:g} seed {seed}: " + ", ".join(
                         f"{k} {v:.2f}" for k, v in result["metrics"].items()) + f" ({result['seconds']}s)")
-    summary: Dict[str, dict] = {}
+    summary: dict[str, dict] = {}
     for task in tasks:
-        by_lr: Dict[float, List[dict]] = {}
+        by_lr: dict[float, list[dict]] = {}
         for r in runs:
             if r["task"] == task:
                 by_lr.setdefault(r["lr"], []).append(r)

@@ -4,14 +4,15 @@ CUDA when triton imports, else "torch"."""
 from __future__ import annotations
 
 import functools
+import importlib
 
 from c4forge.core.settings import ConfigError
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def triton_available() -> bool:
     try:
-        import triton  # noqa: F401
+        importlib.import_module("triton")
     except ImportError:
         return False
     return True

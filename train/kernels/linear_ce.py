@@ -6,8 +6,6 @@ one chunk of logits in both passes (a single chunk is computed directly, without
 """
 from __future__ import annotations
 
-from typing import Tuple
-
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
@@ -24,7 +22,7 @@ def _chunk_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
 
 
 def linear_cross_entropy_torch(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                               vocab: int, chunk_tokens: int = 4096) -> Tuple[torch.Tensor, torch.Tensor]:
+                               vocab: int, chunk_tokens: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
     h = h.reshape(-1, h.shape[-1])
     targets = targets.reshape(-1)
     if h.shape[0] <= chunk_tokens:  # one chunk: the logits fit, no recomputation needed

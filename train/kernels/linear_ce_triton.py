@@ -14,8 +14,6 @@ copy of its gradient the earlier version made). Speed on a GPU is not measured h
 """
 from __future__ import annotations
 
-from typing import Tuple
-
 import torch
 import triton
 import triton.language as tl
@@ -84,7 +82,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return losses.sum(), (t2 != IGNORE).sum()
 
     @staticmethod
-    def backward(ctx, grad_loss, grad_count):
+    def backward(ctx, grad_loss, _grad_count):
         dh, dw = ctx.saved_tensors
         scale = grad_loss.to(torch.float32)
         return ((dh * scale.to(dh.dtype)).reshape(ctx.h_shape), (dw * scale).to(ctx.w_dtype),
@@ -92,5 +90,5 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
 
 def linear_cross_entropy_triton(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                                vocab: int, chunk_tokens: int = 4096) -> Tuple[torch.Tensor, torch.Tensor]:
+                                vocab: int, chunk_tokens: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
     return _LinearCrossEntropy.apply(h, weight, targets, vocab, chunk_tokens)

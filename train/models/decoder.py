@@ -9,8 +9,9 @@ Padding tokens (document id -1) attend only to themselves and are ignored by the
 from __future__ import annotations
 
 import functools
+import importlib
 import math
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -24,7 +25,7 @@ from c4forge.train.kernels.rope import rope_tables, rope_torch
 from c4forge.train.kernels.swiglu import swiglu_torch
 
 
-def kernel_table(config: ModelConfig, device_type: str) -> Dict[str, object]:
+def kernel_table(config: ModelConfig, device_type: str) -> dict[str, object]:
     """The functions each kernel choice resolves to on this device."""
     chosen = {name: resolve(getattr(config, name), device_type)
               for name in ("rmsnorm", "rope", "swiglu", "cross_entropy")}
@@ -66,7 +67,7 @@ def document_block_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Ten
     return create_block_mask(document_mask, b, None, t, t, device=doc_ids.device)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled_flex_attention():
     """FlexAttention compiled once: uncompiled, flex_attention runs a reference that builds the
     whole (T, T) score matrix (PyTorch warns so); inside a compiled model it is traced anyway."""
@@ -79,7 +80,7 @@ def _flex_available(device_type: str) -> bool:
     if device_type != "cuda":
         return False
     try:
-        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+        importlib.import_module("torch.nn.attention.flex_attention")
     except ImportError:
         return False
     return True
@@ -172,7 +173,7 @@ class KernelModel(nn.Module):
     def depth(self) -> int:
         return self.config.n_layers
 
-    def use_kernels(self, device_type: str) -> Dict[str, str]:
+    def use_kernels(self, device_type: str) -> dict[str, str]:
         """Bind each kernel choice ("auto" resolved for this device) into the modules."""
         table = kernel_table(self.config, device_type)
         for module in self.modules():
@@ -216,7 +217,7 @@ class LM(KernelModel):
         self.embed = nn.Embedding(config.padded_vocab, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps)
-        self.kernels: Dict[str, str] = {}
+        self.kernels: dict[str, str] = {}
         self.attention_impl = "sdpa"
         self.reset_parameters()
         self.use_kernels("cpu")

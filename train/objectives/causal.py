@@ -1,8 +1,6 @@
 """GPT's objective: every token predicted from the tokens before it in its document."""
 from __future__ import annotations
 
-from typing import Dict
-
 import numpy as np
 
 from c4forge.train.data.batch import Batch, rows_to_batch

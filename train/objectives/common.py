@@ -3,12 +3,12 @@
 the document segments of a packed row."""
 from __future__ import annotations
 
-from c4forge.core.errors import C4forgeError
 import dataclasses
-from typing import Dict, List, Optional, Protocol, Tuple
+from typing import Optional, Protocol
 
 import numpy as np
 
+from c4forge.core.errors import C4forgeError
 from c4forge.train.data.batch import IGNORE, Batch
 
 __all__ = ["IGNORE", "Batch", "Objective", "ObjectiveError", "Vocabulary"]
@@ -43,7 +43,7 @@ class Vocabulary:
     eos_id: int
     pad_id: int
     mask_id: int
-    sentinels: Tuple[int, ...]
+    sentinels: tuple[int, ...]
     special: np.ndarray
     word_start: np.ndarray
     sentence_end: np.ndarray
@@ -53,7 +53,7 @@ class Vocabulary:
         return np.flatnonzero(~self.special)
 
 
-def vocabulary_from_pieces(pieces: List[str], special_ids: Dict[str, int], eos_id: int) -> Vocabulary:
+def vocabulary_from_pieces(pieces: list[str], special_ids: dict[str, int], eos_id: int) -> Vocabulary:
     size = len(pieces)
     special = np.zeros(size, dtype=bool)
     for piece, i in special_ids.items():
@@ -88,7 +88,7 @@ def row_rng(seed: int, sequence: int, salt: int) -> np.random.Generator:
     return np.random.default_rng([seed, int(sequence), salt])
 
 
-def segments(doc_row: np.ndarray) -> List[Tuple[int, int]]:
+def segments(doc_row: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of each run of one document id (>= 0) in a packed row; padding skipped."""
     n = len(doc_row)
     if n == 0:
@@ -99,14 +99,14 @@ def segments(doc_row: np.ndarray) -> List[Tuple[int, int]]:
     return [(int(s), int(e)) for s, e in zip(starts, ends) if doc_row[s] >= 0]
 
 
-def split_eos(tokens: np.ndarray, eos_id: int) -> Tuple[np.ndarray, bool]:
+def split_eos(tokens: np.ndarray, eos_id: int) -> tuple[np.ndarray, bool]:
     """A segment's content and whether it ended with its document's EOS."""
     if len(tokens) and tokens[-1] == eos_id:
         return tokens[:-1], True
     return tokens, False
 
 
-def pad_rows(rows: List[np.ndarray], width: Optional[int], fill: int, multiple: int = 8) -> np.ndarray:
+def pad_rows(rows: list[np.ndarray], width: Optional[int], fill: int, multiple: int = 8) -> np.ndarray:
     """Rows of different lengths -> (n, width) filled with ``fill``; width defaults to the
     longest row rounded up to ``multiple`` (few distinct shapes, for compiled models)."""
     longest = max((len(r) for r in rows), default=1)

@@ -11,7 +11,6 @@ shifted right behind an EOS (a document cut by the row boundary has no EOS in th
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -38,10 +37,10 @@ def permute_sentences(content: np.ndarray, sentence_end: np.ndarray, rng: np.ran
     return np.concatenate([sentences[i] for i in rng.permutation(len(sentences))])
 
 
-def infill_spans(length: int, config: DenoiseConfig, rng: np.random.Generator) -> List[Tuple[int, int]]:
+def infill_spans(length: int, config: DenoiseConfig, rng: np.random.Generator) -> list[tuple[int, int]]:
     """Non-overlapping (start, length) spans, sorted, covering round(ratio x length) tokens."""
     budget = int(round(length * config.mask_ratio))
-    lengths: List[int] = []
+    lengths: list[int] = []
     while sum(lengths) < budget:
         lengths.append(int(rng.poisson(config.poisson_lambda)))
     if lengths and sum(lengths) > budget:
@@ -58,8 +57,8 @@ def infill_spans(length: int, config: DenoiseConfig, rng: np.random.Generator) -
     return sorted(spans)
 
 
-def apply_infilling(content: np.ndarray, spans: List[Tuple[int, int]], mask_id: int) -> np.ndarray:
-    out: List[np.ndarray] = []
+def apply_infilling(content: np.ndarray, spans: list[tuple[int, int]], mask_id: int) -> np.ndarray:
+    out: list[np.ndarray] = []
     cursor = 0
     for start, span in spans:
         out += [content[cursor:start], np.array([mask_id], dtype=np.int64)]
@@ -77,7 +76,7 @@ class Denoising:
             raise ObjectiveError("the tokenizer has no <mask> piece")
         self.vocab, self.config, self.seed = vocab, config, seed
 
-    def document(self, piece: np.ndarray, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    def document(self, piece: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         content, ended = split_eos(piece, self.vocab.eos_id)
         eos = np.array([self.vocab.eos_id] if ended else [], dtype=np.int64)
         shuffled = (permute_sentences(content, self.vocab.sentence_end, rng)
@@ -95,7 +94,7 @@ class Denoising:
         return encoder_decoder_rows(rows, self.vocab.eos_id, self.vocab.pad_id, None, tokens.shape[1])
 
 
-def reference_infill(content: List[int], spans: List[Tuple[int, int]], mask_id: int) -> List[int]:
+def reference_infill(content: list[int], spans: list[tuple[int, int]], mask_id: int) -> list[int]:
     """Pure-python oracle of the infilling: walk the document, one <mask> per span."""
     out, i = [], 0
     starts = dict(spans)

@@ -16,12 +16,18 @@ A new mask every epoch: the generator is a function of (seed, sequence index).
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Tuple
 
 import numpy as np
 
 from c4forge.train.data.batch import Batch
-from c4forge.train.objectives.common import IGNORE, ObjectiveError, Vocabulary, positions_of, row_rng, segments
+from c4forge.train.objectives.common import (
+    IGNORE,
+    ObjectiveError,
+    Vocabulary,
+    positions_of,
+    row_rng,
+    segments,
+)
 
 SALT = 1
 
@@ -36,10 +42,10 @@ class MLMConfig:
     span_max: int = 10
 
 
-def word_groups(tokens: np.ndarray, positions: np.ndarray, vocab: Vocabulary) -> List[np.ndarray]:
+def word_groups(tokens: np.ndarray, positions: np.ndarray, vocab: Vocabulary) -> list[np.ndarray]:
     """Maskable positions grouped into words: a word starts at a ``▁`` piece (or the first
     maskable token) and runs over the continuation pieces after it."""
-    groups: List[List[int]] = []
+    groups: list[list[int]] = []
     previous = -2
     for p in positions:
         if not groups or vocab.word_start[tokens[p]] or p != previous + 1:
@@ -58,7 +64,7 @@ def select(tokens: np.ndarray, vocab: Vocabulary, config: MLMConfig, rng: np.ran
     if config.unit == "token":
         return np.sort(rng.choice(maskable, budget, replace=False))
     words = word_groups(tokens, maskable, vocab)
-    chosen: List[np.ndarray] = []
+    chosen: list[np.ndarray] = []
     covered = 0
     if config.unit == "word":
         for w in rng.permutation(len(words)):
@@ -86,7 +92,7 @@ def select(tokens: np.ndarray, vocab: Vocabulary, config: MLMConfig, rng: np.ran
 
 
 def corrupt(tokens: np.ndarray, selected: np.ndarray, vocab: Vocabulary, config: MLMConfig,
-            rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, targets): 80/10/10 over the selected positions; targets IGNORE elsewhere."""
     inputs = tokens.copy()
     targets = np.full(len(tokens), IGNORE, dtype=np.int64)

@@ -7,8 +7,6 @@ tokens after the prefix. Each document keeps its own mask: nothing attends acros
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
-
 import numpy as np
 
 from c4forge.train.data.batch import Batch, rows_to_batch
@@ -43,7 +41,7 @@ class PrefixLM:
                 "positions": batch.positions.astype(np.int64), "bidirectional": bidirectional})
 
 
-def reference_prefix_targets(tokens: List[int], prefix: int) -> Tuple[List[int], List[bool]]:
+def reference_prefix_targets(tokens: list[int], prefix: int) -> tuple[list[int], list[bool]]:
     """Pure-python oracle for one whole document (its tokens, EOS last) and a prefix length:
     the targets at each input position (IGNORE inside the prefix but for its last position, which
     predicts the first token after it) and which input positions attend bidirectionally."""

@@ -16,13 +16,20 @@ document's starting with EOS (the document start the decoder-only model also see
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Tuple
 
 import numpy as np
 
 from c4forge.train.data.batch import Batch
-from c4forge.train.objectives.common import (IGNORE, ObjectiveError, Vocabulary, pad_rows, positions_of,
-                                     row_rng, segments, split_eos)
+from c4forge.train.objectives.common import (
+    IGNORE,
+    ObjectiveError,
+    Vocabulary,
+    pad_rows,
+    positions_of,
+    row_rng,
+    segments,
+    split_eos,
+)
 
 SALT = 2
 
@@ -65,7 +72,7 @@ def spans_needed(length: int, config: SpanConfig) -> int:
     return max(int(round(num_noise / config.mean_span_length)), 1)
 
 
-def corrupt(content: np.ndarray, noise: np.ndarray, sentinels) -> Tuple[np.ndarray, np.ndarray]:
+def corrupt(content: np.ndarray, noise: np.ndarray, sentinels) -> tuple[np.ndarray, np.ndarray]:
     """(input, target) without EOS: spans -> sentinels in the input, kept runs -> sentinels in
     the target (T5's ``noise_span_to_unique_sentinel`` on the mask and on its inverse)."""
     starts = noise & ~np.concatenate([[False], noise[:-1]])
@@ -75,7 +82,7 @@ def corrupt(content: np.ndarray, noise: np.ndarray, sentinels) -> Tuple[np.ndarr
                              f"{len(sentinels)} (tokenizer train --t5-sentinels)")
     sentinel_ids = np.asarray(sentinels, dtype=np.int64)
     inputs = np.where(starts, sentinel_ids[np.maximum(span_index, 0)], content)[~noise | starts]
-    target_parts: List[np.ndarray] = []
+    target_parts: list[np.ndarray] = []
     for k, start in enumerate(np.flatnonzero(starts)):
         end = start
         while end < len(noise) and noise[end]:
@@ -85,7 +92,7 @@ def corrupt(content: np.ndarray, noise: np.ndarray, sentinels) -> Tuple[np.ndarr
     return inputs.astype(np.int64), targets.astype(np.int64)
 
 
-def encoder_decoder_rows(pairs_per_row: List[List[Tuple[np.ndarray, np.ndarray]]], eos_id: int,
+def encoder_decoder_rows(pairs_per_row: list[list[tuple[np.ndarray, np.ndarray]]], eos_id: int,
                          pad_id: int, encoder_width: int, decoder_width=None) -> Batch:
     """Rows of (input, target) pairs (EOS included) -> packed encoder and decoder arrays with
     run-local document ids (the same id for a document's input and target), positions, the
@@ -125,7 +132,7 @@ class SpanCorruption:
                                  f"sentinels per document; the tokenizer has {len(vocab.sentinels)}")
         self.vocab, self.config, self.seed = vocab, config, seed
 
-    def document(self, piece: np.ndarray, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    def document(self, piece: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(input, target) of one document segment; both end with EOS when the segment holds
         the document's end (a document cut by the row boundary goes on in the next row)."""
         content, ended = split_eos(piece, self.vocab.eos_id)
@@ -146,7 +153,7 @@ class SpanCorruption:
 
 
 def reference_noise_mask(length: int, noise_density: float, mean_span_length: float,
-                         noise_firsts: List[bool], keep_firsts: List[bool]) -> List[bool]:
+                         noise_firsts: list[bool], keep_firsts: list[bool]) -> list[bool]:
     """T5's ``random_spans_noise_mask`` line by line in plain python, given the two shuffled
     "first item of a segment" vectors (``tf.random.shuffle`` there, ``rng.permutation`` here)."""
     original = length
@@ -165,13 +172,13 @@ def reference_noise_mask(length: int, noise_density: float, mean_span_length: fl
 
     noise_lengths = segmentation(num_noise, noise_firsts)
     keep_lengths = segmentation(length - num_noise, keep_firsts)
-    mask: List[bool] = []
+    mask: list[bool] = []
     for keep, noise in zip(keep_lengths, noise_lengths):
         mask += [False] * keep + [True] * noise
     return mask[:original]
 
 
-def reference_reconstruct(inputs: List[int], targets: List[int], sentinels, eos_id: int) -> List[int]:
+def reference_reconstruct(inputs: list[int], targets: list[int], sentinels, eos_id: int) -> list[int]:
     """Pure-python oracle: interleave input and target by sentinel (a final EOS dropped)."""
     if inputs and inputs[-1] == eos_id:
         inputs, targets = inputs[:-1], targets[:-1]
