@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_VERSION := 2.13.0
 
-.PHONY: demo test venv clean-venv bench
+.PHONY: demo test lint venv clean-venv bench
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,6 +20,13 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+
+# Lint (ruff: the rule set and why, in pyproject.toml), types (mypy on the shared floor and the
+# stages' public APIs), and the generated CLI reference (docs/cli.md) up to date.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m c4forge.cli.reference --check
 
 # The main job on the embedded sample crawl, offline: `corpus build` (Beam's local runner) with the
 # C4 rules and with T5's unfiltered preset, then what every rule removed.

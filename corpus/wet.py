@@ -585,8 +585,9 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
     from c4forge.corpus.extract import response_text
 
     url = record.header("WARC-Target-URI")
-    extracted = response_text(record.body, url, record.header, options.extractor,
-                              options.extract_timeout, options.max_html_bytes, inc)
+    extracted = response_text(record.body, url, record.header, extractor=options.extractor,
+                              timeout=options.extract_timeout,
+                              max_html_bytes=options.max_html_bytes, inc=inc)
     if extracted is None:
         return None
     text = page_text(extracted, keep_metadata_like_lines=True)

@@ -298,8 +298,9 @@ def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, opti
     reports = progress_dir(staging)
     # workers (portable runners) start in folders of their own: give them absolute paths
     build_graph(pipeline, [worker_path(p) for p in inputs], config.for_workers(),
-                worker_path(staging), docs_per_shard, num_shards, cc_rounds, shard_format,
-                worker_path(reports) if reports else reports)
+                worker_path(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
+                cc_rounds=cc_rounds, shard_format=shard_format,
+                progress_dir=worker_path(reports) if reports else reports)
     try:
         with ProgressBoard(reports, len(inputs)):
             result = pipeline.run()

@@ -491,5 +491,6 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
     pages = c4_pages(files, config, cc_rounds, progress_dir)
-    return write_shards(pages, staging, docs_per_shard, num_shards, config.validation_per_mille,
-                        shard_format, shard_metadata(config.to_dict(), shard_format))
+    return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
+                        per_mille=config.validation_per_mille, shard_format=shard_format,
+                        metadata=shard_metadata(config.to_dict(), shard_format))

@@ -309,3 +309,27 @@ def test_prefix_lm_equals_its_reference_on_whole_documents(crawl):
         targets, bidirectional = reference_prefix_targets(doc.tolist(), prefix)
         assert batch["targets"][0].tolist() == targets
         assert batch["bidirectional"][0].astype(bool).tolist() == bidirectional
+
+
+def test_every_objective_implements_the_protocol_and_returns_one_batch_type(crawl):
+    """Every registered objective is an Objective (name, model kind, rows -> Batch), and every
+    batch from the loader - the causal fast path included - is the one Batch type."""
+    from c4forge.train.config import MaskingConfig
+    from c4forge.train.data import Batch
+    from c4forge.train.objectives import MODEL_KIND, OBJECTIVES, build_objective
+    from c4forge.train.objectives.common import Objective
+
+    directory, vocab = crawl
+    assert set(MODEL_KIND.values()) <= {"decoder", "encoder", "encoder_decoder"}
+    tokens, doc_rows = epoch_rows(directory)
+    sequences = np.arange(4)
+    for name, cls in OBJECTIVES.items():
+        assert cls.name == name
+        objective = build_objective(name, MaskingConfig(), vocab, seed=0, seq_len=tokens.shape[1] - 1)
+        assert isinstance(objective, Objective)
+        batch = objective(tokens[:4], doc_rows[:4], sequences)
+        assert type(batch) is Batch, name
+        assert batch.target_tokens == int((batch["targets"] != IGNORE).sum()) > 0
+    plain = next(iter(PackedLoader(TokenDocuments(directory, "train"), 32, 2, "concat", seed=0)))
+    assert type(plain) is Batch and set(plain) == {"input_ids", "targets", "doc_ids", "positions"}
+    assert plain.input_ids is plain["input_ids"]

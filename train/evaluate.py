@@ -339,8 +339,8 @@ def evaluate_checkpoint(checkpoint: str, *, data: Sequence[str] = (), split: str
     for item in data:
         try:
             if os.path.isdir(item):
-                results["data"][item] = score_token_directory(model, name, objective, item, split,
-                                                              seq_len, device)
+                results["data"][item] = score_token_directory(
+                    model, name, objective, item, split=split, seq_len=seq_len, device=device)
             else:
                 with open(item, encoding="utf-8") as handle:
                     results["data"][item] = eval_text(model, sp, handle.read(), seq_len, device=device)
@@ -349,5 +349,6 @@ def evaluate_checkpoint(checkpoint: str, *, data: Sequence[str] = (), split: str
     if tasks:
         if not eval_dir:
             raise EvaluationError("zero-shot tasks need the directory of their files (--eval-dir)")
-        results["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len, limit, device, seed)
+        results["tasks"] = run_tasks(model, sp, eval_dir, tasks, seq_len=seq_len, limit=limit,
+                                     device=device, seed=seed)
     return results

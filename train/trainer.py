@@ -240,8 +240,8 @@ class Trainer:
         path = latest_checkpoint(self.checkpoint_dir)
         if path is None:
             raise TrainingError(f"--resume: no checkpoint in {self.checkpoint_dir}")
-        state = load_checkpoint(path, self.config, self.model, self.optimizer, self.scheduler,
-                                self.loader)
+        state = load_checkpoint(path, self.config, model=self.model, optimizer=self.optimizer,
+                                scheduler=self.scheduler, loader=self.loader)
         if self.is_main:
             self.log(f"resumed from {path} at step {state['step']}")
             if self.loader.notice:
@@ -398,8 +398,9 @@ class Trainer:
 
     def checkpoint(self, step: int) -> None:
         try:
-            save_checkpoint(self.checkpoint_dir, step, self.config, self.model, self.optimizer,
-                            self.scheduler, self.loader, is_main=self.is_main, world=self.world)
+            save_checkpoint(self.checkpoint_dir, step, self.config, model=self.model,
+                            optimizer=self.optimizer, scheduler=self.scheduler, loader=self.loader,
+                            is_main=self.is_main, world=self.world)
         except NonFiniteState as exc:
             raise TrainingError(f"{exc}; stopping. {_last_good(self.checkpoint_dir)}; lower "
                                 "optim.lr or check the data") from exc

@@ -126,8 +126,9 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     problem = strict_problem(counters.as_dict()) if strict else None
     if problem:
         raise StrictModeError(f"--strict: {problem}; nothing written")
-    _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
-                         started, shard_format)
+    _write_clean_outputs(documents, config=config, paths=paths, counters=counters, started=started,
+                         output=output, output_dir=output_dir, overwrite=overwrite,
+                         shard_format=shard_format)
     values = counters.as_dict()
     if counters_path:
         with atomic_write(counters_path) as handle:
@@ -149,8 +150,8 @@ def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
     claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
 
 
-def _write_clean_outputs(documents, output, output_dir, overwrite, config, paths, counters,
-                         started, shard_format="arrow") -> None:
+def _write_clean_outputs(documents, *, config, paths, counters, started, output, output_dir,
+                         overwrite, shard_format="arrow") -> None:
     from c4forge.core.outdir import hook_from_env
     from c4forge.corpus.urls import split_of
 

@@ -144,8 +144,8 @@ def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: dict
                 config = dataclasses.replace(configs[task], lr=lr)
                 for seed in seeds:
                     bar.set_postfix_str(f"{task} lr {lr:g} seed {seed}")
-                    result = finetune_task(checkpoint, task, glue_dir, config, seed, device,
-                                           progress=lambda: bar.update(1))
+                    result = finetune_task(checkpoint, task, glue_dir, config, seed=seed,
+                                           device=device, progress=lambda: bar.update(1))
                     runs.append(result)
                     log(f"{task} lr {lr:g} seed {seed}: " + ", ".join(
                         f"{k} {v:.2f}" for k, v in result["metrics"].items()) + f" ({result['seconds']}s)")

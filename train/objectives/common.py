@@ -4,7 +4,7 @@ the document segments of a packed row."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Protocol
+from typing import Optional, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -18,6 +18,7 @@ class ObjectiveError(C4forgeError, ValueError):
     """An objective cannot run with this tokenizer or these settings."""
 
 
+@runtime_checkable
 class Objective(Protocol):
     """What every pretraining objective is: a batch maker the loader calls on packed rows.
 

@@ -1,0 +1,70 @@
+"""What `pip install` and the Docker images get: everything under the one name `c4forge`, the
+console scripts, the package data - built from exactly the files each Dockerfile copies."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILES = sorted((ROOT / "docker").glob("*/Dockerfile"))
+
+
+def copied_paths(dockerfile: Path) -> list[str]:
+    """The sources of the Dockerfile's COPY lines (relative to the build context, the repo)."""
+    paths = []
+    for line in dockerfile.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^COPY\s+(?!--from)(.+)$", line.strip())
+        if match:
+            paths += match.group(1).split()[:-1]
+    return paths
+
+
+def build_wheel(context: Path, out: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(out), str(context)], check=True, capture_output=True,
+                    timeout=300)
+    return next(out.glob("c4forge-*.whl"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_wheel_from_the_dockerfile_copies_has_the_cli_and_only_c4forge(dockerfile, tmp_path):
+    context = tmp_path / "context"
+    context.mkdir()
+    for source in copied_paths(dockerfile):
+        target = context / source
+        if (ROOT / source).is_dir():
+            shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(ROOT / source, target)
+    assert "c4forge" in copied_paths(dockerfile), f"{dockerfile} does not copy the c4forge package"
+    wheel = build_wheel(context, tmp_path / "dist")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top == {"c4forge"}, top
+    for needed in ("c4forge/cli/corpus.py", "c4forge/corpus/clean.py", "c4forge/pipelines/c4.py",
+                   "c4forge/tokenizer/formats.py", "c4forge/train/trainer.py",
+                   "c4forge/corpus/data/sample.warc.wet.gz", "c4forge/corpus/data/demo-badwords/en"):
+        assert needed in names, needed
+    entry_points = zipfile.ZipFile(wheel).read(
+        next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    scripts = dict(re.findall(r"^(\w+) = (\S+)$", entry_points, flags=re.M))
+    assert set(scripts) >= {"corpus", "tokenizer", "train"}
+    # Each console script from the installed wheel alone (not the checkout) answers --help.
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(site), str(wheel)], check=True, capture_output=True, timeout=300)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    for name, target in scripts.items():
+        module, _, function = target.partition(":")
+        code = f"import {module} as m, c4forge; assert c4forge.__file__.startswith({str(site)!r}); m.{function}(['--help'])"
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "Usage:" in proc.stdout, (name, proc.stderr[-500:])
