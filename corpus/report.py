@@ -91,13 +91,28 @@ def manifest_report(manifest: dict) -> str:
     return "\n".join(out)
 
 
-def strict_problem(counters: dict[str, int]) -> Optional[str]:
-    """What --strict refuses: any input file skipped whole or cut short by an I/O error."""
+def strict_problem(counters: Mapping[str, int]) -> Optional[str]:
+    """What --strict refuses: any input file skipped whole or cut short (``STRICT_SKIPS``)."""
     from c4forge.corpus.steps import NS_READ
-    from c4forge.corpus.wet import WHOLE_FILE_SKIPS
+    from c4forge.corpus.wet import STRICT_SKIPS
 
-    found = {name: counters.get(f"{NS_READ}/{name}", 0) for name in WHOLE_FILE_SKIPS}
+    found = {name: counters.get(f"{NS_READ}/{name}", 0) for name in STRICT_SKIPS}
     found = {k: v for k, v in found.items() if v}
     if not found:
         return None
-    return "input file(s) skipped: " + ", ".join(f"{v} {k}" for k, v in found.items())
+    return "input file(s) skipped or cut short: " + ", ".join(f"{v} {k}" for k, v in found.items())
+
+
+def biggest_loss(counters: Mapping[str, int]) -> Optional[tuple[str, int]]:
+    """The skip or filter counter that removed the most pages or records (for the warning a run
+    that writes no document prints), or None."""
+    losses = {name: n for name, n in counters.items()
+              if ("/skipped" in name or "/filtered" in name) and n and "line-filtered" not in name}
+    return max(losses.items(), key=lambda item: item[1]) if losses else None
+
+
+def zero_documents_warning(counters: Mapping[str, int]) -> str:
+    """What to say when a run read its inputs and wrote no document."""
+    loss = biggest_loss(counters)
+    why = f"the biggest loss is {loss[0]} ({loss[1]:,})" if loss else "no page was read"
+    return f"warning: 0 documents written; {why}. `corpus stats` on the output lists every counter"

@@ -622,11 +622,18 @@ def iter_documents(path: str, inc: IncFn = null_inc,
     inc("wet-file")
     wanted = {"auto": ("conversion", "response"), "wet": ("conversion",),
               "warc": ("response",)}[options.input_format]
+    other = {"wet": "response", "warc": "conversion"}.get(options.input_format)
     allowed = url_set(options.urls_from) if options.urls_from else None
+    seen = {"wanted": 0, "other": 0}
     for record in iter_records(path, inc, options):
         if record.type not in wanted:
             inc(f"skipped:record_type:{record.type or 'none'}")
+            if record.type == other:
+                seen["other"] += 1
+                if seen["other"] >= MISMATCH_RECORDS and not seen["wanted"]:
+                    raise InputFormatError(format_mismatch(path, options.input_format))
             continue
+        seen["wanted"] += 1
         if allowed is not None and normalize_url(record.header("WARC-Target-URI")) not in allowed:
             inc("skipped:not_in_urls_from")
             continue
@@ -636,6 +643,53 @@ def iter_documents(path: str, inc: IncFn = null_inc,
             document = record_to_document(record, inc, options)
         if document is not None:
             yield document
+    if seen["other"] and not seen["wanted"]:
+        raise InputFormatError(format_mismatch(path, options.input_format))
+
+
+MISMATCH_RECORDS = 3  # records of the other format, and none of ours, that decide a mismatch
+
+
+class InputFormatError(C4forgeError):
+    """A WARC file read as WET or a WET file read as WARC: every page would be skipped."""
+
+    exit_code = 2
+
+
+def format_mismatch(path: str, input_format: str) -> str:
+    if input_format == "wet":
+        return (f"{path} holds WARC response records (HTML), not WET text: read it with "
+                "--input-format warc (or --preset c4-warc), or --input-format auto")
+    return (f"{path} holds WET conversion records (text), not WARC responses: read it with "
+            "--input-format wet, or --input-format auto")
+
+
+def sniff_format(path: str, options: ReadOptions = ReadOptions(), records: int = 20) -> Optional[str]:
+    """"wet" or "warc" by a local file's first page records (conversion or response), None when
+    they say nothing (no such records, unreadable, or not a local file). Cheap: stops at the
+    first page record."""
+    if "://" in path:
+        return None
+    try:
+        for i, record in enumerate(iter_records(path, null_inc, options)):
+            if record.type in ("conversion", "response"):
+                return "wet" if record.type == "conversion" else "warc"
+            if i >= records:
+                return None
+    except (CrawlReadError, OSError):
+        return None
+    return None
+
+
+def check_input_formats(paths: Iterable[str], options: ReadOptions) -> None:
+    """Refuse, before any work, local crawl files whose records do not match
+    ``options.input_format`` (a WARC file read as WET yields zero documents, silently)."""
+    if options.input_format == "auto":
+        return
+    for path in paths:
+        found = sniff_format(path, options)
+        if found is not None and found != options.input_format:
+            raise InputFormatError(format_mismatch(path, options.input_format))
 
 
 def iter_file_documents(path: str, inc: IncFn = null_inc,
@@ -654,3 +708,6 @@ def iter_file_documents(path: str, inc: IncFn = null_inc,
 
 
 WHOLE_FILE_SKIPS = ("skipped:unreadable_file", "skipped:read_error")
+# What ``--strict`` refuses, in ``corpus clean`` and ``corpus build`` alike: a file skipped whole
+# or cut short (an I/O error mid-file, a gzip stream or a record that ends early).
+STRICT_SKIPS = (*WHOLE_FILE_SKIPS, "skipped:truncated_gzip", "skipped:truncated_record")

@@ -5,9 +5,21 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from c4forge.tokenizer.train import load_tokenizer
+from c4forge.tokenizer.train import TokenizerError, load_tokenizer
 
 _BYTE_PIECE = re.compile(r"^<0x[0-9A-F]{2}>$")
+
+
+def read_text_file(path: str) -> str:
+    """A held-out text file as UTF-8; a binary or otherwise undecodable file is a one-line error
+    saying where decoding failed."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokenizerError(f"--text {path} is not UTF-8 text (undecodable byte at offset "
+                             f"{exc.start:,}): give a plain-text file, e.g. WikiText-2's test split") from exc
 
 
 def inspect_tokenizer(directory: str, text: Optional[str] = None, longest: int = 12) -> dict:

@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import io
 import os
+import re
 import time
 from collections.abc import Iterator
 from typing import Optional
@@ -168,6 +169,15 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
         )
     except RuntimeError as exc:
         text = str(exc)
+        if "smaller than required_chars" in text:
+            found = re.search(r"(\d+) vs (\d+)", text)
+            need = f" it needs {int(found.group(2)):,} pieces for the characters alone" if found else ""
+            raise TokenizerError(
+                f"--vocab-size {config.vocab_size:,} cannot hold the sample's characters "
+                f"(character_coverage {config.character_coverage}):{need}. Use a larger "
+                f"--vocab-size, or a lower --character-coverage than {config.character_coverage} "
+                "(e.g. 0.995 for text in many scripts; rarer characters then go to byte "
+                "pieces).") from exc
         if "Vocabulary size too high" in text or "vocab_size" in text:
             raise TokenizerError(
                 f"the sample ({stats['documents']:,} documents, {stats['bytes'] / 1e6:.1f} MB) cannot "

@@ -13,6 +13,7 @@ every file.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
 import re
@@ -23,7 +24,7 @@ from typing import Optional
 import torch
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.outdir import LOCAL, OutputKind, manifest_text
+from c4forge.core.outdir import LOCAL, OutputKind, hook_from_env, manifest_text
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 
 
@@ -65,6 +66,7 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
     if not (_finite(model_state) and _finite(optim_state)):
         raise NonFiniteState(f"the model or optimizer state at step {step} is not finite (NaN or "
                              "inf); no checkpoint written")
+    hook = hook_from_env("C4FORGE_CHECKPOINT_CRASH_AT") or (lambda step_name: None)
     os.makedirs(directory, exist_ok=True)
     name = f"step-{step:06d}"
     final = os.path.join(directory, name)
@@ -76,16 +78,24 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
         torch.save({"step": step, "config": config.to_dict(), "scheduler": scheduler.state_dict(),
                     "loader": loader.state_dict(), "rng": _rng_state()},
                    os.path.join(tmp, "trainer.pt"))
-        if os.path.exists(final):
-            shutil.rmtree(final)
+        hook("written")
+        aside = None
+        if os.path.exists(final):  # the same step again: keep it complete until the new one is in
+            aside = os.path.join(directory, f"{name}.tmp-{uuid.uuid4().hex[:8]}")
+            os.replace(final, aside)
+            hook("set-aside")
         os.replace(tmp, final)
+        if aside:
+            shutil.rmtree(aside, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    hook("placed")
     pointer = os.path.join(directory, "latest")
     with open(pointer + ".tmp", "w", encoding="utf-8") as handle:
         handle.write(name + "\n")
     os.replace(pointer + ".tmp", pointer)
+    hook("pointed")
     return final
 
 
@@ -98,7 +108,17 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     if not re.fullmatch(r"step-\d{6,}", name):
         raise CheckpointError(f"{pointer} names {name!r}, not a checkpoint of this run")
     path = os.path.join(directory, name)
-    return path if os.path.isdir(path) else None
+    if os.path.isdir(path):
+        return path
+    # Killed while the same step was being written again: its complete earlier copy was set
+    # aside (step-N.tmp-*, with every file); that is the latest checkpoint.
+    for entry in sorted(os.listdir(directory)):
+        candidate = os.path.join(directory, entry)
+        if entry.startswith(f"{name}.tmp-") and all(
+                os.path.isfile(os.path.join(candidate, f)) for f in ("model.pt", "optimizer.pt", "trainer.pt")):
+            os.replace(candidate, path)
+            return path
+    return None
 
 
 def checkpoint_step(path: str) -> int:
@@ -205,6 +225,12 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
         _, info = load_tokenizer(tokenizer_dir)
     except TokenizerError:
         return None
+    if os.path.isdir(target):  # a folder of the user's: add our files beside theirs, each atomically
+        for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
+            source = os.path.join(tokenizer_dir, name)
+            if os.path.isfile(source):
+                LOCAL.place(source, os.path.join(target, name))
+        return target
     tmp = f"{target}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
@@ -212,8 +238,6 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
         source = os.path.join(tokenizer_dir, name)
         if os.path.isfile(source):
             shutil.copyfile(source, os.path.join(tmp, name))
-    if os.path.exists(target):
-        shutil.rmtree(target)
     os.replace(tmp, target)
     return target
 
@@ -236,6 +260,49 @@ def _run_files(manifest: dict) -> list:
     return list(manifest.get("files") or RUN_FILES)
 
 
+# What a run writes inside its folders (c4forge itself, TensorBoard, wandb): the only names
+# ``--overwrite`` removes there, so a user's file in RUN/checkpoints/ or RUN/tensorboard/ stays.
+_RUN_WRITES = {
+    "checkpoints": re.compile(r"^(step-\d{6,}(\.tmp-[0-9a-f]{8})?|latest(\.tmp)?)$"),
+    "tensorboard": re.compile(r"^events\.out\.tfevents\..+$"),
+    "wandb": re.compile(r"^(latest-run|(offline-)?run-\d{8}_\d{6}-\w+|debug(-internal|-cli\.\w+)?\.log)$"),
+}
+_RUN_TOP_FILES = ("metrics.jsonl", "wandb-id")
+
+
+def run_written_paths(directory: str) -> list[str]:
+    """Every path (relative to the run directory) that a run wrote: its top-level files, the
+    entries of its folders that match what c4forge, TensorBoard and wandb write, and the files of
+    its tokenizer copy (those the copy's own manifest lists). Nothing else."""
+    found = [name for name in _RUN_TOP_FILES if os.path.isfile(os.path.join(directory, name))]
+    for folder, pattern in _RUN_WRITES.items():
+        path = os.path.join(directory, folder)
+        if os.path.isdir(path) and not os.path.islink(path):
+            found += [f"{folder}/{name}" for name in sorted(os.listdir(path)) if pattern.match(name)]
+    copy = os.path.join(directory, RUN_TOKENIZER)
+    try:
+        with open(os.path.join(copy, "c4forge-tokenizer.json"), encoding="utf-8") as handle:
+            listed = json.load(handle).get("files") or []
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if listed is not None:
+        names = [*listed, "c4forge-tokenizer.json"]
+        found += [f"{RUN_TOKENIZER}/{n}" for n in names
+                  if isinstance(n, str) and "/" not in n and os.path.isfile(os.path.join(copy, n))]
+    return found
+
+
+def remove_run_files(directory: str) -> None:
+    """Remove what a run wrote (:func:`run_written_paths`) and then its folders where they are
+    empty; a user's own files, in the run directory or inside its folders, stay."""
+    for rel in run_written_paths(directory):
+        LOCAL.remove(os.path.join(directory, rel))
+    for folder in (*_RUN_WRITES, RUN_TOKENIZER):
+        path = os.path.join(directory, folder)
+        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
+            os.rmdir(path)
+
+
 RUN_KIND = OutputKind("training run", RUN_MANIFEST, RUN_FORMAT, _run_files,
                       flag="--overwrite (or --resume to continue it)")
 
@@ -244,8 +311,9 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
     """The output-directory rule for a run (written in place, not swapped): a new or empty
     directory starts a run; one holding a run is continued with ``resume`` or wiped of its own
     files with ``overwrite``; anything else is refused. Returns the run manifest."""
-    from c4forge.core.outdir import OutputError, claim, read_manifest_json, remove_owned
+    from c4forge.core.outdir import OutputError, claim, output_path, read_manifest_json
 
+    directory = output_path(directory)
     existing = read_manifest_json(directory, RUN_KIND)
     if resume:
         if existing is None and not os.path.exists(os.path.join(directory, "checkpoints", "latest")):
@@ -253,10 +321,11 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
         manifest = existing or {"format": RUN_FORMAT, "version": 1, "files": RUN_FILES}
     else:
         try:
-            found = claim(directory, RUN_KIND, overwrite)
+            claim(directory, RUN_KIND, overwrite)
         except OutputError as exc:
             raise CheckpointError(str(exc)) from exc
-        remove_owned(found)
+        if existing is not None:
+            remove_run_files(directory)
         manifest = {"format": RUN_FORMAT, "version": 1, "files": RUN_FILES}
     if RUN_TOKENIZER not in _run_files(manifest):  # a run from before runs kept a tokenizer copy
         manifest["files"] = [*_run_files(manifest), RUN_TOKENIZER]

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, Optional
 
+from c4forge.core.io import output_path
 from c4forge.core.settings import (
     ConfigError,
     apply_settings,
@@ -190,6 +191,7 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     model = merge_settings(dict(MODEL_PRESETS[preset]), data.get("model", {}))
     data["model"] = model
     config = apply_settings(TrainConfig(), data)
+    config = dataclasses.replace(config, out_dir=output_path(config.out_dir))
     if config.data.packing not in ("concat", "best_fit"):
         raise ConfigError("data.packing must be concat or best_fit")
     if config.data.train not in ("", None):
@@ -203,9 +205,23 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
         if getattr(config.model, name) not in KERNEL_CHOICES:
             raise ConfigError(f"model.{name} must be one of {', '.join(KERNEL_CHOICES)}")
     validate_numbers(config)
+    check_attention(config.model.attention)
     if config.data.seq_len > config.model.max_seq_len:
         raise ConfigError(f"data.seq_len {config.data.seq_len} > model.max_seq_len {config.model.max_seq_len}")
     return config
+
+
+def check_attention(attention: str) -> None:
+    """``model.attention`` is one the machine can train with: FlexAttention has no backward on
+    the CPU, so ``flex`` without CUDA is refused here, before anything is built."""
+    if attention not in ("auto", "sdpa", "flex"):
+        raise ConfigError(f"model.attention={attention!r}: choose auto, sdpa or flex")
+    if attention == "flex":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("model.attention=flex needs a CUDA GPU (FlexAttention cannot train on "
+                              "the CPU); use model.attention=sdpa (exact, any device) or auto")
 
 
 _POSITIVE = ("data.seq_len", "data.batch_size", "data.grad_accum", "data.best_fit_chunk", "model.d_model", "model.n_layers",

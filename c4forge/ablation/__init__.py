@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from c4forge.ablation.report import summarise, verdict, write_report
+from c4forge.ablation.report import check_report_dir, summarise, verdict, write_report
 from c4forge.ablation.spec import AblationError, load_ablation, resolve_inputs
 from c4forge.ablation.stages import build_corpora, build_tokenizer, encode_variants, evaluate_runs, train_runs
 
@@ -33,6 +33,8 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
     from c4forge.core import progress
 
     spec = resolve_inputs(load_ablation(path, overrides))
+    report_dir = report_dir or os.path.join(spec["out_dir"], "report")
+    check_report_dir(report_dir)  # refused before hours of work, not after
     variants, seeds = len(spec["variants"]), len(spec["seeds"])
     units = variants + 1 + variants + 2 * variants * seeds
     with progress.bar(total=units, desc="ablation", unit=" stage") as bar:
@@ -50,4 +52,4 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
         runs = train_runs(spec, tokens, stage_done)
         results = evaluate_runs(spec, runs, tokens, tokenizer, stage_done)
     summary = summarise(spec, corpora, tokens, results)
-    return write_report(spec, summary, runs, report_dir or os.path.join(spec["out_dir"], "report"))
+    return write_report(spec, summary, runs, report_dir)

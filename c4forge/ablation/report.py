@@ -8,6 +8,7 @@ import os
 import statistics
 
 from c4forge.core.io import atomic_write
+from c4forge.core.outdir import OutputKind, claim, manifest_text, writing
 from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
 
@@ -82,8 +83,47 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> 
             f"experiment does not separate {a} and {b}.{more}")
 
 
+REPORT_MANIFEST = "c4forge-report.json"
+REPORT_KIND = OutputKind("ablation report", REPORT_MANIFEST, "c4forge-ablation-report",
+                         lambda manifest: list(manifest.get("files") or []))
+
+
+def _adopt_legacy_report(directory: str) -> None:
+    """A report written before reports had a manifest (results.json, report.md, charts and
+    nothing else, results.json being an ablation summary) gets one, so it is replaced like any
+    other c4forge output; a directory holding anything else is left to the refusal rule."""
+    if not os.path.isdir(directory) or os.path.exists(os.path.join(directory, REPORT_MANIFEST)):
+        return
+    names = sorted(os.listdir(directory))
+    try:
+        with open(os.path.join(directory, "results.json"), encoding="utf-8") as handle:
+            results = json.load(handle)
+    except (OSError, ValueError):
+        return
+    ours = {"results.json", "report.md"}
+    if (isinstance(results, dict) and {"variants", "objective", "seeds"} <= set(results)
+            and all(n in ours or n.endswith(".png") for n in names)):
+        with atomic_write(os.path.join(directory, REPORT_MANIFEST)) as handle:
+            handle.write(manifest_text({"format": REPORT_KIND.format, "version": 1, "files": names}))
+
+
+def check_report_dir(directory: str) -> None:
+    """Refuse a report directory that holds anything but an earlier report, before any work."""
+    _adopt_legacy_report(directory)
+    claim(directory, REPORT_KIND, overwrite=True)
+
+
 def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
-    os.makedirs(directory, exist_ok=True)
+    """``report.md``, ``results.json`` and the charts, swapped into ``directory`` as one output
+    (the output-directory rule: a new or empty directory, or an earlier report, whose own files
+    alone are replaced; a directory holding anything else is refused)."""
+    _adopt_legacy_report(directory)
+    with writing(claim(directory, REPORT_KIND, overwrite=True)) as staging:
+        staging.manifest = _write_report_files(spec, summary, runs, staging.path)
+    return os.path.join(directory, "report.md")
+
+
+def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict:
     with atomic_write(os.path.join(directory, "results.json")) as handle:
         json.dump(summary, handle, indent=2)
     charts = plot(summary, runs, directory)
@@ -122,10 +162,10 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
         for a, b in pairs:
             lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b))
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
-    path = os.path.join(directory, "report.md")
-    with atomic_write(path) as handle:
+    with atomic_write(os.path.join(directory, "report.md")) as handle:
         handle.write("\n".join(lines) + "\n")
-    return path
+    return {"format": REPORT_KIND.format, "version": 1,
+            "files": ["report.md", "results.json", *charts]}
 
 
 def plot(summary: dict, runs, directory: str) -> list[str]:

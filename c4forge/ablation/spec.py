@@ -113,4 +113,23 @@ def resolve_inputs(spec: dict) -> dict:
             variant["set"]["read.urls_from"] = locate(spec, variant["set"]["read.urls_from"])
     if spec.get("badwords"):
         spec["badwords"] = locate(spec, spec["badwords"])
+    check_eval_paths(spec)
     return spec
+
+
+def check_eval_paths(spec: dict) -> None:
+    """Every file and folder the evaluation reads exists, checked before hours of training: a
+    missing held-out text, task folder or GLUE folder is named with the setting that gave it."""
+    ev = spec.get("eval") or {}
+    wanted = [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.get("texts") or [])]
+    if ev.get("eval_dir") or ev.get("tasks"):
+        wanted.append(("eval.eval_dir", ev.get("eval_dir") or "", os.path.isdir))
+    if ev.get("glue"):
+        wanted.append(("eval.glue.glue_dir", (ev["glue"] or {}).get("glue_dir") or "", os.path.isdir))
+    for setting, path, exists in wanted:
+        if not path:
+            raise AblationError(f"{setting} is not set")
+        if not exists(locate(spec, path)):
+            kind = "file" if exists is os.path.isfile else "folder"
+            raise AblationError(f"{setting}: {path} is not a {kind} (paths are relative to the working "
+                                f"directory or to the ablation config)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -12,8 +13,16 @@ import click
 from c4forge.cli.common import Console, filtered_stderr, group, output_options, say
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
+from c4forge.core.outdir import OutputError
 from c4forge.corpus.config import PRESETS, build_config
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
+from c4forge.corpus.report import zero_documents_warning
+from c4forge.corpus.wet import check_input_formats
+
+STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
+               "or cut short: the counters split-wet-file/skipped:unreadable_file, "
+               "skipped:read_error, skipped:truncated_gzip and skipped:truncated_record. By "
+               "default such files are counted skips and their good records kept.")
 
 
 class StrictModeError(C4forgeError):
@@ -92,10 +101,9 @@ def input_paths(inputs, more) -> list:
 @click.option("--counters", "counters_path", type=click.Path(dir_okay=False),
               help="Also write the counters as JSON here.")
 @click.option("--overwrite", is_flag=True,
-              help="Replace a corpus already in --output (only its own files are removed).")
-@click.option("--strict", is_flag=True,
-              help="Fail (write nothing) if any input file is unreadable or cut short by an I/O "
-                   "error; by default such files are counted skips and their good records kept.")
+              help="Replace a corpus already in --output (only its own files are removed) and an "
+                   "earlier --jsonl output.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @config_options
 @output_options
 def clean_command(inputs, more_inputs, output, output_dir, shard_format, counters_path, overwrite,
@@ -119,9 +127,12 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         raise click.UsageError("give -o/--output DIR and/or --jsonl FILE")
     if output_dir:
         refuse_early(output_dir, overwrite)
+    if output:
+        check_jsonl_target(output, overwrite)
     counters = Counters()
     started = time.perf_counter()
     paths = expand_inputs(inputs)
+    check_input_formats(paths, config.read)
     documents = run_chain(paths, config, counters)
     problem = strict_problem(counters.as_dict()) if strict else None
     if problem:
@@ -130,6 +141,8 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
                          output=output, output_dir=output_dir, overwrite=overwrite,
                          shard_format=shard_format)
     values = counters.as_dict()
+    if not documents:
+        click.echo(zero_documents_warning(values), err=True)
     if counters_path:
         with atomic_write(counters_path) as handle:
             json.dump({"config": config.to_dict(), "counters": values}, handle, indent=2)
@@ -139,6 +152,27 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     say(f"\npages: {flow}")
     say(f"{len(documents):,} documents written to {output_dir or output} in {elapsed:.1f}s "
         f"(preset {config.preset}, {len(paths)} input file(s))")
+
+
+def check_jsonl_target(path: str, overwrite: bool) -> None:
+    """The output-file rule for ``--jsonl``: a new file is written; an existing one is replaced
+    only with ``--overwrite``, and only when it is empty or a JSONL of ``corpus clean`` (its
+    first line a document record): a file of anything else is never replaced."""
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        raise OutputError(f"{path} is a directory; --jsonl takes a file name")
+    if not overwrite:
+        raise OutputError(f"{path} already exists; pass --overwrite to replace it")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        record = json.loads(first) if first.strip() else {}
+    except (OSError, UnicodeDecodeError, ValueError):
+        record = None
+    if not isinstance(record, dict) or (record and not {"url", "text", "split"} <= set(record)):
+        raise OutputError(f"{path} is not a `corpus clean --jsonl` output: refusing to replace it, "
+                          "--overwrite or not; choose another file")
 
 
 def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
@@ -202,8 +236,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
 @click.option("--cc-rounds", default=DEFAULT_CC_ROUNDS, show_default=True, type=int,
               help="Rounds of the near-dedup connected-components step.")
-@click.option("--strict", is_flag=True,
-              help="Fail (output unchanged) if any input file is unreadable or cut short.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 @config_options
 @output_options
@@ -232,6 +265,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
         paths += crawl_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL, kind=kind)
     if not paths:
         raise click.UsageError("give --input files or --crawl")
+    check_input_formats(paths, config.read)
     from c4forge.pipelines.build import BeamFS
 
     refuse_early(output, overwrite, BeamFS())
@@ -250,6 +284,8 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
                              log=say, verbose=Console.verbose)
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())
     say(f"pages: {flow}")
+    if not sum(info["documents"] for info in manifest["splits"].values()):
+        click.echo(zero_documents_warning(manifest["counters"]), err=True)
     for split, info in manifest["splits"].items():
         say(f"{split}: {info['documents']:,} documents, {info['bytes'] / 1e6:.2f} MB "
             f"in {len(info['files'])} shard(s)")

@@ -109,13 +109,9 @@ def inspect_command(given, positional, text_file, as_json) -> None:
     directory = given or positional
     if not directory:
         raise click.UsageError("give a tokenizer directory (-i TOKDIR or TOKDIR)")
-    from c4forge.tokenizer.inspect import format_report, inspect_tokenizer
+    from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
 
-    text = None
-    if text_file:
-        with open(text_file, encoding="utf-8", errors="strict") as handle:
-            text = handle.read()
-    report = inspect_tokenizer(directory, text)
+    report = inspect_tokenizer(directory, read_text_file(text_file) if text_file else None)
     click.echo(json.dumps(report, ensure_ascii=False, indent=2) if as_json else format_report(report))
 
 

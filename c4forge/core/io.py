@@ -10,7 +10,9 @@ from typing import IO
 
 @contextlib.contextmanager
 def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterator[IO]:
-    """Write to ``path`` so readers see either the old file or the complete new one."""
+    """Write to ``path`` so readers see either the old file or the complete new one. The path
+    is resolved first as an output path (``a/missing/../f`` is ``a/f``)."""
+    path = output_path(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
@@ -32,3 +34,26 @@ def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def output_path(path: str) -> str:
+    """An output path with ``.`` and ``..`` resolved once, up front, as ``mkdir -p`` would see
+    them but without creating anything: ``..`` after a folder that exists goes to that folder's
+    real parent (symlinks followed), after one that does not exist it drops it
+    (``runs/missing/../r2`` -> ``runs/r2``). URLs (gs://, s3://) are returned unchanged."""
+    if not path or "://" in path:
+        return path
+    out = os.sep if os.path.isabs(path) else ""
+    for part in path.split(os.sep):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out and os.path.islink(out.rstrip(os.sep) or os.sep):
+                out = os.path.dirname(os.path.realpath(out))
+            elif out and os.path.basename(out.rstrip(os.sep)) not in ("", ".."):
+                out = os.path.dirname(out.rstrip(os.sep))
+            else:
+                out = os.path.join(out, "..")
+            continue
+        out = os.path.join(out, part)
+    return out or "."

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Optional, Protocol
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write, output_path
 
 STAGING_PREFIX = ".c4forge-staging-"
 STAGING_MARKER = ".c4forge-staging"
@@ -114,8 +115,6 @@ class LocalFS:
             return handle.read()
 
     def write_text(self, path: str, text: str) -> None:
-        from c4forge.core.io import atomic_write
-
         with atomic_write(path) as handle:
             handle.write(text)
 
@@ -211,7 +210,9 @@ class Claim:
 def claim(directory: str, kind: OutputKind, overwrite: bool, fs: FileSystem = LOCAL) -> Claim:
     """Apply the rule and remove our stale staging folders (the directory itself is created
     with the first staging folder). Raises :class:`OutputError` with the reason when the
-    directory may not be written."""
+    directory may not be written. The claim's ``directory`` is :func:`output_path` of the one
+    given: write through it."""
+    directory = output_path(directory)
     if fs.exists(directory) and not fs.isdir(directory):
         raise OutputError(f"{directory} exists and is not a directory; choose another output")
     if not fs.exists(directory):
@@ -340,12 +341,6 @@ def write_directory(directory: str, kind: OutputKind, overwrite: bool,
         staging.manifest = fill(staging.path)
     assert staging.result is not None
     return staging.result
-
-
-def remove_owned(claim_: Claim, fs: FileSystem = LOCAL) -> None:
-    """Delete the files an old output owns (for outputs written in place, like training runs)."""
-    for name in claim_.old_files:
-        fs.remove(fs.join(claim_.directory, name))
 
 
 def hook_from_env(variable: str = "C4FORGE_SWAP_CRASH_AT") -> Optional[Callable[[str], None]]:
