@@ -51,43 +51,62 @@ def page_flow(counters: Mapping[str, int]) -> dict[str, int]:
 _LINE_COUNTERS = ("line-filtered:", "line-passed")
 
 
-def manifest_report(manifest: dict) -> str:
-    """`corpus stats`: splits, the page flow, and what each rule removed (pages or lines),
-    plus the bytes each step kept."""
+def manifest_stats(manifest: dict) -> dict:
+    """What `corpus stats` reports, as data (``corpus stats --json``; the schema is
+    docs/schemas/corpus-stats.schema.json): how the corpus was built, its splits, the page flow,
+    every rule's removals (pages, lines or records) and the text bytes each step kept."""
     counters = manifest.get("counters", {})
-    out = [f"corpus built {manifest.get('created')} with preset {manifest['config'].get('preset')} "
-           f"from {len(manifest.get('inputs', []))} input file(s) "
-           f"({manifest.get('build', {}).get('input_bytes', 0) / 1e6:.1f} MB) "
-           f"in {manifest.get('build', {}).get('seconds')}s", ""]
-    out += ["| split | documents | text MB | shards |", "|---|---:|---:|---:|"]
-    for split, info in manifest.get("splits", {}).items():
-        out.append(f"| {split} | {info['documents']:,} | {info['bytes'] / 1e6:.2f} | {len(info['files'])} |")
-    flow = page_flow(counters)
-    out += ["", "pages: " + " -> ".join(f"{k} {v:,}" for k, v in flow.items()), ""]
-    out += ["| step | rule | removed | unit |", "|---|---|---:|---|"]
+    removed = []
     for name in sorted(counters, key=_stage_key):
         namespace, _, counter = name.partition("/")
         if counter.startswith("bytes-"):
             continue
-        removed = (counter.startswith(("filtered", "skipped", "line-filtered"))
-                   or counter == "soft-passed")
-        if not removed or "-badwords-filter-" in namespace:
+        if not (counter.startswith(("filtered", "skipped", "line-filtered")) or counter == "soft-passed"):
+            continue
+        if "-badwords-filter-" in namespace:
             continue
         unit = "lines" if counter.startswith("line-") else "pages"
         if counter.startswith("skipped:record_type") or counter == "soft-passed":
             unit = "records" if counter.startswith("skipped") else "pages kept despite a hit"
-        out.append(f"| {namespace} | {counter} | {counters[name]:,} | {unit} |")
-    steps = [ns for ns in STAGE_ORDER if f"{ns}/bytes-in" in counters]
-    if steps:
-        out += ["", "| step | text MB in | text MB out | removed |", "|---|---:|---:|---:|"]
-        for ns in steps:
+        removed.append({"step": namespace, "rule": counter, "count": counters[name], "unit": unit})
+    steps = []
+    for ns in STAGE_ORDER:
+        if f"{ns}/bytes-in" in counters:
             b_in, b_out = counters[f"{ns}/bytes-in"], counters.get(f"{ns}/bytes-out", 0)
-            share = (1 - b_out / b_in) if b_in else 0.0
-            out.append(f"| {ns} | {b_in / 1e6:.2f} | {b_out / 1e6:.2f} | {share:.1%} |")
-    byte_rows = [(k.split("/", 1)[1], v) for k, v in counters.items() if k.startswith("output/")]
-    if byte_rows:
+            steps.append({"step": ns, "bytes_in": b_in, "bytes_out": b_out,
+                          "removed_share": round((1 - b_out / b_in) if b_in else 0.0, 6)})
+    build = manifest.get("build", {})
+    return {
+        "created": manifest.get("created"), "preset": manifest["config"].get("preset"),
+        "inputs": len(manifest.get("inputs", [])), "input_bytes": build.get("input_bytes", 0),
+        "seconds": build.get("seconds"), "shard_format": manifest.get("shard_format"),
+        "splits": {split: {"documents": info["documents"], "bytes": info["bytes"],
+                           "shards": len(info["files"])}
+                   for split, info in manifest.get("splits", {}).items()},
+        "page_flow": page_flow(counters), "removed": removed, "bytes_per_step": steps,
+        "output": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if k.startswith("output/")},
+    }
+
+
+def manifest_report(manifest: dict) -> str:
+    """`corpus stats`: :func:`manifest_stats` as tables for people."""
+    stats = manifest_stats(manifest)
+    out = [f"corpus built {stats['created']} with preset {stats['preset']} "
+           f"from {stats['inputs']} input file(s) ({stats['input_bytes'] / 1e6:.1f} MB) "
+           f"in {stats['seconds']}s", ""]
+    out += ["| split | documents | text MB | shards |", "|---|---:|---:|---:|"]
+    for split, info in stats["splits"].items():
+        out.append(f"| {split} | {info['documents']:,} | {info['bytes'] / 1e6:.2f} | {info['shards']} |")
+    out += ["", "pages: " + " -> ".join(f"{k} {v:,}" for k, v in stats["page_flow"].items()), ""]
+    out += ["| step | rule | removed | unit |", "|---|---|---:|---|"]
+    out += [f"| {r['step']} | {r['rule']} | {r['count']:,} | {r['unit']} |" for r in stats["removed"]]
+    if stats["bytes_per_step"]:
+        out += ["", "| step | text MB in | text MB out | removed |", "|---|---:|---:|---:|"]
+        out += [f"| {s['step']} | {s['bytes_in'] / 1e6:.2f} | {s['bytes_out'] / 1e6:.2f} | "
+                f"{s['removed_share']:.1%} |" for s in stats["bytes_per_step"]]
+    if stats["output"]:
         out += ["", "| output counter | value |", "|---|---:|"]
-        out += [f"| {k} | {v:,} |" for k, v in sorted(byte_rows)]
+        out += [f"| {k} | {v:,} |" for k, v in stats["output"].items()]
     return "\n".join(out)
 
 

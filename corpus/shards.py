@@ -52,6 +52,7 @@ import pyarrow.parquet as pq
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
+from c4forge.core.schemas import problems
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -292,6 +293,9 @@ def read_manifest(directory: str) -> dict:
     if manifest.get("format") != "c4forge-corpus" or manifest.get("version") not in READABLE_VERSIONS:
         raise CorpusFormatError(f"{path}: not a c4forge corpus manifest (versions "
                                 f"{', '.join(map(str, READABLE_VERSIONS))} are read)")
+    found = problems("corpus-manifest", manifest)
+    if found:
+        raise CorpusFormatError(f"{path} does not follow the corpus manifest schema: {found[0]}")
     return manifest
 
 
@@ -381,6 +385,41 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
                                   splits=split_summary(files)))
 
     return write_directory(directory, CORPUS_KIND, overwrite, fill, hook)
+
+
+def export_corpus(source: str, target: str, shard_format: str, overwrite: bool = False,
+                  hook: Optional[Callable[[str], None]] = None) -> dict:
+    """The corpus in ``source`` rewritten in another shard format (Arrow IPC stream <-> Parquet)
+    into ``target``: the same documents in the same shards (names change their extension), the
+    same manifest apart from the format and ``exported_from``; nothing is re-run."""
+    check_shard_format(shard_format)
+    manifest = read_manifest(source)
+    if os.path.realpath(source) == os.path.realpath(target):
+        raise CorpusFormatError(f"{target} is the corpus being exported; write to another directory")
+    metadata = shard_metadata(manifest.get("config") or {}, shard_format)
+
+    def fill(staging: str) -> dict:
+        files: dict[str, dict] = {}
+        for split in manifest["splits"]:
+            for path in shard_paths(source, split, manifest):
+                info = parse_shard_name(os.path.basename(path))
+                if info is None:
+                    raise CorpusFormatError(f"{path}: not a shard name")
+                name = shard_name(info["split"], info["index"], info["count"], shard_format)
+                table = read_shard(path).replace_schema_metadata(
+                    {METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+                with open(os.path.join(staging, name), "wb") as handle:
+                    write_table(handle, table, shard_format)
+                text = table.column("text").to_pylist()
+                files[name] = {"documents": table.num_rows,
+                               "bytes": sum(len(t.encode("utf-8")) for t in text)}
+        kept = {k: v for k, v in manifest.items() if k not in ("splits", "shard_format", "location",
+                                                                  "superseded")}
+        return full_manifest(dict(kept, shard_format=shard_format, splits=split_summary(files),
+                                  exported_from={"path": os.path.abspath(source),
+                                                 "shard_format": manifest.get("shard_format")}))
+
+    return write_directory(target, CORPUS_KIND, overwrite, fill, hook)
 
 
 def corpus_manifest(config, inputs: Sequence[str], counters: dict[str, int], runner: str,

@@ -82,10 +82,44 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
             args.append("--default_sdk_harness_log_level=ERROR")
     if "DaskRunner" in runner:
         raise BuildError(UNSUPPORTED_DASK)
+    check_runner_options(runner, args)
     args.append(f"--runner={runner}")
     if runner == "DirectRunner":
         args = direct_runner_defaults(args, os.cpu_count() or 1)
     return PipelineOptions(args)
+
+
+class RunnerOptionsError(BuildError):
+    """A runner, or a runner's required option, that is missing or unknown: a usage error
+    reported before anything is created in the output directory."""
+
+    exit_code = 2
+
+
+RUNNERS = ("DirectRunner", "PortableRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
+# What each runner cannot start without (Beam fails only after staging, seconds to minutes in).
+REQUIRED_OPTIONS = {
+    "DataflowRunner": ("--project", "--region", "--temp_location"),
+    "PortableRunner": ("--job_endpoint",),
+    "FlinkRunner": ("--flink_master",),
+    "SparkRunner": ("--spark_master_url",),
+}
+
+
+def check_runner_options(runner: str, args: Sequence[str]) -> None:
+    """The runner is one ``corpus build`` runs on and its required options are given."""
+    name = runner.rsplit(".", 1)[-1]
+    if name not in RUNNERS:
+        close = [r for r in RUNNERS if r.lower().startswith(name.lower()[:4])]
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise RunnerOptionsError(f"--runner {runner}: unknown runner{hint}; choose "
+                                 f"{', '.join(RUNNERS)}")
+    missing = [opt for opt in REQUIRED_OPTIONS.get(name, ()) if flag_value(list(args), opt) is None]
+    if missing:
+        raise RunnerOptionsError(f"--runner {name} needs {' '.join(f'{m} ...' for m in missing)} "
+                                 f"(see docs/distributed.md); nothing was written")
+    if name == "DataflowRunner" and not str(flag_value(list(args), "--temp_location")).startswith("gs://"):
+        raise RunnerOptionsError("--runner DataflowRunner needs --temp_location gs://BUCKET/tmp")
 
 
 # On this many cores or fewer the DirectRunner runs in one process: its multi-processing mode

@@ -43,3 +43,39 @@ def test_every_cli_says_its_version():
     for cli in (corpus_cli, tokenizer_cli, train_cli):
         result = CliRunner().invoke(cli, ["--version"])
         assert result.exit_code == 0 and f"c4forge {version}" in result.output, result.output
+
+
+def test_every_one_liner_of_the_docs_reads_the_whole_corpus(sample_tokens, tmp_path):
+    """Each statement of docs/formats.md's "Use with other tools" corpus block, run as written on
+    the sample corpus (DIR) and its `corpus export --format parquet` (PQDIR): every one reads
+    every training document. A line added to the docs is run here too."""
+    import re
+
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli as corpus_cli
+    from c4forge.corpus.shards import read_manifest
+
+    corpus = Path(sample_tokens).parent / "corpus"
+    parquet = tmp_path / "pq"
+    result = CliRunner().invoke(corpus_cli, ["export", "-i", str(corpus), "-o", str(parquet),
+                                             "--format", "parquet", "-q"])
+    assert result.exit_code == 0, result.output
+    documents = read_manifest(str(corpus))["splits"]["train"]["documents"]
+    assert read_manifest(str(parquet))["splits"]["train"]["documents"] == documents
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(import datasets\n.*?)```", docs, re.S).group(1)
+    namespace: dict = {}
+    ran = 0
+    for line in block.splitlines():
+        statement = line.split("  #")[0].strip()
+        if not statement:
+            continue
+        statement = statement.replace("PQDIR", str(parquet)).replace("DIR", str(corpus))
+        exec(statement, namespace)  # the docs' own line
+        if not statement.startswith("import"):
+            name = statement.split("=")[0].strip()
+            value = namespace[name]
+            assert len(value) == documents, (line, len(value))
+            ran += 1
+    assert ran == 9

@@ -51,7 +51,8 @@ def test_wheel_from_the_dockerfile_copies_has_the_cli_and_only_c4forge(dockerfil
     assert top == {"c4forge"}, top
     for needed in ("c4forge/cli/corpus.py", "c4forge/corpus/clean.py", "c4forge/pipelines/c4.py",
                    "c4forge/tokenizer/formats.py", "c4forge/train/trainer.py",
-                   "c4forge/corpus/data/sample.warc.wet.gz", "c4forge/corpus/data/demo-badwords/en"):
+                   "c4forge/corpus/data/sample.warc.wet.gz", "c4forge/corpus/data/demo-badwords/en",
+                   "c4forge/core/schemas/corpus-manifest.schema.json"):
         assert needed in names, needed
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("entry_points.txt"))).decode()
@@ -68,3 +69,15 @@ def test_wheel_from_the_dockerfile_copies_has_the_cli_and_only_c4forge(dockerfil
         proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and "Usage:" in proc.stdout, (name, proc.stderr[-500:])
+
+
+def test_the_base_install_is_the_corpus_job_and_each_other_job_has_an_extra():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    base = {re.split(r"[<>=\[; ]", d)[0].lower() for d in project["dependencies"]}
+    assert not base & {"torch", "matplotlib", "sentencepiece", "tokenizers", "safetensors", "tensorboard"}
+    extras = project["optional-dependencies"]
+    assert {"corpus", "tokenizer", "train", "gcp", "aws", "all"} <= set(extras)
+    assert any(d.startswith("sentencepiece") for d in extras["tokenizer"])
+    assert any(d.startswith("torch") for d in extras["train"]) and "c4forge[tokenizer]" in extras["train"]

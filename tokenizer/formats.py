@@ -32,6 +32,7 @@ import numpy as np
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, OutputKind, check_name, resolve
+from c4forge.core.schemas import problems
 
 FORMAT = "c4forge-tokens"
 VERSION = 1
@@ -143,6 +144,9 @@ def read_token_manifest(directory: str) -> dict:
         raise TokenFormatError(f"{path} is not readable JSON: {exc}") from exc
     if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         raise TokenFormatError(f"{path} is not a c4forge token manifest (version {VERSION})")
+    found = problems("token-manifest", manifest)
+    if found:
+        raise TokenFormatError(f"{path} does not follow the token manifest schema: {found[0]}")
     return manifest
 
 

@@ -17,6 +17,7 @@ import shutil
 
 import torch
 
+from c4forge.core.io import current_umask
 from c4forge.core.outdir import OutputKind, hook_from_env, resolve, write_directory
 from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
 
@@ -93,7 +94,9 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
     model_file = resolve(tokenizer_dir, info, "tokenizer.model")
 
     def fill(tmp: str) -> dict:
-        save_file(hf_state_dict(model), os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        weights = os.path.join(tmp, "model.safetensors")
+        save_file(hf_state_dict(model), weights, metadata={"format": "pt"})
+        os.chmod(weights, 0o666 & ~current_umask())  # safetensors writes 0600: follow the umask
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as handle:
             json.dump(hf_config(model.config), handle, indent=2)
         shutil.copyfile(model_file, os.path.join(tmp, "tokenizer.model"))

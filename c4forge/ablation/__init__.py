@@ -22,6 +22,7 @@ from typing import Optional
 from c4forge.ablation.report import check_report_dir, summarise, verdict, write_report
 from c4forge.ablation.spec import AblationError, load_ablation, resolve_inputs
 from c4forge.ablation.stages import build_corpora, build_tokenizer, encode_variants, evaluate_runs, train_runs
+from c4forge.core.locks import lock_directory
 
 __all__ = ["AblationError", "build_corpora", "load_ablation", "run_ablation", "verdict"]
 
@@ -34,6 +35,8 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
 
     spec = resolve_inputs(load_ablation(path, overrides))
     report_dir = report_dir or os.path.join(spec["out_dir"], "report")
+    lock_directory(spec["out_dir"])  # one ablation at a time in an out_dir (and its report)
+    lock_directory(report_dir)
     check_report_dir(report_dir)  # refused before hours of work, not after
     variants, seeds = len(spec["variants"]), len(spec["seeds"])
     units = variants + 1 + variants + 2 * variants * seeds

@@ -12,7 +12,15 @@ from typing import Optional
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, check_name
-from c4forge.core.settings import ConfigError, load_yaml_mapping, merge_settings, nest, parse_overrides
+from c4forge.core.settings import (
+    ConfigError,
+    apply_settings,
+    check_keys,
+    load_yaml_mapping,
+    merge_settings,
+    nest,
+    parse_overrides,
+)
 from c4forge.corpus.config import build_config
 
 
@@ -74,7 +82,40 @@ def load_ablation(path: str, overrides: Optional[list[str]] = None) -> dict:
     spec.setdefault("eval", {})
     base = os.path.dirname(os.path.abspath(path))
     spec["_base"] = base
+    check_settings(spec)
     return spec
+
+
+SPEC_KEYS = ("name", "inputs", "variants", "train", "out_dir", "seeds", "objective", "tokenizer",
+             "eval", "badwords", "validation_per_mille", "curve_validation", "_base")
+VARIANT_KEYS = ("preset", "set", "inputs")
+EVAL_KEYS = ("texts", "tasks", "eval_dir", "limit", "glue")
+GLUE_KEYS = ("tasks", "glue_dir", "seeds", "set")
+
+
+def check_settings(spec: dict) -> None:
+    """Every key of the spec is one the ablation reads, and every stage's settings fit that
+    stage's config (types and names), before any work starts: a misspelled key is a usage
+    error (exit 2) with a did-you-mean, not hours of work with the default."""
+    from c4forge.tokenizer.train import TokenizerConfig
+    from c4forge.train.config import build_train_config
+    from c4forge.train.finetune.run import task_configs
+
+    check_keys(spec, SPEC_KEYS)
+    for name, variant in spec["variants"].items():
+        check_keys(variant or {}, VARIANT_KEYS, f"variants.{name}.")
+        variant_config(spec, name)
+    check_keys(spec.get("eval") or {}, EVAL_KEYS, "eval.")
+    glue = (spec.get("eval") or {}).get("glue")
+    if glue:
+        check_keys(glue, GLUE_KEYS, "eval.glue.")
+        task_configs(glue.get("tasks") or ["sst2"], glue.get("set") or {})
+    tokenizer = {k: v for k, v in (spec.get("tokenizer") or {}).items() if k != "train_on"}
+    apply_settings(TokenizerConfig(), tokenizer, "tokenizer.")
+    try:
+        build_train_config(base=json.loads(json.dumps(spec["train"])))
+    except ConfigError as exc:
+        raise ConfigError(f"train: {exc}") from exc
 
 
 def variant_config(spec: dict, name: str):

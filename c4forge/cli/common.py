@@ -30,6 +30,7 @@ import click
 
 from c4forge.core import progress
 from c4forge.core.errors import C4forgeError
+from c4forge.core.locks import lock_directory, release_all
 
 # Start-up chatter of Apache Beam and its workers that says nothing about the user's job.
 BEAM_NOISE = re.compile(
@@ -71,6 +72,13 @@ def configure_logging(verbose: bool) -> None:
     handler._c4forge = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def lock_outputs(*paths: Optional[str]) -> None:
+    """Lock the command's output directories (and files) for the life of the command."""
+    for path in paths:
+        if path:
+            lock_directory(path)
 
 
 def output_options(func):
@@ -166,11 +174,25 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
         os.close(saved)
 
 
+# The extra that brings each optional module (pyproject.toml): a command that needs one of them
+# in an install without it says what to install instead of a bare ModuleNotFoundError.
+EXTRA_OF_MODULE = {"sentencepiece": "tokenizer", "tokenizers": "tokenizer", "torch": "train",
+                   "triton": "train", "tensorboard": "train", "safetensors": "train",
+                   "matplotlib": "train", "transformers": "hf", "lm_eval": "hf",
+                   "google": "gcp", "boto3": "aws"}
+
+
 def report_error(exc: BaseException) -> Optional[int]:
     """The one translation of a failure into what the user sees: prints the line and returns the
     exit code, or None for exceptions that are not ours to explain (they propagate)."""
     if os.environ.get("C4FORGE_DEBUG"):
         return None
+    missing = (exc.name or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+    if missing in EXTRA_OF_MODULE:
+        extra = EXTRA_OF_MODULE[missing]
+        click.echo(f"Error: this command needs the {missing} package, which the [{extra}] extra "
+                   f"installs: pip install 'c4forge[{extra}]'", err=True)
+        return 1
     if isinstance(exc, C4forgeError):
         click.echo(f"Error: {exc}", err=True)
         return exc.exit_code
@@ -188,11 +210,13 @@ class _ReportsErrors:
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)  # type: ignore[misc]
-        except (C4forgeError, OSError) as exc:
+        except (C4forgeError, OSError, ModuleNotFoundError) as exc:
             code = report_error(exc)
             if code is None:
                 raise
             ctx.exit(code)
+        finally:
+            release_all()  # the output directories' locks live as long as the command
 
 
 class Group(_ReportsErrors, click.Group):

@@ -10,7 +10,7 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import Console, filtered_stderr, group, output_options, say
+from c4forge.cli.common import Console, filtered_stderr, group, lock_outputs, output_options, say
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import OutputError
@@ -125,6 +125,7 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     config = make_config(**config_args)
     if not output and not output_dir:
         raise click.UsageError("give -o/--output DIR and/or --jsonl FILE")
+    lock_outputs(output_dir, output)
     if output_dir:
         refuse_early(output_dir, overwrite)
     if output:
@@ -268,6 +269,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     check_input_formats(paths, config.read)
     from c4forge.pipelines.build import BeamFS
 
+    lock_outputs(output)
     refuse_early(output, overwrite, BeamFS())
     if config.badwords_fraction > 0:
         from c4forge.corpus.steps import PageSteps
@@ -292,6 +294,28 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     say(f"done in {manifest['build']['seconds']}s; see `corpus stats {output}`")
 
 
+@cli.command("export")
+@click.option("--input", "-i", "source", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Corpus directory.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="New corpus directory for the converted shards.")
+@click.option("--format", "shard_format", type=click.Choice(["parquet", "arrow"]), required=True,
+              help="Shard format to write: Parquet (pyarrow.dataset, polars, duckdb, pandas, Spark) "
+                   "or Arrow IPC streams (HF datasets' own format).")
+@click.option("--overwrite", is_flag=True, help="Replace a corpus already in --output.")
+@output_options
+def export_command(source, output, shard_format, overwrite) -> None:
+    """Convert a corpus to another shard format without rebuilding it: the same documents in the
+    same shards, and the same manifest."""
+    from c4forge.core.outdir import hook_from_env
+    from c4forge.corpus.shards import export_corpus, manifest_files
+
+    lock_outputs(output)
+    manifest = export_corpus(source, output, shard_format, overwrite=overwrite, hook=hook_from_env())
+    documents = sum(info["documents"] for info in manifest["splits"].values())
+    say(f"{documents:,} documents in {len(manifest_files(manifest))} {shard_format} shard(s) -> {output}")
+
+
 def one_directory(given, positional) -> str:
     directory = given or positional
     if not directory or (given and positional and given != positional):
@@ -302,14 +326,20 @@ def one_directory(given, positional) -> str:
 @cli.command("stats")
 @click.option("--input", "-i", "given", metavar="DIR", help="Corpus directory.")
 @click.argument("positional", required=False, metavar="[DIR]")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as JSON (schema: c4forge/core/schemas/corpus-stats.schema.json).")
 @output_options
-def stats_command(given, positional) -> None:
+def stats_command(given, positional, as_json) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
     directory = one_directory(given, positional)
-    from c4forge.corpus.report import manifest_report
+    from c4forge.corpus.report import manifest_report, manifest_stats
     from c4forge.corpus.shards import read_manifest
 
-    click.echo(manifest_report(read_manifest(directory)))
+    manifest = read_manifest(directory)
+    if as_json:
+        click.echo(json.dumps(manifest_stats(manifest), indent=2))
+    else:
+        click.echo(manifest_report(manifest))
 
 
 @cli.command("show")

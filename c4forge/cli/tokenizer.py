@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import group, output_options, say, set_option
+from c4forge.cli.common import group, lock_outputs, output_options, say, set_option
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
 from c4forge.tokenizer.train import TokenizerConfig
 
@@ -59,6 +59,7 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
     from c4forge.tokenizer.train import train_tokenizer
 
     config = tokenizer_config(config_file, overrides, **flags)
+    lock_outputs(output)
     info = train_tokenizer(corpus, output, config, overwrite=overwrite, num_threads=threads)
     sample = info["sample"]
     say(f"{config.model_type} vocabulary of {config.vocab_size:,} trained in "
@@ -83,6 +84,7 @@ def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard,
     """Encode every document (EOS appended) into token shards that keep document boundaries."""
     from c4forge.tokenizer.encode import encode_corpus
 
+    lock_outputs(output)
     manifest = encode_corpus(corpus, tokenizer_dir, output, workers=workers,
                              max_docs_per_shard=docs_per_shard, overwrite=overwrite, log=say,
                              mode=mode)

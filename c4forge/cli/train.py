@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import check_overrides, group, output_options, say, set_option
+from c4forge.cli.common import check_overrides, group, lock_outputs, output_options, say, set_option
 
 CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", required=True,
                           type=click.Path(exists=True),
@@ -61,6 +61,7 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
     if Console.quiet:
         settings.append("progress=false")
     config = build_train_config(config_file, settings)
+    lock_outputs(config.out_dir)
     last = train(config, resume=resume, overwrite=overwrite, log=say)
     if last:
         say("final: " + ", ".join(human(k, v) for k, v in last.items()))
@@ -80,8 +81,11 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 @click.option("--seed", type=int, default=0, show_default=True, help="Which random subset --limit takes.")
 @click.option("--seq-len", type=int, default=None, help="Default: the training seq_len.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the results as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of tables "
+              "(schema: c4forge/core/schemas/eval-results.schema.json).")
 @output_options
-def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seed, seq_len, output) -> None:
+def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seed, seq_len, output,
+                 as_json) -> None:
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
     import json
 
@@ -101,7 +105,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
     if results["tasks"]:
         rows += ["", "| task | accuracy | items |", "|---|---:|---:|"]
         rows += [f"| {t} | {r['accuracy']:.4f} | {r['items']:,} |" for t, r in results["tasks"].items()]
-    click.echo("\n".join(rows))
+    click.echo(json.dumps(results, indent=2) if as_json else "\n".join(rows))
     if output:
         from c4forge.core.io import atomic_write
 
@@ -136,6 +140,7 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
     DIR --tasks c4forge`."""
     from c4forge.train.lm_eval_tasks import GROUP, write_lm_eval_tasks
 
+    lock_outputs(output)
     counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit=limit, seed=seed,
                                  overwrite=overwrite)
     say(f"wrote {len(counts)} tasks ({sum(counts.values()):,} items) to {output}: "
@@ -208,6 +213,7 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     lm-eval-harness."""
     from c4forge.train.export import export_hf
 
+    lock_outputs(output)
     path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
     say(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
 

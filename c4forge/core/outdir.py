@@ -318,15 +318,22 @@ def writing(claim_: Claim, hook: Optional[Callable[[str], None]] = None,
     block ends having set ``staging.manifest``. An exception in the block, or a block that sets
     no manifest, removes the staging folder and leaves the directory as it was. Every command
     that writes a directory goes through here (claiming first, so it refuses before working)."""
+    existed = fs.exists(claim_.directory)
     staging = Staging(new_staging(claim_, fs))
+
+    def undo() -> None:
+        with contextlib.suppress(OSError):
+            fs.remove(staging.path)
+            if not existed and not fs.listdir(claim_.directory):  # ours, and left empty
+                fs.remove(claim_.directory)
+
     try:
         yield staging
     except BaseException:
-        with contextlib.suppress(OSError):
-            fs.remove(staging.path)
+        undo()
         raise
     if staging.manifest is None:
-        fs.remove(staging.path)
+        undo()
         return
     staging.result = commit(claim_, staging.path, staging.manifest, hook, fs)
 

@@ -8,6 +8,7 @@ config (the ablation's per-variant settings, GLUE's per-task settings); all thre
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional
@@ -93,13 +94,28 @@ def merge_settings(base: Mapping[str, Any], updates: Mapping[str, Any], prefix: 
     return out
 
 
+def unknown_key_message(shown: str, key: str, known: Iterable[str]) -> str:
+    """``unknown setting 'lr'; did you mean 'optim.lr'? known: ...`` for any settings grammar."""
+    known = sorted(known)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown setting {shown!r}{hint}; known: {', '.join(k for k in known if not k.startswith('_'))}"
+
+
+def check_keys(mapping: Mapping[str, Any], known: Iterable[str], prefix: str = "") -> None:
+    """Refuse keys of a plain settings mapping (not a dataclass) that are not ``known``."""
+    known = list(known)
+    for key in mapping:
+        if key not in known:
+            raise ConfigError(unknown_key_message(f"{prefix}{key}", key, known))
+
+
 def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
     hints = typing.get_type_hints(type(obj))
     changes = {}
     for key, value in updates.items():
         if key not in hints:
-            known = ", ".join(sorted(hints))
-            raise ConfigError(f"unknown setting {prefix}{key!r}; known: {known}")
+            raise ConfigError(unknown_key_message(f"{prefix}{key}", key, hints))
         current = getattr(obj, key)
         if dataclasses.is_dataclass(current):
             if not isinstance(value, Mapping):

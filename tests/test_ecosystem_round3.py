@@ -1,0 +1,182 @@
+"""Ecosystem, round 3 (issue 31): settings that fail loudly and alike everywhere, one command per
+output directory, Beam runner options checked before anything is written, export permissions,
+a command missing its extra, machine-readable outputs that follow their schemas. (The Docker /
+wheel test is tests/test_packaging.py; the one-liners of other tools, tests/test_other_tools.py.)"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from c4forge.cli.corpus import cli as corpus_cli
+from c4forge.cli.tokenizer import cli as tokenizer_cli
+from c4forge.cli.train import cli as train_cli
+from tests.conftest import ROOT
+from tests.test_train_loop import settings
+
+SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
+BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
+ONE_PROCESS = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+@pytest.fixture(scope="module")
+def sample_corpus(sample_tokens):
+    """The session's sample corpus (the corpus the sample tokens were encoded from)."""
+    return str(Path(sample_tokens).parent / "corpus")
+
+
+def invoke(cli, args):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def cli_run(*args, env=None, timeout=600):
+    """A console script in a child process (for the messages a user sees and kill tests)."""
+    return subprocess.run([sys.executable, "-m", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+
+@pytest.mark.parametrize("command", [
+    [corpus_cli, "clean", "-i", SAMPLE, "-o", "{tmp}/c", "--set", "near_dedupe=false"],
+    [tokenizer_cli, "train", "-i", "{corpus}", "-o", "{tmp}/t", "--set", "vocab_sise=600"],
+    [train_cli, "run", "--set", "data.train={tokens}", "out_dir={tmp}/r", "--set", "stesp=3"],
+    [train_cli, "run", "--set", "data.train={tokens}", "out_dir={tmp}/r", "--set", "steps=abc"],
+])
+def test_unknown_or_ill_typed_settings_are_usage_errors_everywhere(command, sample_corpus, tokens, tmp_path):
+    cli, *args = command
+    args = [str(a).format(tmp=tmp_path, corpus=sample_corpus, tokens=tokens) for a in args]
+    result = invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert "unknown setting" in result.output or "expected int" in result.output
+    if "unknown setting" in result.output:
+        assert "did you mean" in result.output
+    assert not any(tmp_path.iterdir())  # refused before any work
+
+
+def test_ablate_refuses_unknown_keys_before_any_work(tmp_path):
+    spec = tmp_path / "a.yaml"
+    spec.write_text(json.dumps({"inputs": [str(SAMPLE)], "out_dir": str(tmp_path / "abl"),
+                                "train": {"max_tokens": 100},
+                                "variants": {"c4": {}, "c4-noclean": {"preset": "c4-noclean"}}}))
+    for setting, said in [("nosuchkey=1", "unknown setting 'nosuchkey'"),
+                          ("train.optim.lrr=1", "did you mean 'lr'"),
+                          ("variants.c4.set.near_dedupe=false", "did you mean 'near_dedup'"),
+                          ("tokenizer.vocab_sise=8", "did you mean 'vocab_size'")]:
+        result = invoke(train_cli, ["ablate", "--config", spec, "--set", setting])
+        assert result.exit_code == 2 and said in result.output, (setting, result.output)
+    assert not (tmp_path / "abl").exists()
+
+
+def test_a_second_command_on_a_busy_directory_is_refused(tmp_path):
+    target = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from c4forge.core.locks import lock_directory; "
+         f"lock_directory({str(target)!r}); print('locked', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = invoke(corpus_cli, ["clean", "-i", SAMPLE, "--preset", "c4-noclean", "-o", target])
+        assert result.exit_code == 2 and f"is in use by PID {holder.pid}" in result.output
+        assert not target.exists()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert invoke(corpus_cli, ["clean", "-i", SAMPLE, "--preset", "c4-noclean", "-o", target, "-q"]).exit_code == 0
+
+
+@pytest.mark.parametrize("runner_args,said", [
+    (["--runner", "NoSuchRunner"], "unknown runner"),
+    (["--runner", "DataflowRunner"], "needs --project ... --region ... --temp_location"),
+    (["--runner", "FlinkRunner"], "needs --flink_master"),
+    (["--runner", "SparkRunner"], "needs --spark_master_url"),
+])
+def test_runner_options_are_checked_before_anything_is_created(runner_args, said, tmp_path):
+    out = tmp_path / "new" / "corpus"
+    result = invoke(corpus_cli, ["build", "-i", SAMPLE, "--preset", "c4-noclean", "-o", out, *runner_args])
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_failed_write_leaves_no_empty_output_directory_of_its_own(tmp_path):
+    from c4forge.core.outdir import OutputKind, claim, writing
+
+    kind = OutputKind("thing", "thing.json", "thing", lambda m: [])
+    created = tmp_path / "fresh"
+    with pytest.raises(RuntimeError):
+        with writing(claim(str(created), kind, overwrite=False)):
+            raise RuntimeError("the pipeline failed")
+    assert not created.exists()  # we made it, it was left empty: removed
+    users = tmp_path / "users"
+    users.mkdir()  # the user's own empty directory stays
+    with pytest.raises(RuntimeError):
+        with writing(claim(str(users), kind, overwrite=False)):
+            raise RuntimeError("the pipeline failed")
+    assert users.is_dir() and not any(users.iterdir())
+
+
+def test_export_files_follow_the_umask(tokens, tmp_path):
+    run, export = tmp_path / "run", tmp_path / "hf"
+    assert invoke(train_cli, ["run", "--set", *settings(tokens, run, "steps=1"), "-q"]).exit_code == 0
+    previous = os.umask(0o022)
+    try:
+        assert invoke(train_cli, ["export", "-i", run, "-o", export, "-q"]).exit_code == 0
+    finally:
+        os.umask(previous)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in export.iterdir() if p.is_file()}
+    assert modes["model.safetensors"] == 0o644 and set(modes.values()) == {0o644}, modes
+
+
+def test_a_command_missing_its_extra_names_the_extra(tmp_path):
+    """`train eval` in a corpus-only install (torch absent: blocked in the child process) says
+    which extra to install."""
+    code = ("import sys; sys.modules['torch'] = None; from c4forge.cli.train import main; "
+            f"main(['eval', '-i', {str(tmp_path)!r}, '--data', {str(tmp_path)!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == ("Error: this command needs the torch package, which the [train] "
+                                   "extra installs: pip install 'c4forge[train]'")
+
+
+def test_machine_readable_outputs_follow_their_schemas(sample_tokens, tokens, tmp_path):
+    from c4forge.core.schemas import problems
+    from c4forge.corpus.report import manifest_stats
+    from c4forge.corpus.shards import read_manifest
+
+    corpus = Path(sample_tokens).parent / "corpus"
+    result = invoke(corpus_cli, ["stats", corpus, "--json"])
+    assert result.exit_code == 0
+    stats = json.loads(result.output)
+    assert problems("corpus-stats", stats) == []
+    assert stats == json.loads(json.dumps(manifest_stats(read_manifest(str(corpus)))))
+    assert problems("corpus-manifest", json.loads((corpus / "_manifest.json").read_text())) == []
+    assert problems("token-manifest", json.loads((Path(sample_tokens) / "manifest.json").read_text())) == []
+    run = tmp_path / "run"
+    assert invoke(train_cli, ["run", "--set", *settings(tokens, run, "steps=1"), "-q"]).exit_code == 0
+    result = invoke(train_cli, ["eval", "-i", run, "--data", tokens, "--split", "train", "--json",
+                                "-o", tmp_path / "eval.json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)
+    assert problems("eval-results", printed) == [] and printed["data"][tokens]["tokens"] > 0
+    assert json.loads((tmp_path / "eval.json").read_text()) == printed
+
+
+def test_a_manifest_that_breaks_its_schema_is_one_line_on_read(sample_tokens, tmp_path):
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(Path(sample_tokens).parent / "corpus", corpus)
+    manifest = json.loads((corpus / "_manifest.json").read_text())
+    manifest["splits"]["train"]["documents"] = "many"
+    (corpus / "_manifest.json").write_text(json.dumps(manifest))
+    result = invoke(corpus_cli, ["stats", corpus])
+    assert result.exit_code == 1
+    assert "does not follow the corpus manifest schema: splits/train/documents: 'many' is not of type " \
+           "'integer'" in result.output
