@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import gzip
 import re
-import urllib.error
-import urllib.request
 
 from c4forge.core.errors import C4forgeError
 
@@ -28,9 +26,12 @@ def parse_slice(files: str) -> slice:
 
 
 def crawl_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
-               timeout: float = 60.0, kind: str = "wet") -> list[str]:
+               timeout: float = 60.0, kind: str = "wet", policy=None) -> list[str]:
     """URLs of a slice of a crawl's WET (``kind="wet"``) or WARC (``"warc"``) files, from its
-    ``wet.paths.gz`` / ``warc.paths.gz`` listing."""
+    ``wet.paths.gz`` / ``warc.paths.gz`` listing (read through corpus.remote: retries,
+    politeness)."""
+    from c4forge.corpus.remote import RemotePolicy, RemoteReadError, read_remote
+
     if kind not in ("wet", "warc"):
         raise CrawlListingError(f"listing kind {kind!r}: wet or warc")
     if not _CRAWL_ID.match(crawl):
@@ -38,9 +39,9 @@ def crawl_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
     listing = f"{base_url.rstrip('/')}/crawl-data/{crawl}/{kind}.paths.gz"
     label = kind.upper()
     try:
-        with urllib.request.urlopen(listing, timeout=timeout) as response:
-            paths = gzip.decompress(response.read()).decode("utf-8").split()
-    except (urllib.error.URLError, OSError, EOFError) as exc:
+        paths = gzip.decompress(read_remote(listing, policy or RemotePolicy(timeout=timeout))
+                                ).decode("utf-8").split()
+    except (RemoteReadError, OSError, EOFError) as exc:
         raise CrawlListingError(f"cannot read the {label} listing {listing}: {exc}") from exc
     chosen = paths[parse_slice(files)]
     if not chosen:

@@ -72,6 +72,10 @@ class ReadOptions:
     urls_from: keep only pages whose normalised URL is in this file: a crawl file (its records'
         WARC-Target-URI) or a text file of URLs, one per line (``skipped:not_in_urls_from``).
         Compares two starting points (WET vs WARC) on the same pages.
+    retries / retry_seconds: remote files (https, s3, gs): attempts after the first and the
+        most seconds spent waiting between them, per file (corpus.remote.RemotePolicy).
+    retry_backoff: the first backoff wait in seconds (doubling per attempt, full jitter).
+    timeout: seconds to connect to a remote server and between bytes of its response.
     """
 
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
@@ -83,6 +87,10 @@ class ReadOptions:
     extract_timeout: float = 10.0
     max_html_bytes: int = 4 << 20
     urls_from: str = ""
+    retries: int = 8
+    retry_seconds: float = 300.0
+    retry_backoff: float = 1.0
+    timeout: float = 60.0
 
 
 # --------------------------------------------------------------------------- inputs
@@ -123,8 +131,24 @@ def expand_inputs(patterns: Iterable[str]) -> list[str]:
     return paths
 
 
-def open_raw(path: str):
-    """A binary stream of the file's bytes as stored (no decompression)."""
+def remote_policy(options: ReadOptions):
+    """The remote-reading policy the read settings give (corpus.remote.RemotePolicy)."""
+    from c4forge.corpus.remote import RemotePolicy
+
+    return RemotePolicy(retries=options.retries, retry_seconds=options.retry_seconds,
+                        backoff_base=options.retry_backoff, timeout=options.timeout)
+
+
+def open_raw(path: str, options: ReadOptions = ReadOptions(), inc: IncFn = null_inc):
+    """A binary stream of the file's bytes as stored (no decompression). Remote files are read
+    through :class:`corpus.remote.ResumingReader` (retries, resume at the byte, politeness)."""
+    if "://" in path and not path.startswith("file://"):
+        from c4forge.corpus.remote import RemoteReadError, ResumingReader
+
+        try:
+            return ResumingReader(path, remote_policy(options), inc)
+        except RemoteReadError as exc:
+            raise CrawlReadError(f"cannot open {exc}") from exc
     import smart_open
 
     try:
@@ -513,7 +537,7 @@ def iter_records(path: str, inc: IncFn = null_inc,
                  options: ReadOptions = ReadOptions()) -> Iterator[WarcRecord]:
     """Every well-formed WARC record of one file, in order. Raises :class:`CrawlReadError` only
     when the file cannot be opened; every fault inside it is a counted skip."""
-    raw = open_raw(path)
+    raw = open_raw(path, options, inc)
     parser = _RecordParser(path, inc, options)
     try:
         for piece in _decompressed_pieces(raw, inc, options):
@@ -523,6 +547,8 @@ def iter_records(path: str, inc: IncFn = null_inc,
                 yield from parser.feed(*piece)
         yield from parser.finish()
     except OSError as exc:  # network or disk failure mid-file: keep what was read
+        if type(exc).__name__ == "ObjectChanged":  # the caller starts the file again
+            raise
         inc("skipped:read_error")
         parser.brk()
         raise CrawlReadInterrupted(f"read error in {path}: {exc}") from exc
@@ -699,12 +725,51 @@ def iter_file_documents(path: str, inc: IncFn = null_inc,
     before it and is counted ``skipped:read_error``. ``corpus clean`` and ``corpus build``
     both read through here, so they skip the same files the same way (``--strict`` turns any
     such skip into a failure, checked by the caller from the counters)."""
+    if "://" in path and not path.startswith("file://"):
+        yield from _remote_file_documents(path, inc, options)
+        return
     try:
         yield from iter_documents(path, inc, options)
     except CrawlReadInterrupted:
         pass  # counted skipped:read_error where it happened
     except CrawlReadError:
         inc("skipped:unreadable_file")
+
+
+def _remote_file_documents(path: str, inc: IncFn, options: ReadOptions) -> Iterator[Document]:
+    """A remote file read whole before its documents and counters are handed on, so that when
+    the object changes mid-read (``ObjectChanged``) the file is read again from zero and counted
+    once (``read:restarted_files``), never half of each version. A file that cannot be read is
+    a counted skip named in the counters (``skipped_file:<url>``)."""
+    from c4forge.corpus.remote import ObjectChanged
+
+    for _ in range(options.retries + 1):
+        counts: dict[str, int] = {}
+
+        def local(name: str, amount: int = 1, counts: dict[str, int] = counts) -> None:
+            counts[name] = counts.get(name, 0) + amount
+
+        documents: list[Document] = []
+        try:
+            for document in iter_documents(path, local, options):
+                documents.append(document)
+        except ObjectChanged:
+            for name in ("read:retries", "read:resumed_bytes"):
+                if counts.get(name):
+                    inc(name, counts[name])
+            inc("read:restarted_files")
+            continue
+        except CrawlReadInterrupted:
+            local(f"skipped_file:{path}")  # skipped:read_error counted where it happened
+        except CrawlReadError:
+            local("skipped:unreadable_file")
+            local(f"skipped_file:{path}")
+        for name, amount in counts.items():
+            inc(name, amount)
+        yield from documents
+        return
+    inc("skipped:unreadable_file")
+    inc(f"skipped_file:{path}")
 
 
 WHOLE_FILE_SKIPS = ("skipped:unreadable_file", "skipped:read_error")

@@ -15,7 +15,7 @@ from c4forge.corpus.extract import (
     response_text,
     run_with_time_limit,
 )
-from c4forge.corpus.wet import ReadOptions, iter_documents, iter_records
+from c4forge.corpus.wet import InputFormatError, ReadOptions, iter_documents, iter_records
 from tests.conftest import shared_path
 from tests.wetfiles import gzip_member, record, wet_file
 
@@ -176,7 +176,9 @@ def test_a_warc_file_with_every_fault_keeps_the_good_pages(tmp_path, monkeypatch
         assert got.get(f"skipped:{reason}") == 1, (reason, got)
     assert got["passed"] == 3
     # auto reads WET text and WARC responses alike; wet ignores the responses
-    assert len(list(iter_documents(str(path), Counters().inc_fn("r"), ReadOptions(input_format="wet")))) == 0
+    # read as WET, a file of WARC responses is refused by name (it used to yield 0 documents)
+    with pytest.raises(InputFormatError, match="--input-format warc"):
+        list(iter_documents(str(path), Counters().inc_fn("r"), ReadOptions(input_format="wet")))
 
 
 def test_corpus_clean_on_a_real_cc_warc_with_the_c4_warc_preset(tmp_path):

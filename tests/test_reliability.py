@@ -281,24 +281,24 @@ def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
     good, unreadable = copies(tmp_path, 2)
     real = wet.open_raw
 
-    def open_raw(path):
+    def open_raw(path, *args):
         if path == str(unreadable):
             raise wet.CrawlReadError(f"cannot open {path}: PermissionError: denied")
-        return real(path)
+        return real(path, *args)
 
     monkeypatch.setattr(wet, "open_raw", open_raw)
     out = tmp_path / "out.jsonl"
     alone = invoke(corpus_cli, ["clean", good, "--jsonl", out, "--preset", "c4-noclean"])
     expected = out.read_text()
     result = invoke(corpus_cli, ["clean", good, unreadable, "--jsonl", out, "--preset", "c4-noclean",
-                                 "--counters", tmp_path / "counters.json"])
+                                 "--counters", tmp_path / "counters.json", "--overwrite"])
     assert alone.exit_code == 0 and result.exit_code == 0, result.output
     assert out.read_text() == expected  # every good record kept
     counters = json.loads((tmp_path / "counters.json").read_text())["counters"]
     assert counters["split-wet-file/skipped:unreadable_file"] == 1
     out.unlink()
     strict = invoke(corpus_cli, ["clean", good, unreadable, "--jsonl", out, "--preset", "c4-noclean", "--strict"])
-    assert strict.exit_code == 1 and "--strict: input file(s) skipped: 1 skipped:unreadable_file" in strict.output
+    assert strict.exit_code == 1 and "--strict: input file(s) skipped or cut short: 1 skipped:unreadable_file" in strict.output
     assert not out.exists()
 
 
@@ -321,7 +321,7 @@ def test_clean_keeps_good_records_before_an_io_error(tmp_path, monkeypatch):
         def close(self):
             self.raw.close()
 
-    monkeypatch.setattr(wet, "open_raw", lambda p: Failing(real(p)))
+    monkeypatch.setattr(wet, "open_raw", lambda p, *args: Failing(real(p, *args)))
     counters = Counters()
     docs = list(wet.iter_file_documents(str(path), counters.inc_fn("r")))
     assert counters["r/skipped:read_error"] == 1

@@ -161,10 +161,14 @@ def resolve_inputs(spec: dict) -> dict:
 def check_eval_paths(spec: dict) -> None:
     """Every file and folder the evaluation reads exists, checked before hours of training: a
     missing held-out text, task folder or GLUE folder is named with the setting that gave it."""
+    from c4forge.train.objectives import LEFT_TO_RIGHT
+
     ev = spec.get("eval") or {}
-    wanted = [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.get("texts") or [])]
-    if ev.get("eval_dir") or ev.get("tasks"):
-        wanted.append(("eval.eval_dir", ev.get("eval_dir") or "", os.path.isdir))
+    wanted = []
+    if spec.get("objective", "causal") in LEFT_TO_RIGHT:  # other objectives skip texts and tasks
+        wanted += [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.get("texts") or [])]
+        if ev.get("eval_dir") or ev.get("tasks"):
+            wanted.append(("eval.eval_dir", ev.get("eval_dir") or "", os.path.isdir))
     if ev.get("glue"):
         wanted.append(("eval.glue.glue_dir", (ev["glue"] or {}).get("glue_dir") or "", os.path.isdir))
     for setting, path, exists in wanted:

@@ -125,6 +125,8 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     config = make_config(**config_args)
     if not output and not output_dir:
         raise click.UsageError("give -o/--output DIR and/or --jsonl FILE")
+    paths = expand_inputs(inputs)
+    check_input_formats(paths, config.read)
     lock_outputs(output_dir, output)
     if output_dir:
         refuse_early(output_dir, overwrite)
@@ -132,8 +134,6 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         check_jsonl_target(output, overwrite)
     counters = Counters()
     started = time.perf_counter()
-    paths = expand_inputs(inputs)
-    check_input_formats(paths, config.read)
     documents = run_chain(paths, config, counters)
     problem = strict_problem(counters.as_dict()) if strict else None
     if problem:

@@ -1,6 +1,7 @@
 """``train``: pretrain, evaluate and export small decoder LMs on token shards."""
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Optional
@@ -61,7 +62,8 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
     if Console.quiet:
         settings.append("progress=false")
     config = build_train_config(config_file, settings)
-    lock_outputs(config.out_dir)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun the ranks share one run directory
+        lock_outputs(config.out_dir)
     last = train(config, resume=resume, overwrite=overwrite, log=say)
     if last:
         say("final: " + ", ".join(human(k, v) for k, v in last.items()))

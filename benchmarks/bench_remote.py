@@ -1,0 +1,78 @@
+"""Reading the shared crawl over loopback HTTP (corpus.remote.ResumingReader, the reader
+`corpus build` uses for https://) against the local files, with 0% and 20% injected faults.
+
+    .venv/bin/python benchmarks/bench_remote.py --repeat 5
+
+Interleaved: local, remote 0%, remote 20%, local, ... ; MB/s of compressed bytes delivered,
+min / median / max over the repeats; the bytes are checked equal to the local file's.
+The server is tests/faultserver.py on 127.0.0.1 (bounded requests and lifetime).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from c4forge.corpus.remote import RemotePolicy, ResumingReader
+from tests.faultserver import FaultServer
+
+
+def read_local(paths: list[Path]) -> bytes:
+    return b"".join(p.read_bytes() for p in paths)
+
+
+def read_remote(base: str, names: list[str], policy: RemotePolicy) -> bytes:
+    out = []
+    for name in names:
+        with ResumingReader(f"{base}/{name}", policy) as reader:
+            while chunk := reader.read(1 << 20):
+                out.append(chunk)
+    return b"".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--data", default=os.environ.get("C4FORGE_SHARED_DATA",
+                                                         str(ROOT.parent / "shared" / "data")))
+    args = parser.parse_args()
+    files = sorted(Path(args.data, "crawl").glob("*.wet.gz"))
+    if not files:
+        sys.exit(f"no crawl files under {args.data}/crawl")
+    expected = read_local(files)
+    megabytes = len(expected) / 1e6
+    policy = RemotePolicy(backoff_base=0.001, requests_per_second=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in files:
+            shutil.copy(f, Path(tmp) / f.name)
+        names = [f.name for f in files]
+        times: dict[str, list[float]] = {"local files": [], "loopback, 0% faults": [],
+                                         "loopback, 20% faults": []}
+        with FaultServer(Path(tmp)) as clean, FaultServer(Path(tmp), random_rate=0.2, seed=1) as faulty:
+            for _ in range(args.repeat):
+                for label, read in (("local files", lambda: read_local(files)),
+                                    ("loopback, 0% faults", lambda: read_remote(clean.url, names, policy)),
+                                    ("loopback, 20% faults", lambda: read_remote(faulty.url, names, policy))):
+                    start = time.perf_counter()
+                    data = read()
+                    times[label].append(time.perf_counter() - start)
+                    assert data == expected, label
+            retried = faulty.total - args.repeat * len(names)
+    print(f"{len(files)} files, {megabytes:.1f} MB compressed, {args.repeat} interleaved repeats "
+          f"({retried} faulty responses retried in the 20% runs)\n")
+    print("| read | MB/s min | median | max |\n|---|---:|---:|---:|")
+    for label, seconds in times.items():
+        rates = sorted(megabytes / s for s in seconds)
+        print(f"| {label} | {rates[0]:,.0f} | {statistics.median(rates):,.0f} | {rates[-1]:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
