@@ -22,11 +22,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
 # Lint (ruff: the rule set and why, in pyproject.toml), types (mypy on the shared floor and the
-# stages' public APIs), and the generated CLI reference (docs/cli.md) up to date.
+# stages' public APIs), the generated CLI reference (docs/cli.md) up to date, and the
+# Dockerfiles (hadolint; ignored rules and why in .hadolint.yaml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m c4forge.cli.reference --check
+	$(BIN)/hadolint docker/train/Dockerfile docker/dataflow/Dockerfile
 
 # The main job on the embedded sample crawl, offline: `corpus build` (Beam's local runner) with the
 # C4 rules and with T5's unfiltered preset, then what every rule removed.

@@ -86,6 +86,25 @@ def _read(source: str, lang: str) -> Optional[bytes]:
         raise
 
 
+# The languages LDNOOBW has lists for at the pinned commit (what the Dataflow image bakes in).
+LDNOOBW_LANGUAGES = ("ar", "cs", "da", "de", "en", "eo", "es", "fa", "fi", "fil", "fr", "hi", "hu",
+                     "it", "ja", "ko", "nl", "no", "pl", "pt", "ru", "sv", "th", "tr", "zh")
+
+
+def save_pinned_lists(directory: str, languages: Iterable[str] = LDNOOBW_LANGUAGES) -> list[str]:
+    """Write the pinned lists, one file per language, into ``directory`` (so ``--badwords
+    DIRECTORY`` works offline, e.g. in a worker image); returns the languages written."""
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for lang in languages:
+        data = _read(DEFAULT_SOURCE, lang)
+        if data:
+            with open(os.path.join(directory, lang), "wb") as handle:
+                handle.write(data)
+            written.append(lang)
+    return written
+
+
 def load_badwords(source: str, languages: Iterable[str]) -> dict[str, set[str]]:
     """{language: words} as tfds builds it: stripped lines, suffixes like ``fr-CA-...`` folded
     to ``fr``, allowlisted subwords removed. Empty lines are dropped (an empty alternative would

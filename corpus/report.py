@@ -85,6 +85,7 @@ def manifest_stats(manifest: dict) -> dict:
                    for split, info in manifest.get("splits", {}).items()},
         "page_flow": page_flow(counters), "removed": removed, "bytes_per_step": steps,
         "output": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if k.startswith("output/")},
+        "reading": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if "/read:" in k},
     }
 
 
@@ -104,6 +105,9 @@ def manifest_report(manifest: dict) -> str:
         out += ["", "| step | text MB in | text MB out | removed |", "|---|---:|---:|---:|"]
         out += [f"| {s['step']} | {s['bytes_in'] / 1e6:.2f} | {s['bytes_out'] / 1e6:.2f} | "
                 f"{s['removed_share']:.1%} |" for s in stats["bytes_per_step"]]
+    if stats["reading"]:  # remote files: retries, resumed bytes, restarted files (corpus.remote)
+        out += ["", "| reading remote files | count |", "|---|---:|"]
+        out += [f"| {k} | {v:,} |" for k, v in stats["reading"].items()]
     if stats["output"]:
         out += ["", "| output counter | value |", "|---|---:|"]
         out += [f"| {k} | {v:,} |" for k, v in stats["output"].items()]

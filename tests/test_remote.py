@@ -110,6 +110,8 @@ def test_every_transient_fault_gives_the_records_of_an_uninterrupted_read(
         assert counters["split-wet-file/read:resumed_bytes"] > 0
     if fault == "object changed":
         assert counters["split-wet-file/read:restarted_files"] == 1
+    stats = CliRunner().invoke(corpus_cli, ["stats", str(tmp_path / "out")]).output
+    assert "| reading remote files | count |" in stats and "| read:retries |" in stats
 
 
 def test_crawl_slice_from_a_listing_end_to_end(tmp_path):
