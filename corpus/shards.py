@@ -176,6 +176,11 @@ def write_table(sink, table: pa.Table, shard_format: str = DEFAULT_SHARD_FORMAT)
             writer.write_batch(batch)
 
 
+def table_text_bytes(table: pa.Table) -> int:
+    """UTF-8 bytes of a shard's text (what manifests count as a split's ``bytes``)."""
+    return sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
+
+
 def write_shard(path: str, rows: list[dict],
                 create: Optional[Callable[[str], BinaryIO]] = None,
                 rename: Optional[Callable[[str, str], None]] = None,
@@ -204,7 +209,7 @@ def write_shard(path: str, rows: list[dict],
         finally:
             remote.close()
         (rename or os.replace)(tmp, path)
-    return sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
+    return table_text_bytes(table)
 
 
 def _kind(source) -> str:
@@ -410,9 +415,7 @@ def export_corpus(source: str, target: str, shard_format: str, overwrite: bool =
                     {METADATA_KEY: json.dumps(metadata, sort_keys=True)})
                 with open(os.path.join(staging, name), "wb") as handle:
                     write_table(handle, table, shard_format)
-                text = table.column("text").to_pylist()
-                files[name] = {"documents": table.num_rows,
-                               "bytes": sum(len(t.encode("utf-8")) for t in text)}
+                files[name] = {"documents": table.num_rows, "bytes": table_text_bytes(table)}
         kept = {k: v for k, v in manifest.items() if k not in ("splits", "shard_format", "location",
                                                                   "superseded")}
         return full_manifest(dict(kept, shard_format=shard_format, splits=split_summary(files),

@@ -31,6 +31,7 @@ from typing import Optional
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
 from c4forge.corpus.document import Document
+from c4forge.corpus.remote import ObjectChanged
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import WarcRecord
 
@@ -547,7 +548,7 @@ def iter_records(path: str, inc: IncFn = null_inc,
                 yield from parser.feed(*piece)
         yield from parser.finish()
     except OSError as exc:  # network or disk failure mid-file: keep what was read
-        if type(exc).__name__ == "ObjectChanged":  # the caller starts the file again
+        if isinstance(exc, ObjectChanged):  # the caller starts the file again
             raise
         inc("skipped:read_error")
         parser.brk()
@@ -741,8 +742,6 @@ def _remote_file_documents(path: str, inc: IncFn, options: ReadOptions) -> Itera
     the object changes mid-read (``ObjectChanged``) the file is read again from zero and counted
     once (``read:restarted_files``), never half of each version. A file that cannot be read is
     a counted skip named in the counters (``skipped_file:<url>``)."""
-    from c4forge.corpus.remote import ObjectChanged
-
     for _ in range(options.retries + 1):
         counts: dict[str, int] = {}
 

@@ -100,6 +100,12 @@ def local_server(tmp_path):
 
 
 @pytest.fixture(scope="module")
+def sample_corpus(sample_tokens):
+    """The session's sample corpus (the corpus the sample tokens were encoded from)."""
+    return str(Path(sample_tokens).parent / "corpus")
+
+
+@pytest.fixture(scope="module")
 def tokens(sample_tokens):
     """The sample crawl's token directory (alias used by the training tests)."""
     return sample_tokens

@@ -11,36 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli as corpus_cli
 from c4forge.cli.tokenizer import cli as tokenizer_cli
 from c4forge.cli.train import cli as train_cli
 from tests.conftest import ROOT
+from tests.test_reliability_round3 import SAMPLE, invoke
 from tests.test_train_loop import settings
-
-SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
-BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
-ONE_PROCESS = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
-
-
-@pytest.fixture(scope="module")
-def sample_corpus(sample_tokens):
-    """The session's sample corpus (the corpus the sample tokens were encoded from)."""
-    return str(Path(sample_tokens).parent / "corpus")
-
-
-def invoke(cli, args):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert "Traceback" not in result.output, result.output
-    return result
-
-
-def cli_run(*args, env=None, timeout=600):
-    """A console script in a child process (for the messages a user sees and kill tests)."""
-    return subprocess.run([sys.executable, "-m", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=timeout)
-
 
 
 @pytest.mark.parametrize("command", [

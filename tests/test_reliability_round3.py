@@ -24,12 +24,6 @@ BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
 ONE_PROCESS = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
 
-@pytest.fixture(scope="module")
-def sample_corpus(sample_tokens):
-    """The session's sample corpus (the corpus the sample tokens were encoded from)."""
-    return str(Path(sample_tokens).parent / "corpus")
-
-
 def invoke(cli, args):
     result = CliRunner().invoke(cli, [str(a) for a in args])
     assert "Traceback" not in result.output, result.output

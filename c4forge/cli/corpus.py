@@ -17,11 +17,10 @@ from c4forge.core.outdir import OutputError
 from c4forge.corpus.config import PRESETS, build_config
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.report import zero_documents_warning
-from c4forge.corpus.wet import check_input_formats
+from c4forge.corpus.wet import STRICT_SKIPS, check_input_formats
 
 STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
-               "or cut short: the counters split-wet-file/skipped:unreadable_file, "
-               "skipped:read_error, skipped:truncated_gzip and skipped:truncated_record. By "
+               "or cut short: the counters split-wet-file/" + ", ".join(STRICT_SKIPS) + ". By "
                "default such files are counted skips and their good records kept.")
 
 

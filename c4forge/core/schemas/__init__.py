@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
+from typing import Any
 
 SCHEMAS = ("corpus-manifest", "token-manifest", "corpus-stats", "eval-results")
 
@@ -15,10 +16,15 @@ def schema(name: str) -> dict:
     return json.loads(resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8"))
 
 
-def problems(name: str, document: object) -> list[str]:
-    """Where ``document`` breaks schema ``name``, one line each (empty: valid)."""
+@functools.cache
+def _validator(name: str) -> Any:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema(name))
+    return jsonschema.Draft202012Validator(schema(name))
+
+
+def problems(name: str, document: object) -> list[str]:
+    """Where ``document`` breaks schema ``name``, one line each (empty: valid)."""
+    validator = _validator(name)
     return [f"{'/'.join(map(str, error.absolute_path)) or '(top)'}: {error.message}"
             for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))]
