@@ -185,8 +185,9 @@ class _HttpBody:
                 raise _Transient(f"HTTP {status}", _retry_after(self.response.headers.get("Retry-After")))
             if status in PERMANENT_STATUS or status >= 400:
                 raise RemoteReadError(f"{url}: HTTP {status} {self.response.reason}")
-            if offset and status != 206:
-                raise _Transient(f"HTTP {status} to a Range request (resume not honoured)")
+            # A server that ignores Range sends the whole object: its first `offset` bytes,
+            # already delivered, are read and dropped.
+            self.skip = offset if offset and status == 200 else 0
             self.identity = self._identity(offset)
             if identity is not None and self.identity != identity:
                 raise ObjectChanged(f"{url} changed while it was read ({identity} -> {self.identity})")
@@ -211,7 +212,14 @@ class _HttpBody:
 
         raw = self.response.raw
         try:  # read1: what has arrived (up to n), so a stall or a cut loses no delivered byte
-            return raw.read1(n) if hasattr(raw, "read1") else raw.read(n)
+            while True:
+                data = raw.read1(n) if hasattr(raw, "read1") else raw.read(n)
+                if not self.skip or not data:
+                    return data
+                dropped = min(self.skip, len(data))
+                self.skip -= dropped
+                if dropped < len(data):
+                    return data[dropped:]
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from exc
 

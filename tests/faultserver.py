@@ -12,6 +12,7 @@ serves the second whole. Faults:
   when given;
 - ``stall:T``: send half the body, then nothing for T seconds;
 - ``changed``: serve another version of the object (other bytes, other ETag) from now on;
+- ``norange``: ignore the Range header (send the whole object, status 200);
 - ``status:404``: permanent.
 
 ``random_rate`` adds seeded random transient faults (cut, 503, 500, short) to that share of
@@ -136,7 +137,7 @@ class FaultServer:
             request.send_error(404)
             return
         start = 0
-        ranged = request.headers.get("Range", "")
+        ranged = "" if fault == "norange" else request.headers.get("Range", "")
         if ranged.startswith("bytes="):
             start = int(ranged[6:].split("-")[0])
         etag = f'"{hash((path, path in self.changed)) & 0xFFFFFFFF:08x}"'
