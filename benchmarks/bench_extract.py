@@ -11,17 +11,24 @@ snippets (boilerplate) avoided (lowercased, whitespace-normalised substring matc
 per page type, and pages per second on one core (extraction only for the peers, which get the
 HTML as c4forge decodes it; the whole record path for c4forge).
 
-Run: .venv/bin/python benchmarks/bench_extract.py [--limit N] [--types]
+The cascade's router is fitted on the *tune* half of the pages (a fixed hash of ``file_id``:
+:func:`is_tune_page`) by scripts/train_extract_router.py; this benchmark reports on the other,
+*held-out* half by default, with a paired bootstrap 95% CI of each system's F1 difference to
+c4forge's trafilatura path. Pages/s ratios come from interleaved repeats (harness.py).
+
+Run: .venv/bin/python benchmarks/bench_extract.py [--repeats 3] [--split heldout|tune|all]
+[--peers] [--write] (``--write`` regenerates its section of RESULTS.md; ``--quick``: 20 pages,
+one repeat, nothing written - the smoke test in make test)
 Published WCXB dev F1: trafilatura 0.791, readability 0.675, best rule-based system 0.859.
 """
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import re
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +36,11 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import harness
+
+from c4forge.core.counters import Counters
 from c4forge.corpus.extract import decode_html, html_bytes, response_text
 from c4forge.corpus.wet import iter_records, page_text
 
@@ -106,63 +117,130 @@ def evaluate(outputs: list[str], truth: list[dict]) -> dict[str, object]:
             without_total += 1
             without_avoided += norm(snippet) not in text
     n = max(1, len(scores))
-    return {"precision": sum(s[0] for s in scores) / n, "recall": sum(s[1] for s in scores) / n,
+    return {"page_f1": [s[2] for s in scores], "precision": sum(s[0] for s in scores) / n, "recall": sum(s[1] for s in scores) / n,
             "f1": sum(s[2] for s in scores) / n, "with": with_found / max(1, with_total),
             "without": without_avoided / max(1, without_total),
             "types": {k: sum(v) / len(v) for k, v in by_type.items()}}
+
+
+def is_tune_page(file_id: str) -> bool:
+    """The router's training half: a fixed hash of the WCXB file id (about half the pages)."""
+    return hashlib.sha1(file_id.encode("utf-8")).digest()[0] % 2 == 0
+
+
+def load_dev_pages(warc: str, truth_path: str, split: str = "heldout", limit: Optional[int] = None):
+    """(records, truth rows, decoded HTML) of the WCXB dev pages in ``split`` (heldout, tune,
+    all). HTML is decoded as c4forge's record path decodes it."""
+    with gzip.open(truth_path, "rt", encoding="utf-8") as handle:
+        truth = {row["url"]: row for row in map(json.loads, handle)}
+    keep = {"all": lambda row: True, "tune": lambda row: is_tune_page(row["file_id"]),
+            "heldout": lambda row: not is_tune_page(row["file_id"])}[split]
+    records = [r for r in iter_records(warc) if r.type == "response"]
+    records = [r for r in records if r.header("WARC-Target-URI") in truth
+               and keep(truth[r.header("WARC-Target-URI")])][:limit]
+    rows = [truth[r.header("WARC-Target-URI")] for r in records]
+    html = []
+    for r in records:
+        payload, charset = html_bytes(r.body, r.header, 64 << 20)
+        html.append(decode_html(payload, charset)[0])
+    return records, rows, html
+
+
+def paired_bootstrap(a: list[float], b: list[float], rounds: int = 10_000, seed: int = 0) \
+        -> tuple[float, float, float]:
+    """Mean of ``a - b`` over pages and its percentile-bootstrap 95% CI (pages resampled with
+    replacement, both systems scored on the same resampled pages)."""
+    import numpy as np
+
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(rounds, len(diff)))].mean(axis=1)
+    return float(diff.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def record_path(records, extractor: str, counters: Optional[Counters] = None) -> Callable[[], list[str]]:
+    """All pages through c4forge's record path with one extractor."""
+    inc = counters.inc_fn("split-wet-file") if counters is not None else (lambda *a, **k: None)
+
+    def run() -> list[str]:
+        out = []
+        for r in records:
+            text = response_text(r.body, r.header("WARC-Target-URI"), r.header, extractor, 10.0,
+                                 4 << 20, inc)
+            out.append(page_text(text or "", keep_metadata_like_lines=True))
+        return out
+    return run
+
+
+def peer_pass(fn, html, records) -> Callable[[], list[str]]:
+    def run() -> list[str]:
+        out = []
+        for page, r in zip(html, records):
+            try:
+                out.append(fn(page, r.header("WARC-Target-URI")) or "")
+            except Exception:  # noqa: BLE001 (a peer's crash on a page scores 0 there)
+                out.append("")
+        return out
+    return run
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--warc", default=str(SHARED / "crawl-extra" / "wcxb-dev.warc.gz"))
     parser.add_argument("--truth", default=str(SHARED / "extraction" / "wcxb-dev.jsonl.gz"))
+    parser.add_argument("--split", choices=("heldout", "tune", "all"), default="heldout")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--types", action="store_true", help="Also print F1 per page type.")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--peers", action="store_true", help="Also the peers (one pass each).")
+    parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
+    parser.add_argument("--quick", action="store_true", help="20 pages, 1 repeat, nothing written.")
     args = parser.parse_args()
-    with gzip.open(args.truth, "rt", encoding="utf-8") as handle:
-        truth = {row["url"]: row for row in map(json.loads, handle)}
-    records = [r for r in iter_records(args.warc) if r.type == "response"]
-    records = [r for r in records if r.header("WARC-Target-URI") in truth][: args.limit]
-    rows = [truth[r.header("WARC-Target-URI")] for r in records]
-    html: list[Optional[str]] = []
-    for r in records:  # the peers get the HTML as c4forge decodes it (decoding not timed)
-        payload, charset = html_bytes(r.body, r.header, 64 << 20)
-        html.append(decode_html(payload, charset)[0])
-    print(f"{len(records)} WCXB dev pages ({Counter(t['page_type'] for t in rows).most_common()})")
-    systems: dict[str, Callable[[int], str]] = {}
-    for extractor in ("trafilatura", "resiliparse"):
-        def ours(i: int, extractor=extractor) -> str:
-            r = records[i]
-            text = response_text(r.body, r.header("WARC-Target-URI"), r.header, extractor, 10.0, 4 << 20)
-            return page_text(text or "", keep_metadata_like_lines=True)
-        systems[f"c4forge --extractor {extractor} (record path)"] = ours
-    for name, fn in peers().items():
-        systems[name] = lambda i, fn=fn: fn(html[i], records[i].header("WARC-Target-URI"))
-    results = {}
-    for name, fn in systems.items():
-        outputs, started = [], time.process_time()
-        for i in range(len(records)):
-            try:
-                outputs.append(fn(i) or "")
-            except Exception:  # noqa: BLE001 (a peer's crash on a page scores 0 there)
-                outputs.append("")
-        seconds = time.process_time() - started
-        results[name] = evaluate(outputs, rows) | {"pages_per_s": len(records) / seconds}
-        r = results[name]
-        print(f"{name}: F1 {r['f1']:.3f}, {r['pages_per_s']:.1f} pages/s", flush=True)
-    print()
-    print("| system | F1 | precision | recall | `with` found | `without` avoided | pages/s (1 core) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    if args.quick:
+        args.limit, args.repeats, args.write = 20, 1, False
+    if not Path(args.warc).exists():
+        sys.exit(f"bench_extract: {args.warc} not found (../shared/data is needed)")
+    machine = harness.machine()
+    records, rows, html = load_dev_pages(args.warc, args.truth, args.split, args.limit)
+    print(f"{len(records)} WCXB dev pages, {args.split} half "
+          f"({Counter(t['page_type'] for t in rows).most_common()})", flush=True)
+    counters = Counters()
+    ours = {"trafilatura": record_path(records, "trafilatura"),
+            "resiliparse": record_path(records, "resiliparse"),
+            "cascade": record_path(records, "cascade", counters)}
+    outputs, cpu, _ = harness.interleave(ours, args.repeats)
+    routed = counters["split-wet-file/extract:routed_slow"] / args.repeats
+    results = {f"c4forge --extractor {name}": evaluate(outputs[name], rows) | {
+        "pages_per_s": [len(records) / s for s in cpu[name]],
+        "speedup": harness.ratios(cpu["trafilatura"], cpu[name])} for name in ours}
+    if args.peers:
+        for name, fn in peers().items():
+            out, seconds, _ = harness.timed(peer_pass(fn, html, records))
+            results[name] = evaluate(out, rows) | {"pages_per_s": [len(records) / seconds]}
+    reference = results["c4forge --extractor trafilatura"]["page_f1"]
+    lines = [f"{len(records)} pages ({args.split} half{'' if args.split != 'heldout' else ': the router never saw them'}); "
+             f"{args.repeats} interleaved repeats, one core, CPU time. The cascade sent "
+             f"{routed:.0f} pages ({routed / max(1, len(records)):.1%}) to trafilatura.", "",
+             "| system | F1 | F1 - trafilatura [95% CI] | precision | recall | `with` found | "
+             "`without` avoided | pages/s | x trafilatura's speed |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in results.items():
-        print(f"| {name} | {r['f1']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | {r['with']:.3f} | "
-              f"{r['without']:.3f} | {r['pages_per_s']:.1f} |")
-    if args.types:
-        types = sorted({t for r in results.values() for t in r["types"]})
-        print()
-        print("| system | " + " | ".join(types) + " |")
-        print("|---|" + "---:|" * len(types))
-        for name, r in results.items():
-            print(f"| {name} | " + " | ".join(f"{r['types'].get(t, 0):.3f}" for t in types) + " |")
+        diff, lo, hi = paired_bootstrap(r["page_f1"], reference)
+        ci = "-" if r["page_f1"] is reference else f"{diff:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+        speed = harness.spread(r["speedup"]) + "x" if "speedup" in r else "-"
+        lines.append(f"| {name} | {r['f1']:.4f} | {ci} | {r['precision']:.3f} | {r['recall']:.3f} | "
+                     f"{r['with']:.3f} | {r['without']:.3f} | {harness.spread(r['pages_per_s'], '{:.1f}')} | {speed} |")
+    types = sorted({t for r in results.values() for t in r["types"]})
+    counts = Counter(t["page_type"] for t in rows)
+    lines += ["", "F1 per page type (pages in the split):", "",
+              "| system | " + " | ".join(f"{t} ({counts[t]})" for t in types) + " |",
+              "|---|" + "---:|" * len(types)]
+    for name, r in results.items():
+        lines.append(f"| {name} | " + " | ".join(f"{r['types'].get(t, 0):.3f}" for t in types) + " |")
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        harness.write_section(f"extract-{args.split}", table, harness.command_line(), machine)
+        print("wrote benchmarks/RESULTS.md section extract-" + args.split)
 
 
 if __name__ == "__main__":

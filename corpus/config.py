@@ -103,7 +103,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "badwords_fraction": 0.999, "near_dedup": False},
     # C4's rules on main text extracted from the WARC HTML (FineWeb's starting point) instead
     # of Common Crawl's WET text; every rule at C4's setting (README: "From WARC").
-    "c4-warc": {"read": {"input_format": "warc", "extractor": "trafilatura"}},
+    "c4-warc": {"read": {"input_format": "warc", "extractor": "cascade"}},
 }
 
 

@@ -10,9 +10,13 @@ reader):
    and transfer encodings undone (``bad_encoding``);
 2. decoding: the charset of the HTTP header, else of the page's ``<meta>``, else detected by
    charset-normalizer (``undecodable`` when none decodes);
-3. extraction with ``trafilatura`` (default) or ``resiliparse``, bounded in time per page
-   (``extract_timeout``; SIGALRM interrupts the extractor in a main thread, elsewhere the page is
-   abandoned to a helper thread) and in input size; an exception is ``extract_error``;
+3. extraction with ``cascade`` (default), ``trafilatura`` or ``resiliparse``, bounded in time per
+   page (``extract_timeout``; SIGALRM interrupts the extractor in a main thread, elsewhere the page
+   is abandoned to a helper thread) and in input size; an exception is ``extract_error``. The
+   cascade runs resiliparse, and trafilatura too on the pages a router picks (``corpus.router``):
+   counters ``extract:routed_slow``, ``extract:kept_fast``, ``extract:kept_slow`` and
+   ``extract:slow_failed`` (trafilatura crashed, timed out or returned nothing on a routed page:
+   the fast text is kept, the page is never lost to the slow path);
 4. the text as the WET path produces it (stripped, non-empty lines), so the same C4 rules,
    dedup, language ID and bad-word filter follow unchanged.
 """
@@ -25,12 +29,13 @@ import signal
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Optional
+from typing import Optional, TypeVar
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.warc import http_status, split_http_block
 
-EXTRACTORS = ("trafilatura", "resiliparse")
+T = TypeVar("T")
+EXTRACTORS = ("cascade", "trafilatura", "resiliparse")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.I)
@@ -47,6 +52,11 @@ class Skip(Exception):
 def extractor_version(name: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
+    if name == "cascade":
+        from c4forge.corpus.router import load_router
+
+        return (f"resiliparse {extractor_version('resiliparse')} + trafilatura "
+                f"{extractor_version('trafilatura')}, router {load_router().version}")
     try:
         return version({"trafilatura": "trafilatura", "resiliparse": "Resiliparse"}[name])
     except PackageNotFoundError:
@@ -182,12 +192,49 @@ def _trafilatura(html: str, url: str) -> str:
                                deduplicate=False, fast=False) or ""
 
 
-def _resiliparse(html: str, url: str) -> str:
+def _plain_text(tree, main_content: bool) -> str:
     from resiliparse.extract.html2text import extract_plain_text
+
+    return extract_plain_text(tree, main_content=main_content, alt_texts=False, links=False,
+                              list_bullets=False)
+
+
+def _resiliparse(html: str, url: str) -> str:
     from resiliparse.parse.html import HTMLTree
 
-    return extract_plain_text(HTMLTree.parse(html), main_content=True, alt_texts=False,
-                              links=False, list_bullets=False)
+    return _plain_text(HTMLTree.parse(html), main_content=True)
+
+
+def fast_pass(html: str) -> tuple[str, str, str]:
+    """(main text, whole-page text, title) from one resiliparse parse: the cascade's first step
+    and what its router reads."""
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(html)
+    return _plain_text(tree, True), _plain_text(tree, False), tree.title or ""
+
+
+def cascade_text(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> str:
+    """resiliparse's main text, or trafilatura's where the router expects it to be better per
+    second spent. The fast pass is bounded by ``timeout`` like any extractor; the slow pass has
+    its own ``timeout`` and any failure of it keeps the fast text (counted)."""
+    from c4forge.corpus.router import load_router, page_signals
+
+    fast, full, title = run_with_time_limit(lambda: fast_pass(html), timeout)
+    if not load_router().sends_slow(page_signals(html, url, title, fast, full)):
+        inc("extract:kept_fast")
+        return fast
+    inc("extract:routed_slow")
+    try:
+        slow = run_with_time_limit(lambda: _trafilatura(html, url), timeout)
+    except Exception:  # noqa: BLE001 (the slow path never costs the page: fast text kept)
+        slow = ""
+    if not slow.strip():
+        inc("extract:slow_failed")
+        inc("extract:kept_fast")
+        return fast
+    inc("extract:kept_slow")
+    return slow
 
 
 def extract_main_text(html: str, url: str = "", extractor: str = "trafilatura") -> str:
@@ -196,6 +243,8 @@ def extract_main_text(html: str, url: str = "", extractor: str = "trafilatura") 
         return _trafilatura(html, url)
     if extractor == "resiliparse":
         return _resiliparse(html, url)
+    if extractor == "cascade":
+        return cascade_text(html, url, 0)
     raise ValueError(f"extractor {extractor!r}: choose from {', '.join(EXTRACTORS)}")
 
 
@@ -203,7 +252,7 @@ class _Timeout(Exception):
     pass
 
 
-def run_with_time_limit(fn: Callable[[], str], seconds: float) -> str:
+def run_with_time_limit(fn: Callable[[], T], seconds: float) -> T:
     """``fn()`` or :class:`Skip` ``extract_timeout`` after ``seconds``. In the main thread an
     interval timer interrupts it; elsewhere (Beam worker threads) it runs in a daemon thread
     that is abandoned at the limit, so the worker goes on with the next page."""
@@ -247,7 +296,10 @@ def response_text(block: bytes, url: str, warc_headers: Callable[[str], str], ex
         payload, charset = html_bytes(block, warc_headers, max_html_bytes)
         html, _ = decode_html(payload, charset)
         try:
-            text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
+            if extractor == "cascade":
+                text = cascade_text(html, url, timeout, inc)
+            else:
+                text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
         except Skip:
             raise
         except Exception as exc:  # an extractor bug on one page is one skip

@@ -67,7 +67,8 @@ class ReadOptions:
 
     input_format: "wet" reads ``conversion`` records (Common Crawl's text), "warc" ``response``
         records (HTML, main text extracted: corpus.extract), "auto" each record by its type.
-    extractor: "trafilatura" or "resiliparse" (WARC input).
+    extractor: "cascade" (resiliparse, and trafilatura on the pages the router picks),
+        "trafilatura" or "resiliparse" (WARC input; corpus.extract).
     extract_timeout: seconds per page for the extractor (0: no limit).
     max_html_bytes: larger HTML payloads are skipped (``skipped:html_too_large``).
     urls_from: keep only pages whose normalised URL is in this file: a crawl file (its records'
@@ -84,7 +85,7 @@ class ReadOptions:
     keep_metadata_like_lines: bool = False
     binary_control_share: float = BINARY_CONTROL_SHARE
     input_format: str = "wet"
-    extractor: str = "trafilatura"
+    extractor: str = "cascade"
     extract_timeout: float = 10.0
     max_html_bytes: int = 4 << 20
     urls_from: str = ""

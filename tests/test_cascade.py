@@ -1,0 +1,129 @@
+"""The cascade extractor (corpus/extract.py: cascade_text) and its router (corpus/router.py):
+deterministic routing, trafilatura's text on the pages sent slow, resiliparse's elsewhere, and
+a slow path that never costs a page."""
+import dataclasses
+import json
+import math
+import time
+
+import pytest
+
+import c4forge.corpus.extract as extract
+import c4forge.corpus.router as router_module
+from c4forge.core.counters import Counters
+from c4forge.corpus.extract import cascade_text, fast_pass, response_text
+from c4forge.corpus.router import ROUTER_FILE, Router, load_router, page_signals
+from c4forge.corpus.wet import ReadOptions, iter_documents
+from tests.test_extract import ARTICLE, http_block, warc_response
+from tests.wetfiles import wet_file
+
+URL = "https://example.org/river"
+FORUM = ("<html><head><title>Help with my bike</title></head><body><nav>Forum index | Login</nav>"
+         + "".join(f"<div class=post><span>user{i}</span><p>Reply {i}: try the chain.</p></div>" for i in range(8))
+         + "</body></html>")
+
+
+def signals(html=ARTICLE, url=URL):
+    fast, full, title = fast_pass(html)
+    return page_signals(html, url, title, fast, full)
+
+
+def always(slow: bool) -> Router:
+    return dataclasses.replace(load_router(), threshold=-math.inf if slow else math.inf)
+
+
+def test_the_shipped_router_reads_every_signal_and_round_trips(tmp_path):
+    router = load_router()
+    assert router.features == tuple(signals())  # file and signal code agree, in order
+    assert len(router.mean) == len(router.scale) == len(router.coef) == len(router.features)
+    assert all(s > 0 for s in router.scale) and router.version
+    path = tmp_path / "router.json"
+    path.write_text(router.to_json())
+    assert Router.from_file(path) == router
+    assert json.loads(ROUTER_FILE.read_text())["trained"]["script"] == "scripts/train_extract_router.py"
+
+
+def test_routing_is_deterministic_and_prefers_large_gain_per_cost():
+    router = load_router()
+    a, b = signals(ARTICLE), signals(FORUM, "https://example.org/forum/t/bike")
+    assert router.score(a) == router.score(dict(a)) and router.sends_slow(a) == router.sends_slow(a)
+    assert router.score(a) != router.score(b)
+    # the same predicted gain costs more on a larger page: a lower score
+    bigger = dict(a, log_html_chars=a["log_html_chars"] + 2)
+    gain = router.score(a) * math.exp(router.cost_exponent * a["log_html_chars"])
+    if gain > 0:
+        assert router.score(bigger) < router.score(a)
+
+
+def test_a_page_sent_slow_gets_trafilaturas_text_and_others_resiliparses(monkeypatch):
+    slow_text, fast_text = extract._trafilatura(FORUM, URL), extract._resiliparse(FORUM, URL)
+    assert slow_text != fast_text
+    for slow, expected, kept in ((True, slow_text, "kept_slow"), (False, fast_text, "kept_fast")):
+        monkeypatch.setattr(router_module, "load_router", lambda slow=slow: always(slow))
+        counters = Counters()
+        assert cascade_text(FORUM, URL, 5.0, counters.inc_fn("r")) == expected
+        assert counters[f"r/extract:{kept}"] == 1
+        assert counters["r/extract:routed_slow"] == int(slow)
+
+
+@pytest.mark.parametrize("fault", ["raises", "times out", "returns nothing"])
+def test_a_failing_slow_extractor_keeps_the_fast_text(monkeypatch, fault):
+    def broken(html, url):
+        if fault == "raises":
+            raise RuntimeError("trafilatura bug")
+        if fault == "times out":
+            time.sleep(3)
+        return ""
+
+    monkeypatch.setattr(router_module, "load_router", lambda: always(True))
+    monkeypatch.setattr(extract, "_trafilatura", broken)
+    counters = Counters()
+    started = time.perf_counter()
+    text = cascade_text(ARTICLE, URL, 0.5, counters.inc_fn("r"))
+    assert text == extract._resiliparse(ARTICLE, URL) and "Paragraph 3" in text
+    assert time.perf_counter() - started < 2.5
+    assert counters["r/extract:slow_failed"] == counters["r/extract:kept_fast"] == 1
+
+
+def test_a_crashing_fast_pass_is_a_counted_skip_and_the_good_pages_are_kept(tmp_path, monkeypatch):
+    headers = {"Content-Type": "text/html; charset=utf-8"}
+    pages = [ARTICLE.replace("river", f"river{i}") for i in range(3)]
+    pages.insert(1, "<html><body><p>BOOM page</p></body></html>")
+    path = tmp_path / "pages.warc.gz"
+    path.write_bytes(wet_file([warc_response(f"https://example.org/{i}", http_block(
+        "200 OK", headers, page.encode())) for i, page in enumerate(pages)]))
+    real = extract.fast_pass
+
+    def flaky(html):
+        if "BOOM" in html:
+            raise RuntimeError("parser bug")
+        return real(html)
+
+    monkeypatch.setattr(extract, "fast_pass", flaky)
+    counters = Counters()
+    docs = list(iter_documents(str(path), counters.inc_fn("r"), ReadOptions(input_format="warc")))
+    assert [d.url for d in docs] == ["https://example.org/0", "https://example.org/2", "https://example.org/3"]
+    assert counters["r/skipped:extract_error"] == 1
+    assert counters["r/extract:kept_fast"] + counters["r/extract:kept_slow"] == 3
+    assert counters["r/extract:routed_slow"] == counters["r/extract:kept_slow"] + counters["r/extract:slow_failed"]
+
+
+def test_response_text_with_the_cascade_is_the_default_and_bounded_in_time(monkeypatch):
+    assert ReadOptions().extractor == "cascade"
+    monkeypatch.setattr(extract, "fast_pass", lambda html: time.sleep(3) or ("", "", ""))
+    counters = Counters()
+    block = http_block("200 OK", {"Content-Type": "text/html"}, ARTICLE.encode())
+    assert response_text(block, URL, lambda n: "", "cascade", 0.5, 1 << 20, counters.inc_fn("r")) is None
+    assert counters["r/skipped:extract_timeout"] == 1
+
+
+def test_corpus_build_help_documents_every_extractor():
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli
+
+    for command in ("build", "clean"):
+        help_text = CliRunner().invoke(cli, [command, "--help"]).output
+        for name in extract.EXTRACTORS:
+            assert name in help_text, (command, name)
+        assert "[default: cascade]" in " ".join(help_text.split())
