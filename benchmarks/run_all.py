@@ -1,0 +1,64 @@
+"""`make bench`: run the CPU benchmarks and regenerate their sections of benchmarks/RESULTS.md.
+
+Each benchmark below owns one generated section (``<!-- generated:NAME -->``); the full run
+writes it, stamped with the command, date, commit and machine (harness.py). ``--quick`` runs
+every benchmark on a few inputs with one repeat and writes nothing: the smoke test in
+``make test`` that checks each one still runs (no timing is asserted anywhere).
+
+Benchmarks not listed here (GPU throughput and kernels, the 1B-token loader, lm-eval-harness)
+need hardware or hours this runner does not assume; their sections of RESULTS.md say how they
+were run.
+
+Run: python benchmarks/run_all.py [--quick] [--only extract,dedup]
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    script: str
+    full: tuple[str, ...]      # arguments of the run that regenerates the section
+    needs: str                  # what it reads, for the skip message
+
+
+BENCHMARKS = (
+    Benchmark("extract", "bench_extract.py", ("--repeats", "3", "--peers", "--write"),
+              "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
+    Benchmark("dedup", "bench_dedup.py", ("--repeats", "5", "--write"), "../shared/data/crawl"),
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Smoke test: tiny inputs, nothing written.")
+    parser.add_argument("--only", default="", help="Comma-separated benchmark names.")
+    args = parser.parse_args()
+    chosen = [b for b in BENCHMARKS if not args.only or b.name in args.only.split(",")]
+    failed = []
+    for bench in chosen:
+        argv = [sys.executable, str(ROOT / "benchmarks" / bench.script),
+                *(("--quick",) if args.quick else bench.full)]
+        print(f"== {bench.name}: {' '.join(['python', 'benchmarks/' + bench.script, *argv[2:]])}", flush=True)
+        started = time.perf_counter()
+        result = subprocess.run(argv, cwd=ROOT)
+        print(f"== {bench.name}: exit {result.returncode} in {time.perf_counter() - started:.0f} s", flush=True)
+        if result.returncode:
+            failed.append(bench.name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
