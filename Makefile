@@ -53,7 +53,9 @@ demo: $(STAMP)
 	@echo "filtered-vs-unfiltered ablation reports: demo-out/ablation/report/report.md (causal LM)"
 	@echo "and demo-out/ablation-span/report/report.md (T5's span corruption)"
 
-# Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
+# `make bench` regenerates the generated sections of benchmarks/RESULTS.md (benchmarks/run_all.py:
+# interleaved repeats, min/median/max, stamped with command, date, commit and machine); the
+# tables of bench_clean.py are still printed for pasting. Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.
 BENCH := .venv-bench
 bench:
@@ -62,6 +64,7 @@ bench:
 	$(BENCH)/bin/pip install -q -e ".[bench]"
 	$(BENCH)/bin/pip install -q fasttext-numpy2-wheel
 	$(BENCH)/bin/python -m c4forge.cli.langid --self-check
+	$(BENCH)/bin/python benchmarks/run_all.py
 	$(BENCH)/bin/python benchmarks/bench_clean.py
 
 clean-venv:

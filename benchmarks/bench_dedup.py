@@ -14,19 +14,21 @@ similarity test is exact. Reported per method, against that exact clustering:
 - c4forge, pure LSH: the same bands, every candidate pair linked (FineWeb's behaviour);
 - datasketch MinHashLSH(threshold=0.8, num_perm=112): its own band/row choice, same shingles.
 
-Speed: signatures of 2 KB documents at 112 permutations. c4forge is timed including
-normalisation and shingling; datasketch's MinHash.bulk (its fastest path) is timed on shingles
-prepared beforehand, and again including its Python shingling.
+Speed: signatures of 4,000 documents of 2 KB at 112 permutations, CPU seconds of one core,
+interleaved repeats (harness.py): c4forge's signatures (normalisation and shingling included),
+c4forge's shingling alone (the floor: every MinHash must hash its shingles), datasketch's
+MinHash.bulk (its fastest path) on shingles prepared beforehand, and again including its Python
+shingling. Ratios are per repeat, reported as median (min-max).
 
-Run: .venv-bench/bin/python benchmarks/bench_dedup.py (`make bench` makes .venv-bench with the [bench]
-extra, datasketch included; or `pip install datasketch==2.0.0` into .venv)
+Run: .venv-bench/bin/python benchmarks/bench_dedup.py [--repeats 5] [--write] [--quick]
+(`make bench` makes .venv-bench with the [bench] extra, datasketch included; or
+`pip install datasketch==2.0.0` into .venv). ``--quick``: 300 pages, one repeat, nothing written.
 """
 from __future__ import annotations
 
 import argparse
 import random
 import sys
-import time
 from itertools import combinations
 from pathlib import Path
 
@@ -34,8 +36,19 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from c4forge.corpus.minhash import MinHashConfig, MinHasher, match_probability, normalize, shingle_set
+import harness
+
+from c4forge.corpus.minhash import (
+    MinHashConfig,
+    MinHasher,
+    match_probability,
+    normalize,
+    shingle_hashes,
+    shingle_set,
+    word_hashes,
+)
 from c4forge.corpus.near_dedup import bucket_edges, clusters_in_memory
 from c4forge.corpus.wet import iter_documents
 
@@ -132,41 +145,49 @@ def precision_recall(predicted, truth):
     return precision, recall
 
 
-def speed(texts, repeat=3):
+def speed(texts, repeats: int, n_docs: int = 4000):
+    """Interleaved CPU seconds per repeat of each way to get 112-permutation signatures."""
     from datasketch import MinHash
 
     docs = [t.encode("utf-8")[:2048].decode("utf-8", "ignore") for t in texts
             if len(t.encode("utf-8")) >= 2048]
-    docs = (docs * (5000 // max(1, len(docs)) + 1))[:5000]
+    docs = (docs * (n_docs // max(1, len(docs)) + 1))[:n_docs]
     hasher = MinHasher()
-    hasher.signatures(docs[:50])
-
-    def best(fn):
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return len(docs) / min(times)
-
+    hasher.signatures(docs[:50])  # compile (or load the cached kernel) outside the timing
     prepared = [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in docs]
-    ours = best(lambda: hasher.signatures(docs))
-    bulk = best(lambda: MinHash.bulk(prepared, num_perm=112, scheme=SCHEME))
-    bulk_shingled = best(lambda: MinHash.bulk(
-        [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in docs], num_perm=112, scheme=SCHEME))
-    return len(docs), ours, bulk, bulk_shingled
+
+    def shingling_only():
+        words, counts = word_hashes(docs)
+        return shingle_hashes(words, counts, hasher.config.ngram)
+
+    systems = {
+        "ours": lambda: hasher.signatures(docs),
+        "shingling": shingling_only,
+        "bulk": lambda: MinHash.bulk(prepared, num_perm=112, scheme=SCHEME),
+        "bulk_shingled": lambda: MinHash.bulk(
+            [[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in docs],
+            num_perm=112, scheme=SCHEME),
+    }
+    _, cpu, _ = harness.interleave(systems, repeats)
+    return len(docs), cpu
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crawl", type=Path, default=ROOT.parent / "shared" / "data" / "crawl")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
+    parser.add_argument("--quick", action="store_true", help="300 pages, one repeat, nothing written.")
     args = parser.parse_args()
     if not args.crawl.is_dir():
         print(f"no crawl data at {args.crawl}", file=sys.stderr)
         return 2
+    machine = harness.machine()
     rng = random.Random(args.seed)
     base = load_texts(args.crawl)
+    if args.quick:
+        base, args.repeats, args.write = base[:300], 1, False
     copies = [plant_copy(t, rng) for t in base]
     texts = base + [c for c, _ in copies]
     truth_edges = exact_pairs(texts, THRESHOLD)
@@ -174,11 +195,12 @@ def main() -> int:
     truth_pairs, truth_removed = cluster_pairs(truth_labels), removed(truth_labels)
     planted_dups = sum(1 for i in range(len(base)) if (i, len(base) + i) in truth_edges)
 
-    print(f"quality: {len(base):,} real pages + {len(copies):,} planted copies (1-30% of words "
-          f"edited); {len(truth_edges):,} pairs with exact Jaccard >= {THRESHOLD} ({planted_dups:,} "
-          f"planted); exact clustering removes {len(truth_removed):,} documents\n")
-    print("| method | bands x rows | removed docs | precision | recall | cluster pairs | precision | recall |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    lines = [f"Quality: {len(base):,} real pages of ../shared/data/crawl + {len(copies):,} planted "
+             f"copies (1-30% of words edited); {len(truth_edges):,} pairs with exact Jaccard >= "
+             f"{THRESHOLD} ({planted_dups:,} planted); exact clustering removes "
+             f"{len(truth_removed):,} documents.", "",
+             "| method | bands x rows | removed docs | precision | recall | cluster pairs | precision | recall |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     ds_labels, b, r = datasketch_labels(texts)
     rows = [("c4forge (verified, default)", "14 x 8", c4forge_labels(texts, THRESHOLD)),
             ("c4forge, pure LSH", "14 x 8", c4forge_labels(texts, None)),
@@ -187,17 +209,31 @@ def main() -> int:
         gone, pairs = removed(labels), cluster_pairs(labels)
         dp, dr = precision_recall(gone, truth_removed)
         pp, pr = precision_recall(pairs, truth_pairs)
-        print(f"| {name} | {shape} | {len(gone):,} | {dp:.3f} | {dr:.3f} | {len(pairs):,} | {pp:.3f} | {pr:.3f} |")
-    print("\nP(candidate) for 14 x 8 at Jaccard 0.7 / 0.8 / 0.9: "
-          + " / ".join(f"{match_probability(s):.3f}" for s in (0.7, 0.8, 0.9)))
+        lines.append(f"| {name} | {shape} | {len(gone):,} | {dp:.3f} | {dr:.3f} | {len(pairs):,} | "
+                     f"{pp:.3f} | {pr:.3f} |")
+    lines += ["", "P(candidate) for 14 x 8 at Jaccard 0.7 / 0.8 / 0.9: "
+              + " / ".join(f"{match_probability(s):.3f}" for s in (0.7, 0.8, 0.9))]
 
-    n, ours, bulk, bulk_shingled = speed(base)
-    print(f"\nspeed: {n:,} documents of 2 KB, 112 permutations, one core\n")
-    print("| method | docs/s | vs datasketch bulk |")
-    print("|---|---:|---:|")
-    print(f"| c4forge signatures, normalisation + shingling included | {ours:,.0f} | {ours / bulk:.1f}x |")
-    print(f"| datasketch MinHash.bulk, shingles prepared (its fastest path) | {bulk:,.0f} | 1.0x |")
-    print(f"| datasketch MinHash.bulk + Python shingling | {bulk_shingled:,.0f} | {bulk_shingled / bulk:.1f}x |")
+    n, cpu = speed(base, args.repeats, 300 if args.quick else 4000)
+    per_s = {k: [n / t for t in v] for k, v in cpu.items()}
+    lines += ["", f"Speed: {n:,} documents of 2 KB, 112 permutations, one core, CPU time, "
+              f"{args.repeats} interleaved repeats; median (min-max) over repeats.", "",
+              "| method | docs/s | x datasketch bulk + shingling | x datasketch bulk (shingles prepared) | cost / shingling alone |",
+              "|---|---:|---:|---:|---:|"]
+    names = {"ours": "c4forge signatures, normalisation + shingling included",
+             "shingling": "c4forge normalisation + shingling alone (the floor)",
+             "bulk": "datasketch MinHash.bulk, shingles prepared (its fastest path)",
+             "bulk_shingled": "datasketch MinHash.bulk + Python shingling"}
+    for key, label in names.items():
+        lines.append(f"| {label} | {harness.spread(per_s[key], '{:,.0f}')} | "
+                     f"{harness.spread(harness.ratios(cpu['bulk_shingled'], cpu[key]))}x | "
+                     f"{harness.spread(harness.ratios(cpu['bulk'], cpu[key]))}x | "
+                     f"{harness.spread(harness.ratios(cpu[key], cpu['shingling']))}x |")
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        harness.write_section("dedup", table, harness.command_line(), machine)
+        print("wrote benchmarks/RESULTS.md section dedup")
     return 0
 
 

@@ -1,0 +1,39 @@
+"""Every benchmark that `make bench` runs still runs: `benchmarks/run_all.py --quick` (a few
+inputs, one repeat, nothing written). No timing is asserted; the tables must come out."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared_path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_every_benchmark_runs_in_quick_mode():
+    shared_path("crawl-extra", "wcxb-dev.warc.gz")  # skips with the reason when the data is absent
+    before = (ROOT / "benchmarks" / "RESULTS.md").read_bytes()
+    result = subprocess.run([sys.executable, "benchmarks/run_all.py", "--quick"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "| c4forge --extractor cascade |" in out and "F1 per page type" in out
+    assert "| c4forge (verified, default) | 14 x 8 |" in out and "cost / shingling alone" in out
+    assert (ROOT / "benchmarks" / "RESULTS.md").read_bytes() == before  # quick writes nothing
+
+
+def test_generated_sections_are_replaced_in_place(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import harness
+
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Results\n\nhand-written analysis\n")
+    harness.write_section("demo", "| a |\n|---|\n| 1 |", "python x.py", "2 cores", path=results)
+    harness.write_section("demo", "| a |\n|---|\n| 2 |", "python x.py", "2 cores", path=results)
+    text = results.read_text()
+    assert text.count("<!-- generated:demo -->") == 1 and "| 2 |" in text and "| 1 |" not in text
+    assert text.startswith("# Results\n\nhand-written analysis\n") and "python x.py" in text
+    assert harness.spread([3.0, 1.0, 2.0]) == "2.00 (1.00-3.00)"
+    assert harness.ratios([2.0, 4.0], [1.0, 2.0]) == [2.0, 2.0]
