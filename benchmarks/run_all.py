@@ -35,6 +35,7 @@ BENCHMARKS = (
     Benchmark("extract", "bench_extract.py", ("--repeats", "3", "--peers", "--write"),
               "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
     Benchmark("dedup", "bench_dedup.py", ("--repeats", "5", "--write"), "../shared/data/crawl"),
+    Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
 )
 
 
