@@ -75,19 +75,61 @@ def test_two_seeds_at_2_4_standard_errors_is_not_a_verdict():
     assert "b is higher (better)" in verdict(higher, "g", "a", "b")
 
 
-def test_t_statistics_equal_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    from c4forge.train.stats import compare, t_quantile, t_two_sided_p
+def test_t_statistics_come_from_scipy_and_match_the_textbook():
+    from scipy import stats
 
-    for t, df in [(0.5, 1), (2.4, 1), (2.0, 4), (6.4, 2), (1.1, 30.5)]:
-        assert t_two_sided_p(t, df) == pytest.approx(2 * stats.t.sf(t, df), rel=1e-9)
-    assert t_quantile(0.975, 3) == pytest.approx(stats.t.ppf(0.975, 3), rel=1e-9)
+    from c4forge.train.stats import compare, t_quantile
+
+    assert t_quantile(0.975, 3) == pytest.approx(3.182446, rel=1e-6)  # printed t tables
     a, b = {0: 1.0, 1: 1.2, 2: 0.9}, {0: 1.3, 1: 1.4, 2: 1.25}
-    assert compare(a, b)["p"] == pytest.approx(stats.ttest_rel(list(b.values()), list(a.values())).pvalue)
+    result = compare(a, b)
+    diffs = [0.3, 0.2, 0.35]
+    mean, sd = sum(diffs) / 3, stats.tstd(diffs)
+    assert result["difference"] == pytest.approx(mean)
+    assert result["t"] == pytest.approx(mean / (sd / 3 ** 0.5))
+    assert result["p"] == pytest.approx(2 * stats.t.sf(mean / (sd / 3 ** 0.5), 2))
+    half = 4.302653 * sd / 3 ** 0.5  # t(0.975, 2)
+    assert (result["low"], result["high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
     c = {3: 1.3, 4: 1.4, 5: 1.25, 6: 1.1}
-    assert compare(a, c)["p"] == pytest.approx(
-        stats.ttest_ind(list(c.values()), list(a.values()), equal_var=False).pvalue)
+    welch = compare(a, c)
+    assert welch["p"] == pytest.approx(stats.ttest_ind(list(c.values()), list(a.values()), equal_var=False).pvalue)
+    assert "Welch" in welch["test"] and 2 < welch["df"] < 5
     assert compare({0: 1.0}, {0: 2.0}) is None
+    same = compare({0: 1.0, 1: 2.0}, {0: 1.5, 1: 2.5})  # constant difference: no spread
+    assert same["p"] == 0.0 and same["significant"]
+
+
+def test_seeds_at_80_percent_power_equal_the_noncentral_t():
+    """The smallest n whose paired t-test has power >= 0.8, from scipy's noncentral t, equals
+    seeds_for_power (statsmodels); known case: effect size 1.0 at alpha 0.05 needs 10."""
+    from scipy import stats
+
+    from c4forge.train.stats import seeds_for_power
+
+    def power(n, d, alpha=0.05):
+        crit = stats.t.ppf(1 - alpha / 2, n - 1)
+        nct = stats.nct(n - 1, d * n ** 0.5)
+        return nct.sf(crit) + nct.cdf(-crit)
+
+    assert seeds_for_power(1.0, 1.0) == 10
+    for mean, sd in [(0.3, 0.2), (0.0171, 0.0414), (1.0, 2.0), (0.5, 0.9)]:
+        n = seeds_for_power(mean, sd)
+        assert power(n, mean / sd) >= 0.8 > power(n - 1, mean / sd) or n == 2
+    assert seeds_for_power(0.0, 1.0) is None and seeds_for_power(1.0, 0.0) is None
+    # 80% power needs about twice the seeds of "the observed mean just reaches p < 0.05"
+    assert seeds_for_power(0.0171, 0.0414) > 40
+
+
+def test_holm_adjustment_matches_hand_computed_values():
+    from statsmodels.stats.multitest import multipletests
+
+    from c4forge.train.stats import holm
+
+    # sorted 0.01, 0.03, 0.04 -> 0.01*3, max(0.03*2, 0.03), max(0.04*1, 0.06)
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    ps = [0.0067, 0.55, 0.13, 0.43, 0.36, 0.29]
+    assert holm(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]))
+    assert holm([]) == [] and holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])
 
 
 def test_bad_ablation_configs(tmp_path):

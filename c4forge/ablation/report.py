@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from typing import Optional
 
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import OutputKind, claim, manifest_text, writing
 from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
+from c4forge.train.stats import holm
 
 
 def _mean_std(values: list[float]):
@@ -52,18 +54,28 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
     return summary
 
 
-def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> str:
-    """One sentence comparing variants a and b on ``metric``, decided by a paired t-test over
-    seeds (Welch's when the seeds differ), never by a rule of thumb."""
+def comparison(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> Optional[dict]:
+    """The test of b - a on ``metric`` over seeds (train.stats.compare), or None without one."""
     from c4forge.train.stats import compare
 
     ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
     if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
-        return f"No {metric} for both {a} and {b}."
-    higher = ma.get("higher_is_better", False)
+        return None
     seeds_a = ma.get("seeds") or list(range(len(ma["values"])))
     seeds_b = mb.get("seeds") or list(range(len(mb["values"])))
-    result = compare(dict(zip(seeds_a, ma["values"])), dict(zip(seeds_b, mb["values"])), alpha)
+    return compare(dict(zip(seeds_a, ma["values"])), dict(zip(seeds_b, mb["values"])), alpha)
+
+
+def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
+            holm_p: Optional[float] = None, family: int = 1) -> str:
+    """One sentence comparing variants a and b on ``metric``, decided by a paired t-test over
+    seeds (Welch's when the seeds differ), never by a rule of thumb; with ``holm_p``, the
+    Holm-adjusted p across the report's ``family`` headline tests next to the raw p."""
+    ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
+    if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
+        return f"No {metric} for both {a} and {b}."
+    higher = ma.get("higher_is_better", False)
+    result = comparison(summary, metric, a, b, alpha)
     diff = mb["mean"] - ma["mean"]
     if diff == 0:
         return f"On {metric}, {a} and {b} score the same ({ma['mean']:.4f})."
@@ -74,11 +86,18 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> 
         return f"On {metric}, {direction}; with one seed per variant there is no test: no verdict."
     interval = (f"{b} - {a} = {result['difference']:+.4f}, {100 * (1 - alpha):.0f}% CI "
                 f"[{result['low']:+.4f}, {result['high']:+.4f}], {result['test']}, p = {result['p']:.3g}")
+    if holm_p is not None and family > 1:
+        interval += f"; Holm-adjusted over {family} headline tests p = {holm_p:.3g}"
     if result["significant"]:
-        return f"On {metric}, {direction}: significant at {alpha:g} ({interval})."
+        survives = ""
+        if holm_p is not None and family > 1:
+            survives = (" It survives the correction for multiple tests." if holm_p < alpha else
+                        " It does not survive the correction for multiple tests: treat it as tentative.")
+        return f"On {metric}, {direction}: significant at {alpha:g} ({interval}).{survives}"
     needed = result.get("seeds_needed")
-    more = (f" With this seed-to-seed spread of the paired differences about {needed} seeds per "
-            "variant would be needed to detect it." if needed else "")
+    more = (f" To detect a real difference of this size 80% of the time, with this seed-to-seed "
+            f"spread of the paired differences, about {needed} seeds per variant would be needed."
+            if needed else "")
     return (f"On {metric}, {direction}, but that is not significant at {alpha:g} ({interval}): this "
             f"experiment does not separate {a} and {b}.{more}")
 
@@ -152,15 +171,23 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
     if "c4" in names and "c4-noclean" in names:
         pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
     lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
-                 "and GLUE), each from a paired t-test over seeds at the 5% level; a variant's own "
-                 "validation split is in-distribution for that variant, so it gets no verdict.")
+                 "and GLUE), each from a paired t-test over seeds at the 5% level (scipy), with the "
+                 "Holm-adjusted p across all headline tests of this report beside it (statsmodels). "
+                 "What the pairing shares: the same seed gives both variants the same initial "
+                 "and the same document-order seed, but the variants' corpora differ, so their "
+                 "document orders do not pair; all runs are scored on the same evaluation items. Seed counts are for 80% power. "
+                 "A variant's own validation split is in-distribution for that variant, so it gets no verdict.")
     lines.append("")
     if not headline:
         lines.append("- No headline metric: set `eval.texts` (held-out clean text such as "
                      "WikiText-2; left-to-right objectives) or `eval.glue` to compare the variants.")
-    for metric in headline:
-        for a, b in pairs:
-            lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b))
+    tests = [(metric, a, b) for metric in headline for a, b in pairs]
+    raw = [comparison(summary, metric, a, b) for metric, a, b in tests]
+    tested = [i for i, r in enumerate(raw) if r is not None]
+    adjusted = dict(zip(tested, holm([raw[i]["p"] for i in tested])))
+    for i, (metric, a, b) in enumerate(tests):
+        lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
+                                                    family=len(tested)))
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     with atomic_write(os.path.join(directory, "report.md")) as handle:
         handle.write("\n".join(lines) + "\n")
