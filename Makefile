@@ -54,8 +54,7 @@ demo: $(STAMP)
 	@echo "and demo-out/ablation-span/report/report.md (T5's span corruption)"
 
 # `make bench` regenerates the generated sections of benchmarks/RESULTS.md (benchmarks/run_all.py:
-# interleaved repeats, min/median/max, stamped with command, date, commit and machine); the
-# tables of bench_clean.py are still printed for pasting. Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
+# interleaved repeats, min/median/max, stamped with command, date, commit and machine). Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
 # newer dill, which must not replace what .venv runs on. All rows there share one fastText build.
 BENCH := .venv-bench
 bench:
@@ -65,7 +64,6 @@ bench:
 	$(BENCH)/bin/pip install -q fasttext-numpy2-wheel
 	$(BENCH)/bin/python -m c4forge.cli.langid --self-check
 	$(BENCH)/bin/python benchmarks/run_all.py
-	$(BENCH)/bin/python benchmarks/bench_clean.py
 
 clean-venv:
 	rm -rf $(VENV)

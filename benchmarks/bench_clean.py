@@ -20,7 +20,12 @@ c4forge there, in a subprocess on the same pages, and checks its output hash too
 before removing citations and accepts a trailing apostrophe), so its page count is reported,
 not compared.
 
-Run: make bench   (or: .venv-bench/bin/python benchmarks/bench_clean.py [--repeat 3])
+Timing: CPU seconds, the three pipelines interleaved (c4forge, plain, datatrove, c4forge, ...)
+for ``--repeat`` rounds (harness.py); every ratio is per round, reported as median (min-max).
+The "as installed" row runs in its own process after the interleaved rounds.
+
+Run: make bench   (or: .venv-bench/bin/python benchmarks/bench_clean.py [--repeat 5] [--write]
+[--quick]; ``--quick``: 200 pages, one round, nothing written)
 """
 from __future__ import annotations
 
@@ -28,13 +33,16 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness
 
 from c4forge.corpus import langid, sentences
 from c4forge.corpus.clean import clean_page
@@ -115,41 +123,43 @@ def make_datatrove():
 
 
 def timed(fn, pages, repeat):
-    """(output, best CPU seconds of ``repeat`` runs). CPU time of this process is per core by
-    definition and far less sensitive than wall time to other load on a shared machine."""
-    times = []
-    result = None
+    """(output, CPU seconds of each of ``repeat`` runs)."""
+    times, result = [], None
     for _ in range(repeat):
-        start = time.process_time()
-        result = fn(pages)
-        times.append(time.process_time() - start)
-    return result, min(times)
+        result, cpu, _ = harness.timed(lambda: fn(pages))
+        times.append(cpu)
+    return result, times
 
 
 def digest(output) -> str:
     return hashlib.sha256(json.dumps(output, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def installed_c4forge(crawl: Path, repeat: int):
+def installed_c4forge(crawl: Path, repeat: int, quick: bool = False):
     """Time c4forge in the project's own .venv (its own fastText build), in a subprocess."""
     python = ROOT / ".venv" / "bin" / "python"
     if not python.exists() or Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
         return None
     out = subprocess.run([str(python), __file__, "--crawl", str(crawl), "--repeat", str(repeat),
-                          "--only-c4forge"], capture_output=True, text=True, check=True)
+                          "--only-c4forge"] + ["--quick"] * quick, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crawl", type=Path, default=ROOT.parent / "shared" / "data" / "crawl")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
+    parser.add_argument("--quick", action="store_true", help="200 pages, one round, nothing written.")
     parser.add_argument("--only-c4forge", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.crawl.is_dir():
         print(f"no crawl data at {args.crawl}", file=sys.stderr)
         return 2
+    machine = harness.machine()
     pages = load_pages(args.crawl)
+    if args.quick:
+        pages, args.repeat, args.write = pages[:200], 1, False
     if args.only_c4forge:
         sentences.tokenizer()
         langid.load_model()
@@ -169,27 +179,39 @@ def main() -> int:
     for fn in runners.values():
         fn(pages[:50])
 
-    results = {}
-    for name, fn in runners.items():
-        results[name] = timed(fn, pages, args.repeat)
-    installed = installed_c4forge(args.crawl, args.repeat)
+    outputs, cpu, _ = harness.interleave({name: (lambda fn=fn: fn(pages)) for name, fn in runners.items()},
+                                         args.repeat)
+    installed = installed_c4forge(args.crawl, args.repeat, args.quick)
 
-    ours, plain = results["c4forge (shared fastText build)"][0], results["plain tfds loop"][0]
+    ours, plain = outputs["c4forge (shared fastText build)"], outputs["plain tfds loop"]
     identical = ours == plain
-    print(f"input: {len(pages):,} pages, {megabytes:.2f} MB of text from {os.path.relpath(args.crawl, ROOT)} "
-          f"(best CPU time of {args.repeat} runs, one process = one core)\n")
-    print("| pipeline | kept pages | seconds | pages/s | MB/s per core | vs datatrove |")
-    print("|---|---:|---:|---:|---:|---:|")
-    base = results.get("datatrove", (None, None))[1]
-    rows = [(name, len(out), seconds) for name, (out, seconds) in results.items()]
+    lines = [f"Input: {len(pages):,} pages, {megabytes:.2f} MB of text from "
+             f"{os.path.relpath(args.crawl, ROOT)}; CPU seconds, one process = one core, "
+             f"{args.repeat} interleaved rounds; median (min-max).", "",
+             "| pipeline | kept pages | seconds | pages/s | x datatrove | x plain tfds loop |",
+             "|---|---:|---:|---:|---:|---:|"]
+    rows = [(name, len(outputs[name]), cpu[name]) for name in runners]
     if installed:
-        rows.insert(1, ("c4forge as installed (fasttext-predict)", installed["kept"], installed["seconds"]))
+        rows.insert(1, ("c4forge as installed (fasttext-predict; own process, not interleaved)",
+                        installed["kept"], installed["seconds"]))
         identical = identical and installed["digest"] == digest(plain)
+    def versus(name: str, seconds: list[float], other: str) -> str:
+        if other not in cpu:
+            return "-"
+        if name in cpu:  # interleaved with the other: per-round ratios
+            return harness.spread(harness.ratios(cpu[other], seconds)) + "x"
+        return f"{statistics.median(cpu[other]) / statistics.median(seconds):.2f}x (medians)"
+
     for name, kept, seconds in rows:
-        ratio = f"{base / seconds:.1f}x" if base else "-"
-        print(f"| {name} | {kept:,} | {seconds:.2f} | {len(pages) / seconds:,.0f} | "
-              f"{megabytes / seconds:.2f} | {ratio} |")
-    print(f"\nc4forge output identical to the plain tfds loop: {identical}")
+        lines.append(f"| {name} | {kept:,} | {harness.spread(seconds)} | "
+                     f"{harness.spread([len(pages) / t for t in seconds], '{:,.0f}')} | "
+                     f"{versus(name, seconds, 'datatrove')} | {versus(name, seconds, 'plain tfds loop')} |")
+    lines += ["", f"c4forge output identical to the plain tfds loop: {identical}"]
+    table = "\n".join(lines)
+    print(table)
+    if args.write and "datatrove" in cpu:
+        harness.write_section("clean", table, harness.command_line(), machine)
+        print("wrote benchmarks/RESULTS.md section clean")
     return 0 if identical else 1
 
 

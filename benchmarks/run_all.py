@@ -32,6 +32,7 @@ class Benchmark:
 
 
 BENCHMARKS = (
+    Benchmark("clean", "bench_clean.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
     Benchmark("extract", "bench_extract.py", ("--repeats", "3", "--peers", "--write"),
               "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
     Benchmark("dedup", "bench_dedup.py", ("--repeats", "5", "--write"), "../shared/data/crawl"),

@@ -22,6 +22,7 @@ def test_every_benchmark_runs_in_quick_mode():
     assert "| c4forge --extractor cascade |" in out and "F1 per page type" in out
     assert "| c4forge (verified, default) | 14 x 8 |" in out and "cost / shingling alone" in out
     assert "FastWARC x c4forge" in out
+    assert "c4forge output identical to the plain tfds loop: True" in out
     assert (ROOT / "benchmarks" / "RESULTS.md").read_bytes() == before  # quick writes nothing
 
 
