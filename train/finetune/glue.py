@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from typing import Optional
 
 from c4forge.core.errors import C4forgeError
@@ -33,8 +34,30 @@ TASKS: dict[str, Task] = {
 }
 
 
-def load_split(glue_dir: str, task: str, split: str, limit: Optional[int] = None) -> list[tuple[str, float]]:
-    """[(text, label)]: a pair's sentences joined by a newline (one document, as in pretraining)."""
+def stratified_subset(labels: Sequence[float], size: int, seed: int = 0) -> list[int]:
+    """Indices (in file order) of ``size`` examples whose label shares are those of the whole
+    split to within one example: each label gets floor(size x share) examples, the remainder
+    goes to the labels with the largest fractional parts, each label's examples are drawn at
+    random (seeded). STS-B's real-valued scores are stratified by their rounded value."""
+    import numpy as np
+
+    strata: dict[int, list[int]] = {}
+    for i, label in enumerate(labels):
+        strata.setdefault(int(round(label)), []).append(i)
+    keys = sorted(strata)
+    exact = [size * len(strata[k]) / len(labels) for k in keys]
+    quota = [int(e) for e in exact]
+    for j in sorted(range(len(keys)), key=lambda j: (-(exact[j] - quota[j]), j))[:size - sum(quota)]:
+        quota[j] += 1
+    rng = np.random.default_rng(seed)
+    keep = [int(i) for k, q in zip(keys, quota) for i in rng.choice(strata[k], q, replace=False)]
+    return sorted(keep)
+
+
+def load_split(glue_dir: str, task: str, split: str, limit: Optional[int] = None,
+               seed: int = 0) -> list[tuple[str, float]]:
+    """[(text, label)]: a pair's sentences joined by a newline (one document, as in pretraining).
+    ``limit``: a stratified random subset (:func:`stratified_subset`, seeded), in file order."""
     if task not in TASKS:
         raise GlueError(f"unknown GLUE task {task!r}: one of {', '.join(TASKS)} (or glue)")
     path = os.path.join(glue_dir, task, f"{split}.jsonl")
@@ -54,9 +77,6 @@ def load_split(glue_dir: str, task: str, split: str, limit: Optional[int] = None
             out.append((text, label))
     if not out:
         raise GlueError(f"{task}: {path} has no rows")
-    if limit is not None and limit < len(out):  # a fixed random subset, in file order
-        import numpy as np
-
-        keep = np.sort(np.random.default_rng(0).choice(len(out), limit, replace=False))
-        out = [out[i] for i in keep]
+    if limit is not None and limit < len(out):
+        out = [out[i] for i in stratified_subset([label for _, label in out], limit, seed)]
     return out

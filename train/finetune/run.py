@@ -26,19 +26,28 @@ class FinetuneConfig:
 
     lr: AdamW peak learning rate (linear warmup over warmup_share of the steps, then linear
         decay to 0). epochs, batch_size: passes over the training split, examples per step.
+    min_steps: at least this many optimizer steps (more epochs over a small subset): 32 steps
+        only fit the head's label prior (issue 28), so a budget is in steps, not just epochs.
     max_len: tokens per example (longer ones are cut at the end). weight_decay, grad_clip.
-    max_train / max_eval: a fixed random subset of the split (None: all of it).
+    max_train / max_eval: a fixed stratified random subset of the split (None: all of it).
+    pooling: "mean" or "last" token state for decoders (classifier.py).
+    init: "pretrained" (the checkpoint's weights) or "random" (the same architecture freshly
+        initialised as the pretraining run initialised it: the reference a pretraining gain is
+        measured against).
     """
 
     lr: float = 3e-4
     epochs: int = 3
     batch_size: int = 32
+    min_steps: int = 150
     max_len: int = 128
     weight_decay: float = 0.01
-    warmup_share: float = 0.06
+    warmup_share: float = 0.1
     grad_clip: float = 1.0
     max_train: Optional[int] = None
     max_eval: Optional[int] = None
+    pooling: str = "mean"
+    init: str = "pretrained"
 
 
 # Small data sets get more epochs (BERT/RoBERTa practice); see configs/glue.yaml.
@@ -79,18 +88,23 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     model, saved = load_model(checkpoint, device)
+    if config.init == "random":
+        model = random_init(saved).to(device)
+        torch.manual_seed(seed)
+    elif config.init != "pretrained":
+        raise ValueError(f"init {config.init!r}: choose pretrained or random")
     sp, info = load_tokenizer(run_tokenizer_dir(checkpoint, saved))
     eos = int(info["special_ids"]["</s>"])
     spec = TASKS[task]
     train_rows = load_split(glue_dir, task, "train", config.max_train)
     val_rows = load_split(glue_dir, task, "validation", config.max_eval)
-    clf = Classifier(model, spec.num_labels, eos).to(device).train()
+    clf = Classifier(model, spec.num_labels, eos, config.pooling).to(device).train()
     train_x = clf.encode_inputs(sp.encode([t for t, _ in train_rows]), config.max_len)
     val_x = clf.encode_inputs(sp.encode([t for t, _ in val_rows]), config.max_len)
     train_y = [y for _, y in train_rows]
     regression = spec.num_labels == 1
     per_epoch = math.ceil(len(train_x) / config.batch_size)
-    total = max(1, per_epoch * config.epochs)
+    total = max(1, per_epoch * config.epochs, config.min_steps)
     warmup = max(1, int(total * config.warmup_share))
     decay = [p for p in clf.parameters() if p.dim() >= 2]
     rest = [p for p in clf.parameters() if p.dim() < 2]
@@ -98,10 +112,12 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
                                    {"params": rest, "weight_decay": 0.0}], lr=config.lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
-    losses = []
-    for _ in range(config.epochs):
+    losses: list[float] = []
+    while len(losses) < total:
         order = rng.permutation(len(train_x))
         for b in range(0, len(order), config.batch_size):
+            if len(losses) == total:
+                break
             index = order[b:b + config.batch_size]
             logits = clf([train_x[i] for i in index])
             target = torch.tensor([train_y[i] for i in index], device=device)
@@ -123,6 +139,19 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
             "seconds": round(time.perf_counter() - started, 1)}
 
 
+def random_init(saved: dict) -> torch.nn.Module:
+    """The pretraining run's model as it was before its first step: built from the saved model
+    config after seeding torch with the run's seed, as the trainer builds it (train/trainer.py
+    ``_build``; the objectives built before the model draw nothing from torch's generator)."""
+    from c4forge.core.settings import apply_settings
+    from c4forge.train.config import ModelConfig
+    from c4forge.train.models import build_model
+
+    torch.manual_seed(int(saved.get("seed", 0)))
+    model = build_model(apply_settings(ModelConfig(), saved["model"]), saved.get("objective", "causal"))
+    return model.train()
+
+
 def _spread(values: Sequence[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
             "min": min(values), "max": max(values), "n": len(values)}
@@ -137,8 +166,8 @@ def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: dict
 
     tasks = list(tasks)
     runs: list[dict] = []
-    total = sum(configs[t].epochs * len(seeds) * len(lrs or [configs[t].lr]) for t in tasks)
-    with bars.bar(total=total, desc="finetune", unit=" epoch") as bar:
+    # epochs are at least configs' epochs (more when min_steps asks for more): no fixed total
+    with bars.bar(desc="finetune", unit=" epoch") as bar:
         for task in tasks:
             for lr in (lrs or [configs[task].lr]):
                 config = dataclasses.replace(configs[task], lr=lr)
