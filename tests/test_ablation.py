@@ -169,11 +169,16 @@ def test_ablation_with_t5_span_objective(tmp_path):
     metric = results["variants"]["c4"]["metrics"]["c4-noclean validation span loss"]
     assert len(metric["values"]) == 2 and 0 < metric["mean"] < 7
     text = (report / "report.md").read_text()
-    assert "Objective span" in text and "c4 vs c4-noclean" in text
+    assert "Objective span" in text and "## GLUE against its reference rows" in text
     # GLUE is the headline for an encoder-decoder; the validation loss gets no verdict
     glue_average = results["variants"]["c4"]["metrics"]["GLUE average"]
     assert glue_average["headline"] and len(glue_average["values"]) == 2 and 0 < glue_average["mean"] <= 100
-    assert "c4 vs c4-noclean**: On GLUE average" in text
+    # GLUE verdicts only when pretraining beats random init beyond noise; the tiny demo
+    # runs do not, and the report says so instead of comparing the variants on it
+    reference = results["glue_reference"]
+    assert set(reference) == {"majority", "tfidf", "random_init"}
+    assert set(reference["random_init"]) == {"0", "1"} and 0 <= reference["tfidf"]["average"] <= 100
+    assert ("c4 vs c4-noclean**: On GLUE average" in text) != ("GLUE carries no signal at this scale" in text)
     assert "validation span loss" not in text.split("## Result")[1].split("## Charts")[0]
     config = json.loads((tmp_path / "ablation" / "runs" / "c4" / "seed-0" / "metrics.jsonl").read_text().splitlines()[0])
     assert "loss" in config

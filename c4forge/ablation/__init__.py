@@ -21,7 +21,14 @@ from typing import Optional
 
 from c4forge.ablation.report import check_report_dir, summarise, verdict, write_report
 from c4forge.ablation.spec import AblationError, load_ablation, resolve_inputs
-from c4forge.ablation.stages import build_corpora, build_tokenizer, encode_variants, evaluate_runs, train_runs
+from c4forge.ablation.stages import (
+    build_corpora,
+    build_tokenizer,
+    encode_variants,
+    evaluate_runs,
+    glue_references,
+    train_runs,
+)
 from c4forge.core.locks import lock_directory
 
 __all__ = ["AblationError", "build_corpora", "load_ablation", "run_ablation", "verdict"]
@@ -39,7 +46,7 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
     lock_directory(report_dir)
     check_report_dir(report_dir)  # refused before hours of work, not after
     variants, seeds = len(spec["variants"]), len(spec["seeds"])
-    units = variants + 1 + variants + 2 * variants * seeds
+    units = variants + 1 + variants + 2 * variants * seeds + bool((spec.get("eval") or {}).get("glue"))
     with progress.bar(total=units, desc="ablation", unit=" stage") as bar:
         def stage_done(message: str) -> None:
             bar.set_description_str(f"ablation: {message.split(':')[0]}", refresh=False)
@@ -54,5 +61,8 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
         tokens = encode_variants(spec, corpora, tokenizer, stage_done)
         runs = train_runs(spec, tokens, stage_done)
         results = evaluate_runs(spec, runs, tokens, tokenizer, stage_done)
+        references = glue_references(spec, runs, stage_done)
     summary = summarise(spec, corpora, tokens, results)
+    if references:
+        summary["glue_reference"] = {k: v for k, v in references.items() if k != "spec"}
     return write_report(spec, summary, runs, report_dir)

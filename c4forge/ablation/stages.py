@@ -228,3 +228,53 @@ def _glue(spec: dict, checkpoint: str) -> dict:
     out = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
     out["average"] = result["glue_average"]
     return out
+
+
+def glue_references(spec: dict, runs: dict, log) -> dict:
+    """The GLUE reference rows (issue 28), on the examples the variants are fine-tuned on:
+    majority class and TF-IDF logistic regression (no model), and the same model from random
+    initialisation for every pretraining seed (the weights a run starts from depend on its seed
+    and model config only, which all variants share, so one run per seed stands for all)."""
+    from c4forge.train.checkpoint import latest_checkpoint
+    from c4forge.train.finetune.baselines import reference_rows
+    from c4forge.train.finetune.metrics import glue_average
+    from c4forge.train.finetune.run import run_glue, task_configs
+
+    glue = (spec.get("eval") or {}).get("glue")
+    if not glue:
+        return {}
+    path = os.path.join(spec["out_dir"], "glue-reference.json")
+    fingerprint = {"glue": plain(glue), "seeds": spec["seeds"], "train": plain(spec["train"])}
+
+    def cached() -> dict:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return {}
+
+    def build() -> str:
+        tasks = glue.get("tasks") or ["sst2"]
+        glue_dir = locate(spec, glue["glue_dir"])
+        configs = task_configs(tasks, glue.get("set") or {})
+        out: dict = {"spec": fingerprint, "majority": {}, "tfidf": {}, "random_init": {}}
+        for task in tasks:
+            rows = reference_rows(task, glue_dir, configs[task].max_train, configs[task].max_eval)
+            out["majority"][task] = rows["majority"]["score"]
+            out["tfidf"][task] = rows["tfidf"]["score"]
+        for name in ("majority", "tfidf"):
+            out[name]["average"] = glue_average({t: out[name][t] for t in tasks})
+        first = next(iter(runs.values()))
+        random_configs = {t: apply_settings(c, {"init": "random"}) for t, c in configs.items()}
+        for seed, run_dir in first.items():
+            checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+            result = run_glue(checkpoint, tasks, glue_dir, random_configs, glue.get("seeds") or [0],
+                              log=lambda *_: None)
+            scores = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
+            out["random_init"][str(seed)] = {**scores, "average": result["glue_average"]}
+        with atomic_write(path) as handle:
+            json.dump(out, handle, indent=2)
+        return "done"
+
+    reuse_or_build("GLUE reference rows", path, lambda: cached().get("spec") == fingerprint, build, log)
+    return cached()

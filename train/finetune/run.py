@@ -133,7 +133,11 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
     predictions = _predict(clf, val_x, regression)
     labels = [y for _, y in val_rows]
     metrics = task_metrics(task, labels, predictions)
+    # how much of the validation split got the most predicted label: near 100% is a model that
+    # learned the label prior, not the task
+    majority_share = None if regression else max(np.bincount(np.asarray(predictions, int))) / len(predictions)
     return {"task": task, "seed": seed, "lr": config.lr, "metrics": metrics, "score": task_score(metrics),
+            "majority_share": None if majority_share is None else float(majority_share),
             "train_examples": len(train_x), "validation_examples": len(val_x), "steps": total,
             "final_train_loss": float(np.mean(losses[-max(1, per_epoch // 4):])),
             "seconds": round(time.perf_counter() - started, 1)}
