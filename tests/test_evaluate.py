@@ -110,3 +110,29 @@ def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):
     model, _ = load_model(str(trained))
     same = [{"sentence_good": "The cat sleeps.", "sentence_bad": "The cat sleeps."}]
     assert score_blimp(model, sp, same, 32, "cpu") == 1.0
+
+
+def test_continuous_task_metrics_follow_from_the_log_likelihoods(monkeypatch):
+    """correct_prob is the gold choice's probability normalised over the choices (summed
+    log-likelihoods), correct_bits_per_byte the gold continuation's nats / (ln 2 x its UTF-8
+    bytes, joining space included); accuracy keeps lm-eval-harness's acc_norm rule."""
+    import c4forge.train.evaluate as evaluate
+
+    logprobs = iter([-2.0, -1.0, -6.0, -3.0, -3.0])  # item 0: 3 choices; item 1: 2 choices
+
+    def fake(model, pairs, seq_len, **kwargs):
+        return [(next(logprobs), False) for _ in pairs]
+
+    class Piece:
+        def encode(self, text):
+            return [ord(c) for c in text]
+
+    monkeypatch.setattr(evaluate, "continuation_logprobs", fake)
+    items = [{"query": "Q", "choices": ["ab", "c", "dddd"], "gold": 0},
+             {"query": "R", "choices": ["xy", "zz"], "gold": 1}]
+    out = evaluate.score_choices(None, Piece(), items, 64, "cpu")
+    # per-character: item 0 -> -1.0, -1.0, -1.5 (tie: first wins, gold 0); item 1 -> tie: first (0) != gold 1
+    assert out["accuracy"] == 0.5
+    p0 = math.exp(-2) / (math.exp(-2) + math.exp(-1) + math.exp(-6))
+    assert out["correct_prob"] == pytest.approx((p0 + 0.5) / 2)
+    assert out["correct_bits_per_byte"] == pytest.approx((2.0 + 3.0) / (math.log(2) * (3 + 3)))

@@ -184,43 +184,79 @@ def read_hellaswag(path: str) -> list[dict]:
     return items
 
 
-def score_choices(model, sp, items: list[dict], seq_len: int, device: str) -> float:
+LN2 = math.log(2)
+
+
+def _choice_metrics(accuracy: float, gold_logprobs: list[float], gold_bytes: list[int],
+                    gold_probs: list[float]) -> dict[str, float]:
+    """The task's accuracy with its continuous early-signal metrics (DataDecide, Magnusson et
+    al. 2025): the correct answer's probability normalised over the choices, and the bits per
+    byte of the correct continuation - both move long before accuracy leaves chance."""
+    out = {"accuracy": accuracy}
+    if gold_probs:
+        out["correct_prob"] = sum(gold_probs) / len(gold_probs)
+    if gold_bytes and sum(gold_bytes):
+        out["correct_bits_per_byte"] = -sum(gold_logprobs) / (LN2 * sum(gold_bytes))
+    return out
+
+
+def _normalised(logprobs: Sequence[float], gold: int) -> float:
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]
+    return weights[gold] / sum(weights)
+
+
+def score_choices(model, sp, items: list[dict], seq_len: int, device: str) -> dict[str, float]:
     """Accuracy of the choice with the highest log-likelihood per character of the choice
-    (lm-eval-harness's acc_norm: the joining space is scored but not counted)."""
+    (lm-eval-harness's acc_norm: the joining space is scored but not counted), with the gold
+    choice's probability normalised over the choices (from summed log-likelihoods) and its
+    bits per byte (joining space included)."""
     pairs, owners = [], []
     for k, item in enumerate(items):
         join = _joiner(item["query"])
         for choice in item["choices"]:
             pairs.append(_split_pair(sp, item["query"], join + choice))
-            owners.append((k, len(choice)))
+            owners.append((k, len(choice), len((join + choice).encode("utf-8"))))
     scores = continuation_logprobs(model, pairs, seq_len, device=device)
     best: dict[int, tuple[float, int]] = {}
-    index: dict[int, int] = {}
-    for (k, n_chars), (lp, _) in zip(owners, scores):
-        choice = index.get(k, 0)
-        index[k] = choice + 1
+    per_item: dict[int, list[tuple[float, int]]] = {}
+    for (k, n_chars, n_bytes), (lp, _) in zip(owners, scores):
+        choice = len(per_item.setdefault(k, []))
+        per_item[k].append((lp, n_bytes))
         value = lp / max(1, n_chars)
         if k not in best or value > best[k][0]:
             best[k] = (value, choice)
-    return sum(best[k][1] == item["gold"] for k, item in enumerate(items)) / max(1, len(items))
+    accuracy = sum(best[k][1] == item["gold"] for k, item in enumerate(items)) / max(1, len(items))
+    gold = [per_item[k][item["gold"]] for k, item in enumerate(items)]
+    probs = [_normalised([lp for lp, _ in per_item[k]], item["gold"]) for k, item in enumerate(items)]
+    return _choice_metrics(accuracy, [lp for lp, _ in gold], [n for _, n in gold], probs)
 
 
-def score_lambada(model, sp, items: list[dict], seq_len: int, device: str) -> float:
-    pairs = [_split_pair(sp, it["context"], _joiner(it["context"]) + it["continuation"]) for it in items]
-    return sum(greedy for _, greedy in continuation_logprobs(model, pairs, seq_len, device=device)) / max(1, len(items))
+def score_lambada(model, sp, items: list[dict], seq_len: int, device: str) -> dict[str, float]:
+    """Greedy last-word accuracy, with the bits per byte of the true last word."""
+    conts = [_joiner(it["context"]) + it["continuation"] for it in items]
+    pairs = [_split_pair(sp, it["context"], c) for it, c in zip(items, conts)]
+    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    accuracy = sum(greedy for _, greedy in scores) / max(1, len(items))
+    return _choice_metrics(accuracy, [lp for lp, _ in scores], [len(c.encode("utf-8")) for c in conts], [])
 
 
-def score_winogrande(model, sp, items: list[dict], seq_len: int, device: str) -> float:
-    pairs = []
+def score_winogrande(model, sp, items: list[dict], seq_len: int, device: str) -> dict[str, float]:
+    """Partial scoring (the continuation after each option), with the gold option's probability
+    normalised over the two and the continuation's bits per byte after the gold option."""
+    pairs, sizes = [], []
     for item in items:
         for option in item["context_options"]:
             pairs.append(_split_pair(sp, option, _joiner(option) + item["continuation"]))
+        sizes.append(len((" " + item["continuation"]).encode("utf-8")))
     scores = continuation_logprobs(model, pairs, seq_len, device=device)
-    correct = 0
+    correct, gold_lp, probs = 0, [], []
     for k, item in enumerate(items):
-        options = scores[2 * k:2 * k + 2]
-        correct += int(max(range(2), key=lambda i: options[i][0]) == item["gold"])
-    return correct / max(1, len(items))
+        options = [lp for lp, _ in scores[2 * k:2 * k + 2]]
+        correct += int(max(range(2), key=lambda i: options[i]) == item["gold"])
+        gold_lp.append(options[item["gold"]])
+        probs.append(_normalised(options, item["gold"]))
+    return _choice_metrics(correct / max(1, len(items)), gold_lp, sizes, probs)
 
 
 def score_blimp(model, sp, items: list[dict], seq_len: int, device: str) -> float:
@@ -263,7 +299,8 @@ def load_task(eval_dir: str, task: str, limit: Optional[int] = None, seed: int =
 
 def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limit: Optional[int] = None,
               device: str = "cpu", seed: int = 0) -> dict[str, dict]:
-    """{task: {accuracy, items}}; ``limit`` takes a fixed random subset of each task (BLiMP:
+    """{task: {accuracy, correct_prob, correct_bits_per_byte, items}} (lambada: no
+    correct_prob; blimp: accuracy only); ``limit`` takes a fixed random subset of each task (BLiMP:
     per phenomenon)."""
     results: dict[str, dict] = {}
     tasks = list(tasks)
@@ -279,8 +316,8 @@ def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limi
                              "phenomena": {k: round(a, 4) for k, (a, _) in per.items()}}
             continue
         scorer = {"lambada": score_lambada, "winogrande": score_winogrande}.get(task, score_choices)
-        results[task] = {"accuracy": round(scorer(model, sp, loaded, seq_len, device), 4),
-                         "items": len(loaded)}
+        scored = scorer(model, sp, loaded, seq_len, device)
+        results[task] = {**{k: round(v, 4) for k, v in scored.items()}, "items": len(loaded)}
     return results
 
 

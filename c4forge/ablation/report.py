@@ -43,7 +43,9 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
         keys = set()
         for r in per_seed.values():
             keys |= {("text", t) for t in r["texts"]} | {("validation", v) for v in r["validation"]} | \
-                    {("task", t) for t in r["tasks"]} | {("glue", g) for g in r.get("glue", {})}
+                    {("task", t) for t in r["tasks"]} | {("glue", g) for g in r.get("glue", {})} | \
+                    {(kind, t) for t, m in r["tasks"].items() for kind in ("task_prob", "task_bpb")
+                     if {"task_prob": "correct_prob", "task_bpb": "correct_bits_per_byte"}[kind] in m}
         for kind, key in sorted(keys):
             label, pick, higher, headline = metric_reader(kind, key, spec["objective"])
             by_seed = {seed: pick(r) for seed, r in per_seed.items() if pick(r) is not None}
@@ -333,4 +335,9 @@ def metric_reader(kind: str, key: str, objective: str):
     if kind == "glue":
         return ("GLUE average" if key == "average" else f"GLUE {key}",
                 lambda r: r.get("glue", {}).get(key), True, key == "average")
+    if kind == "task_prob":  # continuous early-signal metrics (DataDecide): move before accuracy
+        return (f"{key} correct prob", lambda r: r["tasks"].get(key, {}).get("correct_prob"), True, False)
+    if kind == "task_bpb":
+        return (f"{key} correct bits/byte",
+                lambda r: r["tasks"].get(key, {}).get("correct_bits_per_byte"), False, False)
     return f"{key} accuracy", lambda r: r["tasks"].get(key, {}).get("accuracy"), True, False
