@@ -86,6 +86,7 @@ def manifest_stats(manifest: dict) -> dict:
         "page_flow": page_flow(counters), "removed": removed, "bytes_per_step": steps,
         "output": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if k.startswith("output/")},
         "reading": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if "/read:" in k},
+        "extraction": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if "/extract:" in k},
     }
 
 
@@ -108,6 +109,9 @@ def manifest_report(manifest: dict) -> str:
     if stats["reading"]:  # remote files: retries, resumed bytes, restarted files (corpus.remote)
         out += ["", "| reading remote files | count |", "|---|---:|"]
         out += [f"| {k} | {v:,} |" for k, v in stats["reading"].items()]
+    if stats["extraction"]:  # WARC input, cascade extractor: which pages took the slow path
+        out += ["", "| HTML extraction (cascade) | pages |", "|---|---:|"]
+        out += [f"| {k} | {v:,} |" for k, v in stats["extraction"].items()]
     if stats["output"]:
         out += ["", "| output counter | value |", "|---|---:|"]
         out += [f"| {k} | {v:,} |" for k, v in stats["output"].items()]

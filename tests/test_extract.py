@@ -197,6 +197,11 @@ def test_corpus_clean_on_a_real_cc_warc_with_the_c4_warc_preset(tmp_path):
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["extraction"]["extractor"] == "cascade"  # the WARC default
     assert "router 1" in manifest["extraction"]["extractor_version"]
+    kept = manifest["counters"]
+    assert kept["split-wet-file/extract:kept_fast"] + kept.get("split-wet-file/extract:kept_slow", 0) >= 16
+    stats = CliRunner().invoke(cli, ["stats", str(out)])
+    assert stats.exit_code == 0 and "| HTML extraction (cascade) | pages |" in stats.output
+    assert "extract:kept_fast" in stats.output
     counters = manifest["counters"]
     assert counters["split-wet-file/passed"] == 16
     assert counters["split-wet-file/skipped:record_type:request"] == 17
