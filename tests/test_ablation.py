@@ -20,6 +20,7 @@ def small_config(tmp_path):
     spec["tokenizer"]["vocab_size"] = 600
     spec["train"]["max_tokens"] = 8 * 128 * 6
     spec["train"]["eval_every"] = 3
+    spec["budget"] = "bytes"  # the same text for every variant, not the same tokens
     spec["seeds"] = [0, 1]
     path = tmp_path / "ablation.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -153,6 +154,7 @@ def test_ablation_with_t5_span_objective(tmp_path):
     spec["tokenizer"]["vocab_size"] = 600
     spec["train"]["max_tokens"] = 8 * 128 * 6
     spec["train"]["eval_every"] = 3
+    spec["budget"] = "bytes"  # the same text for every variant, not the same tokens
     from tests.conftest import shared_path
 
     glue = {"tasks": ["sst2"], "glue_dir": str(shared_path("eval", "glue")), "seeds": [0],
@@ -170,6 +172,13 @@ def test_ablation_with_t5_span_objective(tmp_path):
     assert len(metric["values"]) == 2 and 0 < metric["mean"] < 7
     text = (report / "report.md").read_text()
     assert "Objective span" in text and "## GLUE against its reference rows" in text
+    assert results["budget"] == "bytes" and "byte budget" in text
+    variants = results["variants"]
+    batch_tokens = 8 * 128
+    target = 8 * 128 * 6 * variants["c4-noclean"]["bytes_per_token"]
+    for entry in variants.values():
+        assert entry["train_tokens"] % batch_tokens == 0
+        assert abs(entry["train_tokens"] * entry["bytes_per_token"] - target) <= batch_tokens * entry["bytes_per_token"]
     # GLUE is the headline for an encoder-decoder; the validation loss gets no verdict
     glue_average = results["variants"]["c4"]["metrics"]["GLUE average"]
     assert glue_average["headline"] and len(glue_average["values"]) == 2 and 0 < glue_average["mean"] <= 100
@@ -219,3 +228,30 @@ def test_variants_may_read_their_own_inputs(tmp_path):
     assert any(line.startswith("corpus b: reusing") for line in logged)
     manifest = json.loads((tmp_path / "ablation" / "corpora" / "a" / "_manifest.json").read_text())
     assert manifest["config"]["max_page_chars"] == 5000
+
+
+def test_byte_budget_matches_text_within_one_batch():
+    """budget: bytes gives every variant the bytes of text max_tokens covers in the reference
+    variant; rounded to whole batches, each run's text is within one batch of that target.
+    budget: tokens (T5's protocol) gives everyone the same tokens."""
+    from c4forge.ablation.spec import token_budgets
+
+    bpt = {"c4": 3.85, "c4-noclean": 3.24, "c4-no-endmark": 3.63}
+    batch = 16 * 128
+    tokens = token_budgets("tokens", 1_228_800, bpt, "c4-noclean", batch)
+    assert set(tokens.values()) == {1_228_800}
+    by_bytes = token_budgets("bytes", 1_228_800, bpt, "c4-noclean", batch)
+    target = 1_228_800 * 3.24
+    assert by_bytes["c4-noclean"] == 1_228_800
+    for name, n in by_bytes.items():
+        assert n % batch == 0 and abs(n * bpt[name] - target) <= batch * bpt[name] / 2
+    assert by_bytes["c4"] < by_bytes["c4-no-endmark"] < by_bytes["c4-noclean"]  # C4 packs more text per token
+    assert token_budgets("bytes", 100, {"a": 1.0, "b": 50.0}, "a", 64)["b"] == 64  # at least one batch
+
+
+def test_unknown_budget_is_a_clear_error(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"inputs": ["x"], "variants": {"a": {}, "b": {}}, "out_dir": "o",
+                                    "train": {"max_tokens": 1000}, "budget": "flops"}))
+    result = CliRunner().invoke(cli, ["ablate", "--config", str(path)])
+    assert result.exit_code != 0 and "budget 'flops'" in result.output and "Traceback" not in result.output

@@ -27,8 +27,11 @@ def _fmt(mean, std, digits=4):
 
 
 def summarise(spec: dict, corpora, tokens, results) -> dict:
+    from c4forge.ablation.stages import run_budgets
+
     summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
-               "variants": {}}
+               "budget": spec.get("budget", "tokens"), "variants": {}}
+    budgets = run_budgets(spec, tokens)
     for name in spec["variants"]:
         corpus = read_manifest(corpora[name])
         token = read_token_manifest(tokens[name])
@@ -38,6 +41,8 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
             "documents": {s: corpus["splits"][s]["documents"] for s in corpus["splits"]},
             "train_tokens_available": token["splits"]["train"]["tokens"],
             "bytes_per_token": token["splits"]["train"]["bytes_per_token"],
+            "train_tokens": budgets[name],
+            "train_bytes": round(budgets[name] * float(token["splits"]["train"]["bytes_per_token"])),
             "metrics": {},
         }
         keys = set()
@@ -200,19 +205,31 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
         for m in entry["metrics"]:
             if m not in metrics:
                 metrics.append(m)
+    entries = summary["variants"].values()
+    trained = {e.get("train_tokens", spec["train"]["max_tokens"]) for e in entries}
+    text_mb = [e.get("train_bytes", 0) / 1e6 for e in entries]
+    if summary.get("budget", "tokens") == "bytes":
+        budget = (f"byte budget: every variant trains on about {text_mb[0]:.2f} MB of text "
+                  f"({min(trained):,}-{max(trained):,} tokens, by its bytes per token)")
+    else:
+        budget = (f"token budget ({spec['train']['max_tokens']:,} tokens; T5's protocol), which is "
+                  f"{min(text_mb):.2f}-{max(text_mb):.2f} MB of text depending on the variant's "
+                  "bytes per token (`budget: bytes` matches the text instead)")
     lines = [f"# Ablation: {summary['name']}", "",
-             f"Objective {summary['objective']}. Seeds {summary['seeds']}; the same model, hyper-parameters and token budget "
-             f"({spec['train']['max_tokens']:,} tokens) for every variant; one tokenizer "
+             f"Objective {summary['objective']}. Seeds {summary['seeds']}; the same model and hyper-parameters "
+             f"for every variant, a {budget}; one tokenizer "
              f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
              f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
              "over seeds; bits per byte and losses are lower-is-better, accuracy and GLUE higher-is-better.", "",
-             "| variant | preset | train docs | validation docs | bytes/token | " + " | ".join(metrics) + " |",
-             "|---|---|---:|---:|---:|" + "---:|" * len(metrics)]
+             "| variant | preset | train docs | validation docs | bytes/token | tokens trained | text MB trained | " + " | ".join(metrics) + " |",
+             "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(metrics)]
     for name in names:
         e = summary["variants"][name]
         cells = [_fmt(e["metrics"].get(m, {}).get("mean"), e["metrics"].get(m, {}).get("std")) for m in metrics]
+        tokens_trained = e.get("train_tokens", spec["train"]["max_tokens"])
         lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
-                     f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | " + " | ".join(cells) + " |")
+                     f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | {tokens_trained:,} | "
+                     f"{e.get('train_bytes', 0) / 1e6:.2f} | " + " | ".join(cells) + " |")
     lines += ["", "## Result", ""]
     headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
     pairs = [(a, b) for a in names for b in names if a < b]

@@ -70,6 +70,10 @@ def load_ablation(path: str, overrides: Optional[list[str]] = None) -> dict:
     if not spec["train"].get("max_tokens"):
         raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
     spec.setdefault("seeds", [0, 1, 2])
+    spec.setdefault("budget", "tokens")
+    if spec["budget"] not in BUDGETS:
+        raise AblationError(f"{path}: budget {spec['budget']!r}: choose tokens (T5's protocol: the "
+                            "same tokens for every variant) or bytes (the same bytes of text)")
     objective = spec.get("objective", spec["train"].get("objective", "causal"))
     from c4forge.train.objectives import OBJECTIVES
 
@@ -86,7 +90,24 @@ def load_ablation(path: str, overrides: Optional[list[str]] = None) -> dict:
     return spec
 
 
-SPEC_KEYS = ("name", "inputs", "variants", "train", "out_dir", "seeds", "objective", "tokenizer",
+BUDGETS = ("tokens", "bytes")
+
+
+def token_budgets(budget: str, max_tokens: int, bytes_per_token: dict[str, float], reference: str,
+                  batch_tokens: int) -> dict[str, int]:
+    """Training tokens per variant. ``tokens``: ``max_tokens`` for every variant (T5 matched
+    tokens). ``bytes``: the bytes of text ``max_tokens`` covers in the ``reference`` variant
+    (the tokenizer's), for every variant - a variant whose text packs more bytes into a token
+    trains on fewer tokens - rounded to whole batches, so each run stops within half a batch of
+    the byte target."""
+    if budget == "tokens":
+        return {name: max_tokens for name in bytes_per_token}
+    target = max_tokens * bytes_per_token[reference]
+    return {name: max(batch_tokens, round(target / bpt / batch_tokens) * batch_tokens)
+            for name, bpt in bytes_per_token.items()}
+
+
+SPEC_KEYS = ("name", "inputs", "variants", "train", "out_dir", "seeds", "objective", "tokenizer", "budget",
              "eval", "badwords", "validation_per_mille", "curve_validation", "_base")
 VARIANT_KEYS = ("preset", "set", "inputs")
 EVAL_KEYS = ("texts", "tasks", "eval_dir", "limit", "glue")

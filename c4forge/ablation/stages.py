@@ -131,6 +131,7 @@ def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, s
     # so its documents are held out of every variant).
     common = spec.get("curve_validation") or spec["tokenizer"].get("train_on")
     curve_set = tokens.get(common)
+    budgets = run_budgets(spec, tokens)
     for name, directory in tokens.items():
         for seed in spec["seeds"]:
             run_dir = os.path.join(spec["out_dir"], "runs", name, f"seed-{seed}")
@@ -138,12 +139,14 @@ def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, s
             base.setdefault("data", {})
             base["data"].update({"train": directory, "train_split": "train",
                                  "validation": curve_set or directory, "validation_split": "validation"})
-            base.update({"seed": seed, "out_dir": run_dir, "progress": False})
+            base.update({"seed": seed, "out_dir": run_dir, "progress": False, "max_tokens": budgets[name]})
             config = build_train_config(base=base)
             steps = total_steps(config, 1)
             runs.setdefault(name, {})[seed] = run_dir
             stamp = {"tokens_manifest_sha256": token_manifest_sha256(directory),
                      "train": plain(spec["train"]), "curve_validation": common if curve_set else name}
+            if spec.get("budget", "tokens") != "tokens":  # token-budget stamps stay as they were
+                stamp["budget"] = {"kind": spec["budget"], "max_tokens": budgets[name]}
             previous = (run_manifest(run_dir) or {}).get("meta")
 
             def build(config=config, stamp=stamp, previous=previous, run_dir=run_dir, steps=steps) -> str:
@@ -158,6 +161,25 @@ def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, s
 
             reuse_or_build(f"run {name} seed {seed}", run_dir, current, build, log)
     return runs
+
+
+def run_budgets(spec: dict, tokens: dict[str, str]) -> dict[str, int]:
+    """Training tokens per variant under the spec's ``budget`` (spec.token_budgets)."""
+    from c4forge.ablation.spec import token_budgets
+    from c4forge.train.config import DataConfig
+
+    train = spec["train"]
+    data = train.get("data") or {}
+    defaults = DataConfig()
+    batch_tokens = (int(data.get("seq_len", defaults.seq_len)) * int(data.get("batch_size", defaults.batch_size))
+                    * int(data.get("grad_accum", defaults.grad_accum)))
+    bytes_per_token = {name: float(read_token_manifest(d)["splits"]["train"]["bytes_per_token"])
+                       for name, d in tokens.items()}
+    reference = spec["tokenizer"].get("train_on") or next(iter(tokens))
+    if reference not in bytes_per_token:
+        reference = next(iter(tokens))
+    return token_budgets(spec.get("budget", "tokens"), int(train["max_tokens"]), bytes_per_token,
+                         reference, batch_tokens)
 
 
 def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str, str],
