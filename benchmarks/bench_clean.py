@@ -147,7 +147,7 @@ def installed_c4forge(crawl: Path, repeat: int, quick: bool = False):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crawl", type=Path, default=ROOT.parent / "shared" / "data" / "crawl")
+    parser.add_argument("--crawl", type=Path, default=harness.SHARED / "crawl")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true", help="200 pages, one round, nothing written.")

@@ -174,7 +174,7 @@ def speed(texts, repeats: int, n_docs: int = 4000):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crawl", type=Path, default=ROOT.parent / "shared" / "data" / "crawl")
+    parser.add_argument("--crawl", type=Path, default=harness.SHARED / "crawl")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")

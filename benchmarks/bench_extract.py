@@ -44,7 +44,7 @@ from c4forge.core.counters import Counters
 from c4forge.corpus.extract import decode_html, html_bytes, response_text
 from c4forge.corpus.wet import iter_records, page_text
 
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = harness.SHARED
 WORD = re.compile(r"\w+")
 SPACE = re.compile(r"\s+")
 

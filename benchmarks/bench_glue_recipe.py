@@ -24,7 +24,7 @@ import harness
 from c4forge.train.finetune.baselines import reference_rows
 from c4forge.train.finetune.run import FinetuneConfig, finetune_task
 
-GLUE = ROOT.parent / "shared" / "data" / "eval" / "glue"
+GLUE = harness.SHARED / "eval" / "glue"
 OLD = {"pooling": "last", "min_steps": 0, "warmup_share": 0.06}
 NEW: dict[str, object] = {}
 

@@ -27,7 +27,7 @@ import harness
 
 from c4forge.corpus.wet import iter_records
 
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = harness.SHARED
 FILES = {"WET, 3,519 pages (crawl-extra/web-benchmarks.warc.wet.gz)": SHARED / "crawl-extra" / "web-benchmarks.warc.wet.gz",
          "WARC, 1,476 HTML responses (crawl-extra/wcxb-dev.warc.gz)": SHARED / "crawl-extra" / "wcxb-dev.warc.gz"}
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+# ../shared/data, or where C4FORGE_SHARED_DATA says (as the tests read it)
+SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def timed(fn: Callable[[], object]) -> tuple[object, float, float]:
