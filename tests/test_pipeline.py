@@ -232,7 +232,8 @@ def test_beam_build_from_warc_equals_the_chain(tmp_path):
     built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_documents(str(tmp_path / "warc"), s)}
     assert built == local and len(built) >= 10
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
-    assert manifest["extraction"]["extractor"] == "trafilatura"
+    assert manifest["extraction"]["extractor"] == "cascade"  # the WARC default
+    assert counters["split-wet-file/extract:kept_fast"] > 0  # the router ran in Beam's workers too
 
 
 def test_corpus_package_never_imports_beam():
