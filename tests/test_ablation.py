@@ -20,7 +20,6 @@ def small_config(tmp_path):
     spec["tokenizer"]["vocab_size"] = 600
     spec["train"]["max_tokens"] = 8 * 128 * 6
     spec["train"]["eval_every"] = 3
-    spec["budget"] = "bytes"  # the same text for every variant, not the same tokens
     spec["seeds"] = [0, 1]
     path = tmp_path / "ablation.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -48,6 +47,14 @@ def test_ablation_report_and_reuse(tmp_path):
     for stage in ("corpus c4: reusing", "tokenizer: reusing", "tokens c4-noclean: reusing",
                   "run c4 seed 1: reusing", "eval c4-noclean seed 0: reusing"):
         assert stage in second.output
+    assert results["budget"] == "tokens" and "token budget" in text
+    # an evaluation stored by older scoring code is recomputed, not reused (stale GLUE numbers)
+    stored = tmp_path / "ablation" / "runs" / "c4" / "seed-0" / "eval.json"
+    old = json.loads(stored.read_text())
+    stored.write_text(json.dumps({**old, "recipe": old["recipe"] - 1}))
+    third = CliRunner().invoke(cli, ["ablate", "--config", str(config)])
+    assert third.exit_code == 0
+    assert "eval c4 seed 0: done" in third.output and "eval c4 seed 1: reusing" in third.output
 
 
 def test_verdict_comes_from_a_paired_test():

@@ -31,6 +31,11 @@ from c4forge.tokenizer.formats import (
 )
 from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
 
+# What an evaluation computes beyond its spec: bump when the scoring or fine-tuning code changes
+# what a stored eval.json would say, so re-runs recompute instead of reusing stale numbers.
+# 2: GLUE with stratified subsets, mean pooling, min_steps 150; continuous task metrics.
+EVAL_RECIPE = 2
+
 
 def reuse_or_build(unit: str, where: str, is_current: Callable[[], bool],
                    build: Callable[[], str], log) -> str:
@@ -215,14 +220,15 @@ def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str,
 
             def current(checkpoint=checkpoint, cached=cached) -> bool:
                 stored = cached()
-                return stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev)
+                return (stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev)
+                        and stored.get("recipe") == EVAL_RECIPE)
 
             def build(checkpoint=checkpoint, path=path) -> str:
                 scored = evaluate_checkpoint(
                     checkpoint, data=[*texts, *validation.values()], split="validation",
                     tasks=tasks, eval_dir=eval_dir, limit=ev.get("limit"), tokenizer_dir=tokenizer,
                     device="cpu")
-                out = {"checkpoint": checkpoint, "spec": plain(ev),
+                out = {"checkpoint": checkpoint, "spec": plain(ev), "recipe": EVAL_RECIPE,
                        "texts": {os.path.basename(t): scored["data"][t] for t in texts},
                        "validation": {other: scored["data"][d] for other, d in validation.items()},
                        "tasks": scored["tasks"]}
