@@ -207,11 +207,7 @@ def main() -> int:
                      f"{harness.spread([len(pages) / t for t in seconds], '{:,.0f}')} | "
                      f"{versus(name, seconds, 'datatrove')} | {versus(name, seconds, 'plain tfds loop')} |")
     lines += ["", f"c4forge output identical to the plain tfds loop: {identical}"]
-    table = "\n".join(lines)
-    print(table)
-    if args.write and "datatrove" in cpu:
-        harness.write_section("clean", table, harness.command_line(), machine)
-        print("wrote benchmarks/RESULTS.md section clean")
+    harness.publish("clean", lines, args.write and "datatrove" in cpu, machine)
     return 0 if identical else 1
 
 

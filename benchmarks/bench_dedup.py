@@ -229,11 +229,7 @@ def main() -> int:
                      f"{harness.spread(harness.ratios(cpu['bulk_shingled'], cpu[key]))}x | "
                      f"{harness.spread(harness.ratios(cpu['bulk'], cpu[key]))}x | "
                      f"{harness.spread(harness.ratios(cpu[key], cpu['shingling']))}x |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        harness.write_section("dedup", table, harness.command_line(), machine)
-        print("wrote benchmarks/RESULTS.md section dedup")
+    harness.publish("dedup", lines, args.write, machine)
     return 0
 
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness
 
-from c4forge.core.counters import Counters
+from c4forge.core.counters import Counters, null_inc
 from c4forge.corpus.extract import decode_html, html_bytes, response_text
 from c4forge.corpus.wet import iter_records, page_text
 
@@ -160,7 +160,7 @@ def paired_bootstrap(a: list[float], b: list[float], rounds: int = 10_000, seed:
 
 def record_path(records, extractor: str, counters: Optional[Counters] = None) -> Callable[[], list[str]]:
     """All pages through c4forge's record path with one extractor."""
-    inc = counters.inc_fn("split-wet-file") if counters is not None else (lambda *a, **k: None)
+    inc = counters.inc_fn("split-wet-file") if counters is not None else null_inc
 
     def run() -> list[str]:
         out = []
@@ -236,11 +236,7 @@ def main() -> None:
               "|---|" + "---:|" * len(types)]
     for name, r in results.items():
         lines.append(f"| {name} | " + " | ".join(f"{r['types'].get(t, 0):.3f}" for t in types) + " |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        harness.write_section(f"extract-{args.split}", table, harness.command_line(), machine)
-        print("wrote benchmarks/RESULTS.md section extract-" + args.split)
+    harness.publish(f"extract-{args.split}", lines, args.write, machine)
 
 
 if __name__ == "__main__":

@@ -54,10 +54,7 @@ def main() -> int:
     rows = reference_rows(args.task, str(GLUE), max_train=args.max_train)
     for name, label in (("majority", "majority class"), ("tfidf", "TF-IDF + logistic regression")):
         lines.append(f"| {label} (no model) | - | - | {rows[name]['score']:.2f} | - | - |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        harness.write_section(f"glue-recipe-{args.task}", table, harness.command_line(), machine)
+    harness.publish(f"glue-recipe-{args.task}", lines, args.write, machine)
     return 0
 
 

@@ -82,10 +82,7 @@ def main() -> int:
         lines.append(f"| {label} | {n:,} | {mb:.1f} | {harness.spread([mb / t for t in cpu['ours']], '{:.0f}')} | "
                      f"{harness.spread([mb / t for t in cpu['fastwarc']], '{:.0f}')} | "
                      f"{harness.spread(harness.ratios(cpu['ours'], cpu['fastwarc']))}x |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        harness.write_section("reader", table, harness.command_line(), machine)
+    harness.publish("reader", lines, args.write, machine)
     return 0
 
 

@@ -97,6 +97,16 @@ def write_section(name: str, body: str, command: str, machine_line: str,
     tmp.replace(path)
 
 
+def publish(name: str, lines: list[str], write: bool, machine_line: str) -> str:
+    """Print a benchmark's table and, with ``write``, make it the generated section ``name``."""
+    table = "\n".join(lines)
+    print(table)
+    if write:
+        write_section(name, table, command_line(), machine_line)
+        print(f"wrote benchmarks/RESULTS.md section {name}")
+    return table
+
+
 def command_line() -> str:
     """The command that ran this benchmark, relative to the repository root."""
     script = Path(sys.argv[0]).resolve()

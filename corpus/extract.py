@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Optional, TypeVar
 
 from c4forge.core.counters import IncFn, null_inc
+from c4forge.corpus import router
 from c4forge.corpus.warc import http_status, split_http_block
 
 T = TypeVar("T")
@@ -53,10 +54,8 @@ def extractor_version(name: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     if name == "cascade":
-        from c4forge.corpus.router import load_router
-
         return (f"resiliparse {extractor_version('resiliparse')} + trafilatura "
-                f"{extractor_version('trafilatura')}, router {load_router().version}")
+                f"{extractor_version('trafilatura')}, router {router.load_router().version}")
     try:
         return version({"trafilatura": "trafilatura", "resiliparse": "Resiliparse"}[name])
     except PackageNotFoundError:
@@ -218,10 +217,8 @@ def cascade_text(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> 
     """resiliparse's main text, or trafilatura's where the router expects it to be better per
     second spent. The fast pass is bounded by ``timeout`` like any extractor; the slow pass has
     its own ``timeout`` and any failure of it keeps the fast text (counted)."""
-    from c4forge.corpus.router import load_router, page_signals
-
     fast, full, title = run_with_time_limit(lambda: fast_pass(html), timeout)
-    if not load_router().sends_slow(page_signals(html, url, title, fast, full)):
+    if not router.load_router().sends_slow(router.page_signals(html, url, title, fast, full)):
         inc("extract:kept_fast")
         return fast
     inc("extract:routed_slow")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_extract import SHARED, load_dev_pages, prf  # noqa: E402
 
 from c4forge.core.io import atomic_write  # noqa: E402
-from c4forge.corpus.extract import _trafilatura, fast_pass  # noqa: E402
+from c4forge.corpus.extract import extract_main_text, fast_pass  # noqa: E402
 from c4forge.corpus.router import ROUTER_FILE, Router, page_signals  # noqa: E402
 from c4forge.corpus.wet import page_text  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> None:
         fast, full = page_text(fast, True), page_text(full, True)
         started = time.process_time()
         try:
-            slow = page_text(_trafilatura(page, url), True)
+            slow = page_text(extract_main_text(page, url, "trafilatura"), True)
         except Exception:  # noqa: BLE001 (a crash is an empty slow text, as the cascade keeps fast)
             slow = ""
         log_cost.append(np.log(time.process_time() - started + 1e-4))

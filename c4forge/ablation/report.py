@@ -74,15 +74,17 @@ def comparison(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) 
 
 
 def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
-            holm_p: Optional[float] = None, family: int = 1) -> str:
+            holm_p: Optional[float] = None, family: int = 1, result: Optional[dict] = None) -> str:
     """One sentence comparing variants a and b on ``metric``, decided by a paired t-test over
     seeds (Welch's when the seeds differ), never by a rule of thumb; with ``holm_p``, the
-    Holm-adjusted p across the report's ``family`` headline tests next to the raw p."""
+    Holm-adjusted p across the report's ``family`` headline tests next to the raw p; ``result``:
+    the :func:`comparison` already computed for this pair, if any."""
     ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
     if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
         return f"No {metric} for both {a} and {b}."
     higher = ma.get("higher_is_better", False)
-    result = comparison(summary, metric, a, b, alpha)
+    if result is None:
+        result = comparison(summary, metric, a, b, alpha)
     diff = mb["mean"] - ma["mean"]
     if diff == 0:
         return f"On {metric}, {a} and {b} score the same ({ma['mean']:.4f})."
@@ -255,7 +257,7 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
     adjusted = dict(zip(tested, holm([raw[i]["p"] for i in tested])))
     for i, (metric, a, b) in enumerate(tests):
         lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
-                                                    family=len(tested)))
+                                                    family=len(tested), result=raw[i]))
     lines += glue_lines
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     with atomic_write(os.path.join(directory, "report.md")) as handle:
