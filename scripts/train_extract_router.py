@@ -9,7 +9,7 @@ on gain-per-cost that sends ``--slow-share`` of the tune pages to trafilatura. T
 is never read here: benchmarks/bench_extract.py reports on it. Deterministic up to the CPU
 timings the cost exponent is fitted on.
 
-Run: .venv/bin/python scripts/train_extract_router.py [--slow-share 0.14] [--alpha 1.0]
+Run: .venv/bin/python scripts/train_extract_router.py [--slow-share 0.11] [--alpha 1.0]
 Needs scikit-learn (the [dev] extra); the router it writes needs nothing at run time.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--warc", default=str(SHARED / "crawl-extra" / "wcxb-dev.warc.gz"))
     parser.add_argument("--truth", default=str(SHARED / "extraction" / "wcxb-dev.jsonl.gz"))
-    parser.add_argument("--slow-share", type=float, default=0.14,
+    parser.add_argument("--slow-share", type=float, default=0.11,
                         help="Share of tune pages sent to trafilatura (sets the threshold).")
     parser.add_argument("--alpha", type=float, default=1.0, help="Ridge penalty.")
     parser.add_argument("-o", "--output", default=str(ROUTER_FILE))
