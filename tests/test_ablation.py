@@ -21,6 +21,8 @@ def small_config(tmp_path):
     spec["train"]["max_tokens"] = 8 * 128 * 6
     spec["train"]["eval_every"] = 3
     spec["seeds"] = [0, 1]
+    # a held-out text for a headline metric (any text drawn from no variant serves the mechanics)
+    spec["eval"] = {"texts": [str(ROOT / "docs" / "architecture.md")]}
     path = tmp_path / "ablation.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -55,6 +57,30 @@ def test_ablation_report_and_reuse(tmp_path):
     third = CliRunner().invoke(cli, ["ablate", "--config", str(config)])
     assert third.exit_code == 0
     assert "eval c4 seed 0: done" in third.output and "eval c4 seed 1: reusing" in third.output
+    # the same ablation with matched bytes shares corpora, tokenizer and tokens, trains its own
+    # runs, and its report sets both budgets side by side (issue 28); so does the token report
+    fourth = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--set", "budget=bytes"])
+    assert fourth.exit_code == 0, fourth.output
+    assert "tokens c4: reusing" in fourth.output and "run c4 seed 0: reusing" not in fourth.output
+    assert (tmp_path / "ablation" / "runs-bytes" / "c4-noclean" / "seed-1" / "eval.json").exists()
+    by_bytes = (tmp_path / "ablation" / "report-bytes" / "report.md").read_text()
+    assert "## Matched tokens vs matched bytes" in by_bytes
+    assert "| bytes-matched | tokens-matched |" in by_bytes
+    rows = [line for line in by_bytes.splitlines() if line.startswith("| architecture.md bits/byte | c4-noclean - c4 |")]
+    assert len(rows) == 1 and rows[0].count("p = ") == 2
+    fifth = CliRunner().invoke(cli, ["ablate", "--config", str(config)])
+    assert fifth.exit_code == 0 and "run c4 seed 0: reusing" in fifth.output
+    by_tokens = json.loads((report / "results.json").read_text())
+    assert set(by_tokens["other_budgets"]) == {"bytes"}
+    assert "| tokens-matched | bytes-matched |" in (report / "report.md").read_text()
+
+
+def test_pairing_statement_says_what_data_seed_shares():
+    from c4forge.ablation.report import pairing_statement
+
+    assert "document orders do not pair" in pairing_statement({"train": {}})
+    fixed = pairing_statement({"train": {"data_seed": 3}})
+    assert "`data_seed` 3" in fixed and "same permutation" in fixed
 
 
 def test_verdict_comes_from_a_paired_test():
@@ -152,7 +178,7 @@ def test_bad_ablation_configs(tmp_path):
 
 def test_ablation_with_t5_span_objective(tmp_path):
     """configs/ablation-span-demo.yaml at a reduced size: encoder-decoder runs, the span loss on
-    each variant's validation split in the report, texts and tasks skipped with a reason."""
+    each variant's validation split and on the held-out text in the report."""
     spec = yaml.safe_load((ROOT / "configs" / "ablation-span-demo.yaml").read_text())
     assert spec["objective"] == "span"
     spec["inputs"] = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
@@ -166,13 +192,15 @@ def test_ablation_with_t5_span_objective(tmp_path):
 
     glue = {"tasks": ["sst2"], "glue_dir": str(shared_path("eval", "glue")), "seeds": [0],
             "set": {"max_train": 300, "max_eval": 100, "sst2": {"epochs": 1}}}
-    spec["eval"] = {"texts": [str(ROOT / "corpus" / "data" / "demo-badwords")], "glue": glue}
+    heldout_text = tmp_path / "wiki-head.raw"  # the first 20 KB of WikiText-2's test set
+    heldout_text.write_bytes(shared_path("clean", "wikitext2-test.raw").read_bytes()[:20_000])
+    spec["eval"] = {"texts": [str(heldout_text)], "tasks": ["copa"], "glue": glue}
     path = tmp_path / "ablation.yaml"
     path.write_text(yaml.safe_dump(spec))
     result = CliRunner().invoke(cli, ["ablate", "--config", str(path)])
     assert result.exit_code == 0, result.output
     assert "does not score text left to right" in result.output
-    report = tmp_path / "ablation" / "report"
+    report = tmp_path / "ablation" / "report-bytes"  # a byte-budget report
     results = json.loads((report / "results.json").read_text())
     assert results["objective"] == "span"
     metric = results["variants"]["c4"]["metrics"]["c4-noclean validation span loss"]
@@ -195,12 +223,20 @@ def test_ablation_with_t5_span_objective(tmp_path):
     assert set(reference) == {"majority", "tfidf", "random_init"}
     assert set(reference["random_init"]) == {"0", "1"} and 0 <= reference["tfidf"]["average"] <= 100
     assert ("c4 vs c4-noclean**: On GLUE average" in text) != ("GLUE carries no signal at this scale" in text)
-    assert "validation span loss" not in text.split("## Result")[1].split("## Charts")[0]
-    config = json.loads((tmp_path / "ablation" / "runs" / "c4" / "seed-0" / "metrics.jsonl").read_text().splitlines()[0])
+    result_section = text.split("## Result")[1].split("## Charts")[0]
+    assert "validation span loss" not in result_section
+    # the held-out headline of a span run: its own loss on the text encoded with the shared
+    # tokenizer, one value per seed, compared in the verdicts (issue 28)
+    heldout = results["variants"]["c4"]["metrics"]["wiki-head.raw span loss"]
+    assert heldout["headline"] and len(heldout["values"]) == 2 and 0 < heldout["mean"] < 10
+    assert "On wiki-head.raw span loss" in result_section
+    encoded = json.loads((tmp_path / "ablation" / "heldout" / "wiki-head" / "manifest.json").read_text())
+    assert encoded["splits"]["validation"]["documents"] == 1 and encoded["corpus"]["text_sha256"]
+    config = json.loads((tmp_path / "ablation" / "runs-bytes" / "c4" / "seed-0" / "metrics.jsonl").read_text().splitlines()[0])
     assert "loss" in config
     from c4forge.train.checkpoint import load_model
 
-    model, saved = load_model(str(tmp_path / "ablation" / "runs" / "c4" / "seed-0"))
+    model, saved = load_model(str(tmp_path / "ablation" / "runs-bytes" / "c4" / "seed-0"))
     assert saved["objective"] == "span" and type(model).__name__ == "EncoderDecoder"
 
 

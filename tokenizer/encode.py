@@ -187,3 +187,46 @@ def _token_splits(tasks: list, results: list[dict]) -> dict[str, dict]:
         text_tokens = entry["tokens"] - entry["documents"]
         entry["bytes_per_token"] = round(entry["bytes"] / text_tokens, 4) if text_tokens else None
     return splits
+
+
+def encode_text_file(path: str, tokenizer_dir: str, output: str, split: str = "validation",
+                     overwrite: bool = False) -> dict:
+    """A raw text file (such as WikiText-2's test set) as a token directory of one document in
+    ``split``, EOS appended as for every corpus document: what an objective that does not score
+    text left to right (span corruption, BART, MLM) is evaluated on, with its own loss. The
+    manifest names the file and its sha256 in place of a corpus. Returns the manifest."""
+    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
+    from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
+
+    sp, info = load_tokenizer(tokenizer_dir)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenizerError(f"{path}: {exc}") from exc
+    if not text.strip():
+        raise TokenizerError(f"{path} has no text to encode")
+    try:
+        target = claim(output, TOKENS_KIND, overwrite)
+    except OutputError as exc:
+        raise TokenizerError(str(exc)) from exc
+    ids = sp.encode(text)
+    ids.append(info["special_ids"]["</s>"])
+    base = shard_base(split, 0, 1)
+    with writing(target, hook_from_env()) as staged:
+        stats = write_token_shard(staged.path, base, [ids], token_dtype(sp.get_piece_size()))
+        text_bytes = len(text.encode("utf-8"))
+        staged.manifest = full_manifest({
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "tokenizer": {"path": os.path.abspath(tokenizer_dir), "model_sha256": info["model_sha256"],
+                          "vocab_size": sp.get_piece_size(), "special_ids": info["special_ids"],
+                          "model_type": info["model_type"]},
+            "corpus": {"text_file": os.path.abspath(path), "text_sha256": file_sha256(path)},
+            "dtype": token_dtype(sp.get_piece_size()).str,
+            "eos_id": info["special_ids"]["</s>"],
+            "splits": {split: {**stats, "bytes": text_bytes,
+                               "bytes_per_token": round(text_bytes / max(1, stats["tokens"] - 1), 4),
+                               "shards": [{"name": base, **stats}]}},
+        })
+    assert staged.result is not None
+    return staged.result

@@ -151,7 +151,10 @@ class TrainConfig:
     """steps: optimizer steps (or derive from max_tokens). precision: "auto" (bf16 autocast on
     CUDA, fp32 on CPU), "bf16", "fp32". distributed: "ddp" or "fsdp" under torchrun.
     objective: causal (GPT), prefix_lm, mlm (BERT), span (T5), denoise (BART); see
-    train.objectives. masking: their settings."""
+    train.objectives. masking: their settings. seed: the initial weights and, unless
+    data_seed is set, the document order and the objective's masks; data_seed: those two alone
+    (runs that differ only in seed then read the same data in the same order, and two corpora
+    with the same number of documents get the same permutation)."""
 
     model_preset: str = "tiny"
     objective: str = "causal"
@@ -163,6 +166,7 @@ class TrainConfig:
     steps: int = 100
     max_tokens: int = 0
     seed: int = 0
+    data_seed: Optional[int] = None
     precision: str = "auto"
     compile: bool = False
     distributed: str = "ddp"

@@ -95,6 +95,11 @@ def model_kind(objective: str) -> str:
     return MODEL_KIND[objective]
 
 
+def data_seed(config: TrainConfig) -> int:
+    """The seed of the document order and the objective's masks: ``data_seed``, else ``seed``."""
+    return config.seed if config.data_seed is None else config.data_seed
+
+
 def make_objective(config: TrainConfig, tokenizer_dir: str, seed: int):
     """The training objective's batch maker (None: causal) for this config."""
     return objective_for(config.objective, config.masking,
@@ -208,7 +213,7 @@ class Trainer:
         random.seed(config.seed)
         tokenizer_dir = self.sources[0].manifest["tokenizer"].get("path", "")
         try:
-            objective = make_objective(config, tokenizer_dir, config.seed)
+            objective = make_objective(config, tokenizer_dir, data_seed(config))
             self.val_objective = make_objective(config, tokenizer_dir, 0)
         except ObjectiveError as exc:
             raise TrainingError(str(exc)) from exc
@@ -216,7 +221,7 @@ class Trainer:
         self.kernels = self.model.use_kernels(device.type)
         self.loader = PackedLoader(
             self.sources, config.data.seq_len, config.data.batch_size, config.data.packing,
-            seed=config.seed, rank=self.rank, world_size=self.world,
+            seed=data_seed(config), rank=self.rank, world_size=self.world,
             chunk_docs=config.data.best_fit_chunk, weights=self.weights,
             prefetch=config.data.prefetch, transform=pinned if device.type == "cuda" else None,
             objective=objective)

@@ -20,13 +20,15 @@ import os
 from typing import Optional
 
 from c4forge.ablation.report import check_report_dir, summarise, verdict, write_report
-from c4forge.ablation.spec import AblationError, load_ablation, resolve_inputs
+from c4forge.ablation.spec import BUDGETS, AblationError, load_ablation, resolve_inputs
 from c4forge.ablation.stages import (
     build_corpora,
     build_tokenizer,
+    encode_heldout_texts,
     encode_variants,
     evaluate_runs,
     glue_references,
+    stored_results,
     train_runs,
 )
 from c4forge.core.locks import lock_directory
@@ -41,12 +43,17 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
     from c4forge.core import progress
 
     spec = resolve_inputs(load_ablation(path, overrides))
-    report_dir = report_dir or os.path.join(spec["out_dir"], "report")
+    budget = spec.get("budget", "tokens")
+    report_dir = report_dir or os.path.join(spec["out_dir"], "report" if budget == "tokens" else f"report-{budget}")
     lock_directory(spec["out_dir"])  # one ablation at a time in an out_dir (and its report)
     lock_directory(report_dir)
     check_report_dir(report_dir)  # refused before hours of work, not after
     variants, seeds = len(spec["variants"]), len(spec["seeds"])
-    units = variants + 1 + variants + 2 * variants * seeds + bool((spec.get("eval") or {}).get("glue"))
+    from c4forge.train.objectives import LEFT_TO_RIGHT
+
+    heldout_units = 0 if spec["objective"] in LEFT_TO_RIGHT else len((spec.get("eval") or {}).get("texts") or [])
+    units = (variants + 1 + variants + heldout_units + 2 * variants * seeds
+             + bool((spec.get("eval") or {}).get("glue")))
     with progress.bar(total=units, desc="ablation", unit=" stage") as bar:
         def stage_done(message: str) -> None:
             bar.set_description_str(f"ablation: {message.split(':')[0]}", refresh=False)
@@ -59,10 +66,15 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
         corpora = build_corpora(spec, stage_done)
         tokenizer = build_tokenizer(spec, corpora, stage_done)
         tokens = encode_variants(spec, corpora, tokenizer, stage_done)
+        heldout = encode_heldout_texts(spec, tokenizer, stage_done)
         runs = train_runs(spec, tokens, stage_done)
-        results = evaluate_runs(spec, runs, tokens, tokenizer, stage_done)
+        results = evaluate_runs(spec, runs, tokens, tokenizer, stage_done, heldout)
         references = glue_references(spec, runs, stage_done)
     summary = summarise(spec, corpora, tokens, results)
     if references:
         summary["glue_reference"] = {k: v for k, v in references.items() if k != "spec"}
+    for other in BUDGETS:  # the same ablation under the other budget, when it has been run
+        stored = stored_results(spec, other) if other != budget else None
+        if stored:
+            summary["other_budgets"] = {other: summarise(dict(spec, budget=other), corpora, tokens, stored)}
     return write_report(spec, summary, runs, report_dir)

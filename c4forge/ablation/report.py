@@ -111,6 +111,21 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
             f"experiment does not separate {a} and {b}.{more}")
 
 
+def pairing_statement(spec: dict) -> str:
+    """What a paired test over seeds pairs in this ablation (issue 28: say what pairing shares)."""
+    data_seed = (spec.get("train") or {}).get("data_seed")
+    if data_seed is None:
+        order = ("the same seed gives both variants the same initial weights and the same "
+                 "document-order seed, but the variants' corpora differ, so their document orders "
+                 "do not pair")
+    else:
+        order = (f"the same seed gives both variants the same initial weights; every run reads its "
+                 f"corpus in the order drawn by `data_seed` {data_seed} (seeds vary the initial weights "
+                 "only), so two variants with the same number of documents see the same permutation, "
+                 "while corpora of different sizes still get unrelated orders")
+    return (f"What the pairing shares: {order}; all runs are scored on the same evaluation items.")
+
+
 def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str], bool]:
     """(Markdown lines, whether GLUE carries signal): the reference rows (majority class, TF-IDF,
     random initialisation) and each variant's pretraining gain over random initialisation,
@@ -155,6 +170,38 @@ def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str
                      "measures here is the fine-tuning, not the pretraining corpus; no GLUE verdict "
                      "is drawn (the numbers are shown, not compared).")
     return lines, signal
+
+
+def budget_section(summary: dict, metrics: list[str], pairs: list[tuple[str, str]]) -> list[str]:
+    """Markdown: each headline difference under this report's budget and under the other one
+    (matched tokens vs matched bytes of text), when the same ablation was also run with the
+    other budget - how much of a gap survives when every variant reads the same text."""
+    others = summary.get("other_budgets") or {}
+    if not others:
+        return []
+    budgets = {summary.get("budget", "tokens"): summary, **others}
+    names = list(budgets)
+    lines = ["", "## Matched tokens vs matched bytes", "",
+             "The same ablation (corpora, tokenizer, seeds, evaluation) under both budgets: `tokens` "
+             "trains every variant on the same number of tokens (T5's protocol), so a variant with "
+             "more bytes per token reads more text; `bytes` trains every variant on the same bytes "
+             "of text. Each cell: second minus first variant, 95% CI, paired t-test p (raw).", "",
+             "| metric | variants | " + " | ".join(f"{b}-matched" for b in names) + " |",
+             "|---|---|" + "---:|" * len(names)]
+    for metric in metrics:
+        for a, b in pairs:
+            cells = []
+            for budget in names:
+                result = comparison(budgets[budget], metric, a, b)
+                cells.append("-" if result is None else
+                             f"{result['difference']:+.4f} [{result['low']:+.4f}, {result['high']:+.4f}], "
+                             f"p = {result['p']:.3g}")
+            lines.append(f"| {metric} | {b} - {a} | " + " | ".join(cells) + " |")
+    lines += ["", "Text read per run (MB): " + "; ".join(
+        f"{budget}-matched " + ", ".join(f"{v} {e.get('train_bytes', 0) / 1e6:.2f}"
+                                         for v, e in budgets[budget]["variants"].items())
+        for budget in names) + "."]
+    return lines
 
 
 REPORT_MANIFEST = "c4forge-report.json"
@@ -240,14 +287,13 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
     lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
                  "and GLUE), each from a paired t-test over seeds at the 5% level (scipy), with the "
                  "Holm-adjusted p across all headline tests of this report beside it (statsmodels). "
-                 "What the pairing shares: the same seed gives both variants the same initial "
-                 "weights and the same document-order seed, but the variants' corpora differ, so their "
-                 "document orders do not pair; all runs are scored on the same evaluation items. Seed counts are for 80% power. "
+                 + pairing_statement(spec) + " Seed counts are for 80% power. "
                  "A variant's own validation split is in-distribution for that variant, so it gets no verdict.")
     lines.append("")
     if not headline:
         lines.append("- No headline metric: set `eval.texts` (held-out clean text such as "
-                     "WikiText-2; left-to-right objectives) or `eval.glue` to compare the variants.")
+                     "WikiText-2: bits per byte, or the objective's own loss for span, BART and MLM) or "
+                     "`eval.glue` to compare the variants.")
     glue_lines, glue_signal = glue_reference_section(summary)
     if glue_lines and not glue_signal:
         headline = [m for m in headline if not m.startswith("GLUE")]
@@ -259,6 +305,7 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
         lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
                                                     family=len(tested), result=raw[i]))
     lines += glue_lines
+    lines += budget_section(summary, headline, pairs)
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     with atomic_write(os.path.join(directory, "report.md")) as handle:
         handle.write("\n".join(lines) + "\n")
@@ -342,6 +389,8 @@ def metric_reader(kind: str, key: str, objective: str):
     """(label, read(eval result) -> value or None, higher is better, headline) of one metric."""
     from c4forge.train.objectives import LEFT_TO_RIGHT
 
+    if kind == "text" and objective not in LEFT_TO_RIGHT:  # the objective's loss, same masks for all
+        return (f"{key} {objective} loss", lambda r: r["texts"].get(key, {}).get("loss"), False, True)
     if kind == "text":
         return (f"{key} bits/byte", lambda r: r["texts"].get(key, {}).get("bits_per_byte"),
                 False, True)

@@ -185,9 +185,8 @@ def check_eval_paths(spec: dict) -> None:
     from c4forge.train.objectives import LEFT_TO_RIGHT
 
     ev = spec.get("eval") or {}
-    wanted = []
-    if spec.get("objective", "causal") in LEFT_TO_RIGHT:  # other objectives skip texts and tasks
-        wanted += [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.get("texts") or [])]
+    wanted = [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.get("texts") or [])]
+    if spec.get("objective", "causal") in LEFT_TO_RIGHT:  # other objectives skip the tasks
         if ev.get("eval_dir") or ev.get("tasks"):
             wanted.append(("eval.eval_dir", ev.get("eval_dir") or "", os.path.isdir))
     if ev.get("glue"):

@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import Optional
 
 from c4forge.ablation.spec import AblationError, locate, plain, variant_config
 from c4forge.core.counters import Counters
@@ -125,6 +126,41 @@ def encode_variants(spec: dict, corpora: dict[str, str], tokenizer: str, log) ->
     return out
 
 
+def encode_heldout_texts(spec: dict, tokenizer: str, log) -> dict[str, str]:
+    """{text file: token directory} for objectives that do not score text left to right (span,
+    BART, MLM): each held-out text (``eval.texts``, e.g. WikiText-2) encoded once with the
+    shared tokenizer, so every variant's model gets its own objective's loss on the same
+    neutral tokens, with the same masks (the evaluation's objective seed is fixed). Left-to-right
+    objectives score the raw texts in bits per byte instead: nothing to encode."""
+    from c4forge.tokenizer.encode import encode_text_file
+    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.train.objectives import LEFT_TO_RIGHT
+
+    if spec["objective"] in LEFT_TO_RIGHT:
+        return {}
+    model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
+    out = {}
+    for text in (spec.get("eval") or {}).get("texts") or []:
+        path = locate(spec, text)
+        name = os.path.basename(path)
+        directory = os.path.join(spec["out_dir"], "heldout", os.path.splitext(name)[0])
+
+        def current(directory=directory, path=path) -> bool:
+            try:
+                manifest = read_token_manifest(directory)
+            except TokenFormatError:
+                return False
+            return (manifest["tokenizer"]["model_sha256"] == model_sha
+                    and manifest.get("corpus", {}).get("text_sha256") == file_sha256(path))
+
+        def build(directory=directory, path=path) -> str:
+            manifest = encode_text_file(path, tokenizer, directory, overwrite=True)
+            return f"encoded {manifest['splits']['validation']['tokens']:,} tokens"
+
+        out[path] = reuse_or_build(f"held-out {name}", directory, current, build, log)
+    return out
+
+
 def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, str]]:
     from c4forge.train.checkpoint import finished_steps, run_manifest
     from c4forge.train.config import build_train_config
@@ -139,7 +175,7 @@ def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, s
     budgets = run_budgets(spec, tokens)
     for name, directory in tokens.items():
         for seed in spec["seeds"]:
-            run_dir = os.path.join(spec["out_dir"], "runs", name, f"seed-{seed}")
+            run_dir = run_directory(spec, name, seed)
             base = json.loads(json.dumps(spec["train"]))
             base.setdefault("data", {})
             base["data"].update({"train": directory, "train_split": "train",
@@ -168,6 +204,42 @@ def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, s
     return runs
 
 
+def runs_root(out_dir: str, budget: str) -> str:
+    """Where an ablation's runs under one budget live: ``runs/`` for matched tokens (the
+    default, as before budgets existed), ``runs-bytes/`` for matched bytes - both budgets of
+    one spec share corpora, tokenizer, token shards and GLUE reference rows in one out_dir."""
+    return os.path.join(out_dir, "runs" if budget == "tokens" else f"runs-{budget}")
+
+
+def run_directory(spec: dict, name: str, seed: int, budget: Optional[str] = None) -> str:
+    return os.path.join(runs_root(spec["out_dir"], budget or spec.get("budget", "tokens")), name, f"seed-{seed}")
+
+
+def stored_results(spec: dict, budget: str) -> Optional[dict[str, dict[int, dict]]]:
+    """The evaluations of every variant and seed under ``budget`` from an earlier
+    ``train ablate`` of this spec with that budget, or None unless all of them are there and
+    current (their run trained the same tokens with the same settings; recipe and eval spec as
+    now). What the report uses to set the two budgets side by side."""
+    from c4forge.train.checkpoint import latest_checkpoint, run_manifest
+
+    results: dict[str, dict[int, dict]] = {}
+    for name in spec["variants"]:
+        for seed in spec["seeds"]:
+            run_dir = run_directory(spec, name, seed, budget)
+            try:
+                with open(os.path.join(run_dir, "eval.json"), encoding="utf-8") as handle:
+                    stored = json.load(handle)
+            except (OSError, ValueError):
+                return None
+            meta = (run_manifest(run_dir) or {}).get("meta") or {}
+            if (stored.get("recipe") != EVAL_RECIPE or stored.get("spec") != plain(spec["eval"])
+                    or meta.get("train") != plain(spec["train"])
+                    or stored.get("checkpoint") != latest_checkpoint(os.path.join(run_dir, "checkpoints"))):
+                return None
+            results.setdefault(name, {})[seed] = stored
+    return results
+
+
 def run_budgets(spec: dict, tokens: dict[str, str]) -> dict[str, int]:
     """Training tokens per variant under the spec's ``budget`` (spec.token_budgets)."""
     from c4forge.ablation.spec import token_budgets
@@ -188,19 +260,26 @@ def run_budgets(spec: dict, tokens: dict[str, str]) -> dict[str, int]:
 
 
 def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str, str],
-                  tokenizer: str, log) -> dict[str, dict[int, dict]]:
+                  tokenizer: str, log, heldout: Optional[dict[str, str]] = None) -> dict[str, dict[int, dict]]:
     """Every run through :func:`train.evaluate.evaluate_checkpoint` (what ``train eval`` runs):
-    the held-out texts, every variant's validation split, the zero-shot tasks, and GLUE."""
+    the held-out texts (raw, in bits per byte; or for other objectives their encoding from
+    :func:`encode_heldout_texts`, in the objective's loss), every variant's validation split,
+    the zero-shot tasks, and GLUE."""
     from c4forge.train.checkpoint import latest_checkpoint
     from c4forge.train.evaluate import evaluate_checkpoint
     from c4forge.train.objectives import LEFT_TO_RIGHT
 
     ev = spec["eval"]
     left_to_right = spec["objective"] in LEFT_TO_RIGHT
-    if not left_to_right and (ev.get("texts") or ev.get("tasks")):
-        log(f"eval: a {spec['objective']} model does not score text left to right: bits per byte of "
-            "texts and zero-shot tasks are skipped; each variant's validation split gets the objective's loss")
-    texts = [locate(spec, t) for t in ev.get("texts", [])] if left_to_right else []
+    heldout = heldout or {}
+    if not left_to_right and ev.get("tasks"):
+        log(f"eval: a {spec['objective']} model does not score text left to right: zero-shot tasks "
+            "are skipped; held-out texts and each variant's validation split get the objective's loss")
+    texts = [locate(spec, t) for t in ev.get("texts", [])]
+    scored_as = {text: heldout.get(text, text) for text in texts}  # raw file or its token directory
+    if not left_to_right and set(heldout) != set(texts):
+        raise AblationError(f"a {spec['objective']} model scores held-out texts as token "
+                            "directories: encode them first (encode_heldout_texts)")
     tasks = ev.get("tasks", []) if left_to_right else []
     eval_dir = locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
     validation = {name: directory for name, directory in tokens.items()
@@ -221,15 +300,16 @@ def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str,
             def current(checkpoint=checkpoint, cached=cached) -> bool:
                 stored = cached()
                 return (stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev)
-                        and stored.get("recipe") == EVAL_RECIPE)
+                        and stored.get("recipe") == EVAL_RECIPE
+                        and set(stored.get("texts") or {}) == {os.path.basename(t) for t in texts})
 
             def build(checkpoint=checkpoint, path=path) -> str:
                 scored = evaluate_checkpoint(
-                    checkpoint, data=[*texts, *validation.values()], split="validation",
+                    checkpoint, data=[*scored_as.values(), *validation.values()], split="validation",
                     tasks=tasks, eval_dir=eval_dir, limit=ev.get("limit"), tokenizer_dir=tokenizer,
                     device="cpu")
                 out = {"checkpoint": checkpoint, "spec": plain(ev), "recipe": EVAL_RECIPE,
-                       "texts": {os.path.basename(t): scored["data"][t] for t in texts},
+                       "texts": {os.path.basename(t): scored["data"][scored_as[t]] for t in texts},
                        "validation": {other: scored["data"][d] for other, d in validation.items()},
                        "tasks": scored["tasks"]}
                 if ev.get("glue"):

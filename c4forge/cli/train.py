@@ -225,7 +225,7 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
               help="Ablation YAML (see configs/ablation-demo.yaml).")
 @set_option
 @click.option("--output", "-o", "--report-dir", "report_dir", type=click.Path(file_okay=False),
-              help="Report directory. Default: OUT_DIR/report.")
+              help="Report directory. Default: OUT_DIR/report (OUT_DIR/report-bytes for `budget: bytes`).")
 @output_options
 def ablate_command(config_file, overrides, report_dir) -> None:
     """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
