@@ -10,12 +10,19 @@ mirrors in a real crawl). Copies are written once under .cache/bench-build/ and 
 
 Measured: wall seconds, CPU seconds of every process the command started (user + sys, the
 portable services and their workers included), peak RSS of the whole process tree (sampled every
-0.1 s) and of its largest process, pages/s per core. Extrapolated (stated as such): the
-core-hours for one Common Crawl dump from the marginal CPU per page between the two largest
-scales.
+0.1 s) and of its largest process, pages/s per core; engines interleaved per repeat (clean,
+direct, ..., clean, direct, ...), every ratio to ``corpus clean`` per repeat as median (min-max).
+Fitted: CPU = fixed + per-copy x copies, least squares over the scales. Extrapolated (stated as
+such): core-hours for one Common Crawl dump of 90,000 WET files from the fitted per-copy cost.
 
-Run: .venv/bin/python benchmarks/bench_build.py [--scales 1,4,16,32] [--engines clean,direct,portable]
-     [--repeat 3]
+The peer: ``datatrove`` (in .venv-bench) runs its own WARC/WET reader, C4QualityFilter and
+fastText LanguageFilter (the same lid.176 model and Punkt parameters as ours, as in
+bench_clean.py) and its JSONL writer over the same copies, in one process. It does no URL or
+line dedup and no bad-word filter (its C4BadWordsFilter downloads its lists), so its cost is a
+lower bound for the same job.
+
+Run: make bench  (or: .venv-bench/bin/python benchmarks/bench_build.py [--scales 1,4,16]
+     [--engines clean,direct,datatrove] [--repeat 3] [--write] [--quick])
 """
 from __future__ import annotations
 
@@ -37,11 +44,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 CACHE = ROOT / ".cache" / "bench-build"
-# A Common Crawl dump's size (CC-MAIN-2019-18, the crawl C4 was built from: about 2.5 billion
-# pages in 56,000 WET files); newer dumps hold 2.5-3.5 billion.
-DUMP_PAGES = 2.5e9
+# A Common Crawl dump as issue 29 sizes it: 90,000 WET files. Recent dumps hold 2.5-3.0 billion
+# pages in 90,000 WET files, about 30,000 pages per file; the shared crawl's files are excerpts,
+# so the extrapolation goes through pages, not files.
+DUMP_WET_FILES = 90_000
+PAGES_PER_WET_FILE = 30_000
+DUMP_PAGES = DUMP_WET_FILES * PAGES_PER_WET_FILE
 
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402
 
 
 def rel(path) -> str:
@@ -56,7 +69,8 @@ def make_copies(files: list[str], scale: int) -> list[str]:
     (as in Common Crawl). Cached by scale."""
     from c4forge.corpus.wet import iter_records
 
-    folder = CACHE / f"x{scale}"
+    tag = hashlib.sha1("\0".join(os.path.basename(f) for f in files).encode()).hexdigest()[:8]
+    folder = CACHE / f"x{scale}-{tag}"
     done = folder / "complete"
     if done.exists():
         return sorted(str(p) for p in folder.glob("*.wet.gz"))
@@ -199,6 +213,40 @@ def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
         return result
 
 
+def run_datatrove(inputs: list[str]) -> dict[str, float]:
+    """datatrove's reader + C4 quality + language filters + writer on ``inputs``, in a child
+    process (measured like the engines)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return measure([sys.executable, __file__, "--datatrove-worker", tmp, *inputs])
+
+
+def datatrove_worker(out: str, inputs: list[str]) -> None:
+    """The peer's pipeline, in this process (``--datatrove-worker``)."""
+    import bench_clean
+    from datatrove.pipeline.readers import WarcReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+    folder = os.path.dirname(inputs[0])
+    if sorted(glob.glob(os.path.join(folder, "*.wet.gz"))) != sorted(inputs):
+        raise SystemExit("datatrove worker: the inputs must be every *.wet.gz of one folder")
+    # The steps chained as LocalPipelineExecutor's _run_for_rank chains them (it deep-copies the
+    # pipeline first, which the shared fastText model cannot survive).
+    data = None
+    for step in [WarcReader(folder, glob_pattern="*.wet.gz", doc_progress=False),
+                 *bench_clean.datatrove_filters(), JsonlWriter(os.path.join(out, "out"))]:
+        data = step(data, rank=0, world_size=1)
+    for _ in data or ():
+        pass
+
+
+def fit_per_copy(scales: list[int], cpu: list[float]) -> tuple[float, float]:
+    """(fixed CPU s, CPU s per copy): least squares of cpu = fixed + per_copy * scale."""
+    import numpy as np
+
+    per_copy, fixed = np.polyfit(np.asarray(scales, float), np.asarray(cpu, float), 1)
+    return float(fixed), float(per_copy)
+
+
 def aggregate(results: list[dict[str, float]]) -> dict[str, float]:
     """Median wall and CPU over the runs (and every run's CPU), the highest peaks."""
     return {"wall": statistics.median(r["wall"] for r in results),
@@ -214,87 +262,114 @@ def cpu_cell(runs: list[float]) -> str:
     return median if len(runs) == 1 else f"{median} ({min(runs):.1f}-{max(runs):.1f})"
 
 
+
+
+def datatrove_available() -> bool:
+    try:
+        import datatrove  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--datatrove-worker":
+        datatrove_worker(sys.argv[2], sys.argv[3:])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input", default=str(ROOT.parent / "shared" / "data" / "crawl" / "*.wet.gz"))
-    parser.add_argument("--badwords", default=str(ROOT.parent / "shared" / "data" / "badwords"))
+    parser.add_argument("--input", default=str(harness.SHARED / "crawl" / "*.wet.gz"))
+    parser.add_argument("--badwords", default=str(harness.SHARED / "badwords"))
     parser.add_argument("--preset", default="c4")
-    parser.add_argument("--scales", default="1,4,16,32")
-    parser.add_argument("--engines", default="clean,direct,direct-mp,portable",
+    parser.add_argument("--scales", default="1,4,16")
+    parser.add_argument("--engines", default="",
                         help="clean: `corpus clean`; direct: `corpus build` as it runs here by default "
                              "(one process on <= 2 cores); direct-mp: the DirectRunner's multi-processing "
-                             "mode; portable: job service + external worker pool")
+                             "mode; portable: job service + external worker pool; datatrove: the peer "
+                             "(default: clean,direct and datatrove where it is installed)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="runs per engine and scale, interleaved; the table gives the median "
-                             "wall and CPU and the highest peak memory")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per engine and scale, engines interleaved within each repeat")
+    parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
+    parser.add_argument("--quick", action="store_true",
+                        help="Two crawl files, 1x, clean and direct, one run, nothing written.")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     files = sorted(glob.glob(args.input))
     if not files:
         print(f"no input matches {args.input}", file=sys.stderr)
         return 2
-    engines = args.engines.split(",")
+    engines = args.engines.split(",") if args.engines else (
+        ["clean", "direct"] + (["datatrove"] if datatrove_available() else []))
+    if args.quick:
+        files, args.scales, args.repeat, args.write = files[:2], "1", 1, False
+        engines = [e for e in engines if e in ("clean", "direct")]
+    machine = harness.machine()
     common = ["--preset", args.preset, "--badwords", args.badwords]
+    scales = [int(s) for s in args.scales.split(",")]
     rows = []
-    for scale in [int(s) for s in args.scales.split(",")]:
+    for scale in scales:
         inputs = make_copies(files, scale)
         pages, n_bytes = text_size(inputs)
-        digests = {}
+        digests: dict[str, set] = {}
         runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
         for _ in range(args.repeat):  # engines interleaved, so drifting load hits each alike
             for engine in engines:
-                runs[engine].append(run_engine(engine, inputs, common, args.workers, digests))
+                runs[engine].append(run_datatrove(inputs) if engine == "datatrove" else
+                                    run_engine(engine, inputs, common, args.workers, digests))
+        same = len(set().union(*digests.values())) == 1 if digests else True
         for engine in engines:
             result = aggregate(runs[engine])
-            row = {"scale": scale, "engine": engine, "pages": pages, "text_mb": n_bytes / 1e6,
-                   **result, "ram_per_byte": result["peak_total"] / n_bytes}
-            rows.append(row)
-            print(f"x{scale} {engine}: {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU "
-                  f"(runs: {', '.join(f'{r:.1f}' for r in result['cpu_runs'])}), "
-                  f"peak {result['peak_total'] / 1e9:.2f} GB ({row['ram_per_byte']:.2f} B/B), "
-                  f"largest process {result['peak_single'] / 1e9:.2f} GB", file=sys.stderr, flush=True)
-        same = len(set().union(*digests.values())) == 1
-        print(f"x{scale}: outputs {'identical' if same else 'DIFFER: ' + json.dumps({e: sorted(d) for e, d in digests.items()})}",
-              file=sys.stderr, flush=True)
-        for row in rows:
-            if row["scale"] == scale:
-                row["output_identical"] = same
-
-    from c4forge.pipelines.build import direct_runner_defaults
-
-    default = " ".join(direct_runner_defaults([], os.cpu_count() or 1))
-    print(f"input: {len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten "
-          f"per copy; preset {args.preset}; {os.cpu_count()} cores; direct = `corpus build` "
-          f"defaults here ({default}); direct-mp and portable: {args.workers} workers; "
-          f"{args.repeat} run(s) per engine and scale, interleaved: median wall and CPU, "
-          "highest peak memory\n")
-    print("| scale | pages | text MB | engine | wall s | CPU s (range) | CPU vs clean | pages/s/core "
-          "| peak RSS GB (tree) | RAM B per text B | largest process GB | same output |")
-    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    clean_cpu = {r["scale"]: r["cpu"] for r in rows if r["engine"] == "clean"}
+            vs_clean = (harness.ratios([r["cpu"] for r in runs[engine]], [r["cpu"] for r in runs["clean"]])
+                        if "clean" in runs else [])
+            rows.append({"scale": scale, "engine": engine, "pages": pages, "text_mb": n_bytes / 1e6,
+                         **result, "vs_clean": vs_clean, "ram_per_byte": result["peak_total"] / n_bytes,
+                         "output_identical": same if engine != "datatrove" else None})
+            print(f"x{scale} {engine}: CPU {harness.spread(result['cpu_runs'], '{:.1f}')} s", file=sys.stderr,
+                  flush=True)
+    default = " ".join(direct_runner_defaults_line())
+    lines = [f"Input: {len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten per "
+             f"copy; preset {args.preset}; direct = `corpus build` as it runs here ({default}); "
+             f"{args.repeat} run(s) per engine and scale, engines interleaved in every run; CPU = user + "
+             "sys of every process started, median (min-max); CPU vs clean per run, median (min-max); "
+             "peak RSS of the process tree, highest run. datatrove: reader + C4 quality + language "
+             "filters + writer, no dedup or bad words (a lower bound for the same job).", "",
+             "| scale | pages | text MB | engine | CPU s | CPU vs clean | wall s | pages/s/core | "
+             "peak RSS GB | RAM B per text B | same output as clean |",
+             "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        ratio = f"{r['cpu'] / clean_cpu[r['scale']]:.2f}x" if r["scale"] in clean_cpu else "-"
-        print(f"| {r['scale']}x | {r['pages']:,} | {r['text_mb']:.0f} | {r['engine']} | {r['wall']:.1f} "
-              f"| {cpu_cell(r['cpu_runs'])} | {ratio} | {r['pages'] / r['cpu']:,.0f} | {r['peak_total'] / 1e9:.2f} "
-              f"| {r['ram_per_byte']:.2f} | {r['peak_single'] / 1e9:.2f} | {'yes' if r['output_identical'] else 'NO'} |")
-    scales = sorted({r["scale"] for r in rows})
+        ratio = harness.spread(r["vs_clean"]) + "x" if r["vs_clean"] else "-"
+        same = "-" if r["output_identical"] is None else ("yes" if r["output_identical"] else "NO")
+        lines.append(f"| {r['scale']}x | {r['pages']:,} | {r['text_mb']:.0f} | {r['engine']} | "
+                     f"{harness.spread(r['cpu_runs'], '{:.1f}')} | {ratio} | {r['wall']:.1f} | "
+                     f"{r['pages'] / r['cpu']:,.0f} | {r['peak_total'] / 1e9:.2f} | {r['ram_per_byte']:.2f} | {same} |")
     if len(scales) >= 2:
-        lo, hi = scales[-2], scales[-1]
-        print(f"\nMarginal cost between {lo}x and {hi}x (measured) and one Common Crawl dump of "
-              f"{DUMP_PAGES / 1e9:.1f} billion pages (extrapolated linearly; near-dedup's shuffles "
-              "grow with cluster diameter, not modelled):\n")
-        print("| engine | CPU s per copy | marginal pages/s per core | core-hours per dump |")
-        print("|---|---:|---:|---:|")
+        lines += ["", f"Fitted CPU = fixed + per copy x copies (least squares over {', '.join(f'{s}x' for s in scales)}; "
+                  f"one copy = {rows[0]['pages']:,} pages) and **extrapolated** to one Common Crawl dump of "
+                  f"{DUMP_WET_FILES:,} WET files (about {PAGES_PER_WET_FILE:,} pages each, "
+                  f"{DUMP_PAGES / 1e9:.1f} billion pages; linear: near-dedup rounds and a real dump's "
+                  "duplicate structure are not modelled):", "",
+                  "| engine | fixed CPU s | CPU s per copy | marginal pages/s per core | core-hours per dump (extrapolated) |",
+                  "|---|---:|---:|---:|---:|"]
+        per_copy_pages = rows[0]["pages"] / scales[0]
         for engine in engines:
-            a = next(r for r in rows if r["scale"] == lo and r["engine"] == engine)
-            b = next(r for r in rows if r["scale"] == hi and r["engine"] == engine)
-            per_page = (b["cpu"] - a["cpu"]) / max(b["pages"] - a["pages"], 1)
-            per_copy = (b["cpu"] - a["cpu"]) / (hi - lo)
-            print(f"| {engine} | {per_copy:.2f} | {1 / per_page:,.0f} | {DUMP_PAGES * per_page / 3600:,.0f} |")
+            mine = [r for r in rows if r["engine"] == engine]
+            fixed, per_copy = fit_per_copy([r["scale"] for r in mine], [r["cpu"] for r in mine])
+            per_page = per_copy / per_copy_pages
+            lines.append(f"| {engine} | {fixed:.1f} | {per_copy:.2f} | {1 / per_page:,.0f} | "
+                         f"{DUMP_PAGES * per_page / 3600:,.0f} |")
+    harness.publish("build", lines, args.write, machine)
+    if any(r["output_identical"] is False for r in rows):
+        print("engines' outputs differ", file=sys.stderr)
+        return 1
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
+
+
+def direct_runner_defaults_line() -> list[str]:
+    from c4forge.pipelines.build import direct_runner_defaults
+
+    return direct_runner_defaults([], os.cpu_count() or 1)
 
 
 if __name__ == "__main__":

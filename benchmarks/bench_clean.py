@@ -83,9 +83,10 @@ def run_plain(pages):
     return out
 
 
-def make_datatrove():
+def datatrove_filters():
+    """datatrove's C4QualityFilter and LanguageFilter with C4's constants, given our Punkt
+    parameters and lid.176 model (offline it would download both): [quality, language]."""
     import numpy as np
-    from datatrove.data import Document as DTDocument
     from datatrove.pipeline.filters import C4QualityFilter, LanguageFilter
     from datatrove.utils.word_tokenizers import NLTKTokenizer
 
@@ -107,6 +108,13 @@ def make_datatrove():
     quality = C4QualityFilter(min_num_sentences=3, min_words_per_line=5, language=tokenizer)
     language = LanguageFilter(languages=["en"], language_threshold=THRESHOLD)
     language.model._model = SameModel()
+    return [quality, language]
+
+
+def make_datatrove():
+    from datatrove.data import Document as DTDocument
+
+    quality, language = datatrove_filters()
 
     def run(pages):
         out = []

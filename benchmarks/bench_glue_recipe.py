@@ -34,26 +34,47 @@ def main() -> int:
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--task", default="sst2")
     parser.add_argument("--max-train", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0,1,2", help="fine-tuning seeds, comma-separated")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     machine = harness.machine()
+    from c4forge.train.stats import compare
+
+    seeds = [int(x) for x in args.seeds.split(",")]
     base = {"lr": 1e-3, "epochs": 2, "max_train": args.max_train, "max_eval": None}
     lines = [f"{args.task}, {args.max_train} stratified training examples, full validation split, "
-             f"checkpoint `{os.path.relpath(args.checkpoint, ROOT)}`, fine-tuning seed {args.seed}.", "",
-             "| recipe | init | steps | validation score | predicted majority label share | final train loss |",
-             "|---|---|---:|---:|---:|---:|"]
-    for recipe, settings in (("old (last token, 2 epochs)", OLD), ("new (mean pooling, >= 150 steps)", NEW)):
+             f"checkpoint `{os.path.relpath(args.checkpoint, ROOT)}`, fine-tuning seeds {seeds} "
+             "(each seed draws its own stratified subset); mean ± std over seeds, each seed's score "
+             "in brackets.", "",
+             "| recipe | init | steps | validation score | per seed | predicted majority label share | final train loss |",
+             "|---|---|---:|---:|---|---:|---:|"]
+    scores: dict[tuple[str, str], dict[int, float]] = {}
+    for recipe, settings in (("old", OLD), ("new", NEW)):
+        label = {"old": "old (last token, 2 epochs)", "new": "new (mean pooling, >= 150 steps)"}[recipe]
         for init in ("pretrained", "random"):
             config = FinetuneConfig(**{**base, **settings, "init": init})
-            r = finetune_task(args.checkpoint, args.task, str(GLUE), config, seed=args.seed)
-            share = r.get("majority_share")
-            lines.append(f"| {recipe} | {init} | {r['steps']} | {r['score']:.2f} | "
-                         f"{'-' if share is None else f'{share:.1%}'} | {r['final_train_loss']:.3f} |")
+            results = {seed: finetune_task(args.checkpoint, args.task, str(GLUE), config, seed=seed)
+                       for seed in seeds}
+            scores[(recipe, init)] = {seed: r["score"] for seed, r in results.items()}
+            values = list(scores[(recipe, init)].values())
+            shares = [r["majority_share"] for r in results.values() if r.get("majority_share") is not None]
+            steps = sorted({r["steps"] for r in results.values()})
+            lines.append(f"| {label} | {init} | {'/'.join(map(str, steps))} | {harness.mean_std(values)} | "
+                         f"{', '.join(f'{v:.2f}' for v in values)} | "
+                         f"{f'{sum(shares) / len(shares):.1%}' if shares else '-'} | "
+                         f"{sum(r['final_train_loss'] for r in results.values()) / len(results):.3f} |")
             print(lines[-1], flush=True)
     rows = reference_rows(args.task, str(GLUE), max_train=args.max_train)
     for name, label in (("majority", "majority class"), ("tfidf", "TF-IDF + logistic regression")):
-        lines.append(f"| {label} (no model) | - | - | {rows[name]['score']:.2f} | - | - |")
+        lines.append(f"| {label} (no model), seed-0 subset | - | - | {rows[name]['score']:.2f} | - | - | - |")
+    lines += ["", "Paired over fine-tuning seeds (same seed = same subset and order):", ""]
+    for title, b, a in (("new random init - old random init", ("new", "random"), ("old", "random")),
+                        ("new pretrained - new random init", ("new", "pretrained"), ("new", "random")),
+                        ("old pretrained - old random init", ("old", "pretrained"), ("old", "random"))):
+        result = compare(scores[a], scores[b])
+        lines.append(f"- {title}: " + ("one seed, no test" if result is None else
+                     f"{result['difference']:+.2f} [95% CI {result['low']:+.2f}, {result['high']:+.2f}], "
+                     f"p = {result['p']:.3g}"))
     harness.publish(f"glue-recipe-{args.task}", lines, args.write, machine)
     return 0
 

@@ -54,6 +54,14 @@ def spread(values: Sequence[float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(mid)} ({fmt.format(lo)}-{fmt.format(hi)})"
 
 
+def mean_std(values: Sequence[float], fmt: str = "{:.2f}") -> str:
+    """'mean ± std' of a list of numbers (the std over repeats or seeds; just the mean for one)."""
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return fmt.format(mean)
+    return f"{fmt.format(mean)} ± {fmt.format(statistics.stdev(values))}"
+
+
 def ratios(numerator: Sequence[float], denominator: Sequence[float]) -> list[float]:
     """Per-repeat ratios of two interleaved series (repeat i against repeat i)."""
     return [n / d for n, d in zip(numerator, denominator) if d > 0]

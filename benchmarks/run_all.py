@@ -37,6 +37,8 @@ BENCHMARKS = (
               "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
     Benchmark("dedup", "bench_dedup.py", ("--repeats", "5", "--write"), "../shared/data/crawl"),
     Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
+    Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
+              "../shared/data/crawl"),
 )
 
 

@@ -23,6 +23,7 @@ def test_every_benchmark_runs_in_quick_mode():
     assert "| c4forge (verified, default) | 14 x 8 |" in out and "cost / shingling alone" in out
     assert "FastWARC x c4forge" in out
     assert "c4forge output identical to the plain tfds loop: True" in out
+    assert "| 1x |" in out and "| direct |" in out and "| yes |" in out  # build vs clean, same output
     assert (ROOT / "benchmarks" / "RESULTS.md").read_bytes() == before  # quick writes nothing
 
 
@@ -39,3 +40,4 @@ def test_generated_sections_are_replaced_in_place(tmp_path):
     assert text.startswith("# Results\n\nhand-written analysis\n") and "python x.py" in text
     assert harness.spread([3.0, 1.0, 2.0]) == "2.00 (1.00-3.00)"
     assert harness.ratios([2.0, 4.0], [1.0, 2.0]) == [2.0, 2.0]
+    assert harness.mean_std([1.0, 2.0, 3.0]) == "2.00 ± 1.00" and harness.mean_std([5.0]) == "5.00"
