@@ -200,3 +200,28 @@ def test_model_loads_in_hf_transformers_with_same_ids(shared_corpora, tmp_path):
         assert llama(text, add_special_tokens=False)["input_ids"] == ours
         assert t5(text, add_special_tokens=False)["input_ids"] == ours
     assert llama.convert_tokens_to_ids(["<pad>", "<s>", "</s>", "<unk>", "<mask>"]) == [0, 1, 2, 3, 4]
+
+
+def test_text_file_encodes_as_one_document_that_round_trips(sample_corpus, tmp_path):
+    """encode_text_file (held-out texts for span/BART/MLM ablations): one document with EOS in
+    the validation split, ids equal to encoding the text directly, bytes counted; an empty file
+    is a clear error and leaves nothing; an existing directory is refused without overwrite."""
+    from c4forge.tokenizer.encode import encode_text_file
+
+    corpus, docs = sample_corpus
+    train_tokenizer(str(corpus), str(tmp_path / "tok"), TokenizerConfig(vocab_size=800))
+    sp, info = load_tokenizer(str(tmp_path / "tok"))
+    text = "\n".join(d.text for d in docs[:5]) + "\n"
+    (tmp_path / "held.raw").write_text(text, encoding="utf-8")
+    manifest = encode_text_file(str(tmp_path / "held.raw"), str(tmp_path / "tok"), str(tmp_path / "out"))
+    split = manifest["splits"]["validation"]
+    assert split["documents"] == 1 and split["bytes"] == len(text.encode("utf-8"))
+    [ids] = list(iter_token_documents(str(tmp_path / "out"), "validation"))
+    assert list(ids) == sp.encode(text) + [info["special_ids"]["</s>"]]
+    assert read_token_manifest(str(tmp_path / "out"))["corpus"]["text_file"].endswith("held.raw")
+    with pytest.raises(TokenizerError):
+        encode_text_file(str(tmp_path / "held.raw"), str(tmp_path / "tok"), str(tmp_path / "out"))
+    (tmp_path / "empty.raw").write_text("  \n")
+    with pytest.raises(TokenizerError, match="no text"):
+        encode_text_file(str(tmp_path / "empty.raw"), str(tmp_path / "tok"), str(tmp_path / "e"))
+    assert not (tmp_path / "e").exists()
