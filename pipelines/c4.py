@@ -9,7 +9,7 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Optional
 
 import apache_beam as beam
@@ -89,29 +89,6 @@ class _Counting:
             pending.clear()
 
 
-class ReadWetFn(_Counting, beam.DoFn):
-    """One crawl file -> its documents. An unreadable file is counted, never fatal."""
-
-    def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None) -> None:
-        self.config = config
-        self.progress_dir = progress_dir
-        self.reporter = None
-
-    def setup(self) -> None:
-        if self.progress_dir:
-            from c4forge.pipelines.progress import ProgressReporter
-
-            self.reporter = ProgressReporter(self.progress_dir)
-
-    def process(self, path: str) -> Iterator[Document]:
-        for page in iter_file_documents(path, self.inc_for(NS_READ), self.config.read):
-            if self.reporter:
-                self.reporter.page(text_bytes(page))
-            yield page
-        if self.reporter:
-            self.reporter.file_done()
-
-
 class StepsFn(_Counting, beam.DoFn):
     """Base for DoFns that need the configured PageSteps (built once per worker in setup)."""
 
@@ -123,12 +100,6 @@ class StepsFn(_Counting, beam.DoFn):
         self.steps = PageSteps(self.config)
 
 
-class LengthFn(StepsFn):
-    def process(self, page: Document):
-        if self.steps.length_ok(page, self.inc_for(NS_LENGTH)):
-            yield page
-
-
 def _recorder(counts: dict[tuple[str, str], int], namespace: str):
     """An inc() that adds into ``counts`` (summed per name: a page's line counters are many)."""
     def inc(name: str, amount: int = 1) -> None:
@@ -137,32 +108,57 @@ def _recorder(counts: dict[tuple[str, str], int], namespace: str):
     return inc
 
 
-class CleanFn(StepsFn):
-    """[paragraph filter] -> clean_page, counted at once (used when URLs are not deduplicated)."""
+class ReadCleanFn(StepsFn):
+    """One crawl file -> its pages, length-limited and cleaned: reading, the length limit and
+    [paragraph filter] -> clean_page in one DoFn, so a page crosses no Beam hop between them
+    (each hop costs microseconds of the SDK's per-element machinery). An unreadable file is
+    counted, never fatal.
 
-    def process(self, page: Document):
-        if not self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
-            return
-        cleaned = self.steps.clean(page, self.inc_for(NS_CLEAN))
-        if cleaned is not None:
-            yield cleaned
+    ``candidates`` (URLs deduplicated): each page goes out as (normalised url, candidate), cleaned
+    *before* the URL dedup, so the shuffle that picks the newest page per URL carries cleaned text
+    (about half of the raw), compressed. Cleaning is per page, so the winner's cleaned text is the
+    same either way; its counters are recorded here and counted only for the winner
+    (NewestPageFn), so every counter equals tfds' order (dedup, then clean) and `corpus clean`'s.
+    Without ``candidates``, the cleaned pages go out, counted at once."""
 
+    def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None,
+                 candidates: bool = True) -> None:
+        super().__init__(config)
+        self.progress_dir = progress_dir
+        self.candidates = candidates
+        self.reporter = None
 
-class CleanCandidateFn(StepsFn):
-    """page -> (normalised url, candidate): the page cleaned *before* the URL dedup, so the
-    shuffle that picks the newest page per URL carries cleaned text (about half of the raw),
-    compressed. Cleaning is per page, so the winner's cleaned text is the same either way; its
-    counters are recorded here and counted only for the winner (NewestPageFn), so every counter
-    equals tfds' order (dedup, then clean) and `corpus clean`'s."""
+    def setup(self) -> None:
+        super().setup()
+        if self.progress_dir:
+            from c4forge.pipelines.progress import ProgressReporter
 
-    def process(self, page: Document):
+            self.reporter = ProgressReporter(self.progress_dir)
+
+    def process(self, path: str):
+        length = self.inc_for(NS_LENGTH)
+        for page in iter_file_documents(path, self.inc_for(NS_READ), self.config.read):
+            if self.reporter:
+                self.reporter.page(text_bytes(page))
+            if not self.steps.length_ok(page, length):
+                continue
+            if self.candidates:
+                yield self._candidate(page)
+            elif self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
+                cleaned = self.steps.clean(page, self.inc_for(NS_CLEAN))
+                if cleaned is not None:
+                    yield cleaned
+        if self.reporter:
+            self.reporter.file_done()
+
+    def _candidate(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
         cleaned = None
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
         counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
         packed = to_bytes(cleaned, SHUFFLE_COMPRESSION) if cleaned is not None else b""
-        yield page.normalized_url, (page.timestamp, text_bytes(page), counters, packed)
+        return page.normalized_url, (page.timestamp, text_bytes(page), counters, packed)
 
 
 class NewestPageFn(_Counting, beam.DoFn):
@@ -242,41 +238,36 @@ def _packed(kv):
     return kv[0], to_bytes(kv[1], SHUFFLE_COMPRESSION)
 
 
-class KeepOwnedLinesFn(_Counting, beam.DoFn):
-    def __init__(self, min_sentences: int) -> None:
-        self.min_sentences = min_sentences
+class FilterPagesFn(StepsFn):
+    """The page filters after the line dedup, in one DoFn (no Beam hop between them): [keep the
+    lines this page owns (``owned_lines``: elements are (md5(url), {pages, lines}) from the
+    join)] -> language ID -> bad words."""
+
+    def __init__(self, config: CorpusConfig, owned_lines: bool) -> None:
+        super().__init__(config)
+        self.owned_lines = owned_lines
+
+    def setup(self) -> None:
+        super().setup()
+        _ = self.steps.language_filter  # load the model once per worker
+        if self.config.badwords_fraction > 0:
+            _ = self.steps.badwords_filter  # load the lists once per worker
 
     def process(self, element):
+        page = self._keep_owned_lines(element) if self.owned_lines else element
+        if page is None:
+            return
+        page = self.steps.identify_language(page, self.inc_for(NS_LANG))
+        if page is not None and self.steps.badwords_ok(page, self.inc_for(NS_BADWORDS), self.inc_for):
+            yield page
+
+    def _keep_owned_lines(self, element) -> Optional[Document]:
         rank, grouped = element
         pages = [from_bytes(p) for p in grouped["pages"]]
         if len(pages) != 1:  # URL dedup makes urls unique; anything else is a wiring bug
             raise ValueError(f"{len(pages)} pages for md5(url) {rank.hex()}")
-        kept = dedupe_page_lines(pages[0], set(grouped["lines"]), self.min_sentences,
+        return dedupe_page_lines(pages[0], set(grouped["lines"]), self.config.dedupe_min_sentences,
                                  self.inc_for(NS_LINES))
-        if kept is not None:
-            yield kept
-
-
-class LanguageFn(StepsFn):
-    def setup(self) -> None:
-        super().setup()
-        _ = self.steps.language_filter  # load the model once per worker
-
-    def process(self, page: Document):
-        result = self.steps.identify_language(page, self.inc_for(NS_LANG))
-        if result is not None:
-            yield result
-
-
-class BadwordsFn(StepsFn):
-    def setup(self) -> None:
-        super().setup()
-        if self.config.badwords_fraction > 0:
-            _ = self.steps.badwords_filter  # load the lists once per worker
-
-    def process(self, page: Document):
-        if self.steps.badwords_ok(page, self.inc_for(NS_BADWORDS), self.inc_for):
-            yield page
 
 
 class SignatureFn(beam.DoFn):
@@ -414,20 +405,17 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
              progress_dir: Optional[str] = None):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
     (``progress_dir``: where the reading step reports, see pipelines/progress.py)."""
-    pages = (pipeline_or_paths
-             | "reshuffle files" >> beam.Reshuffle()
-             | "read wet" >> beam.ParDo(ReadWetFn(config, progress_dir))
-             | "length limit" >> beam.ParDo(LengthFn(config)))
+    files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
     keyed = None  # (md5(url), packed page) for the line-dedup join
     if config.dedupe_urls:
-        newest = (pages
-                  | "clean page" >> beam.ParDo(CleanCandidateFn(config))
+        newest = (files
+                  | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True))
                   | "group by url" >> beam.GroupByKey()
                   | "newest per url" >> beam.ParDo(NewestPageFn(keyed=config.dedupe_lines))
                   .with_outputs(NewestPageFn.KEYED, main="pages"))
         pages, keyed = newest.pages, newest[NewestPageFn.KEYED]
     else:
-        pages = pages | "clean page" >> beam.ParDo(CleanFn(config))
+        pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False))
     if config.dedupe_lines:
         if keyed is None:
             keyed = pages | "key by url rank" >> beam.Map(lambda p: _packed((url_rank(p.url), p)))
@@ -435,13 +423,12 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
                   | "line claims" >> beam.ParDo(ClaimLinesFn())
                   | "group claims by line" >> beam.GroupByKey()
                   | "owner of line" >> beam.Map(_owner_of_line))
-        pages = ({"pages": keyed,
-                  "lines": owners}
-                 | "group lines by url" >> beam.CoGroupByKey()
-                 | "keep owned lines" >> beam.ParDo(KeepOwnedLinesFn(config.dedupe_min_sentences)))
-    pages = (pages
-             | "language id" >> beam.ParDo(LanguageFn(config))
-             | "bad words" >> beam.ParDo(BadwordsFn(config)))
+        joined = ({"pages": keyed,
+                   "lines": owners}
+                  | "group lines by url" >> beam.CoGroupByKey())
+        pages = joined | "owned lines, language, bad words" >> beam.ParDo(FilterPagesFn(config, owned_lines=True))
+    else:
+        pages = pages | "language, bad words" >> beam.ParDo(FilterPagesFn(config, owned_lines=False))
     if config.near_dedup:
         pages = near_dedup(pages, config, cc_rounds)
     return pages

@@ -298,3 +298,28 @@ def test_unknown_budget_is_a_clear_error(tmp_path):
                                     "train": {"max_tokens": 1000}, "budget": "flops"}))
     result = CliRunner().invoke(cli, ["ablate", "--config", str(path)])
     assert result.exit_code != 0 and "budget 'flops'" in result.output and "Traceback" not in result.output
+
+
+def test_zero_shot_accuracy_at_chance_is_reported_as_no_signal():
+    """Issue 28: accuracies are tested against guessing (one-sided binomial, scipy), and a
+    report whose tasks are all at chance says "no signal"."""
+    from scipy.stats import binomtest
+
+    from c4forge.ablation.report import task_signal_section
+    from c4forge.train.evaluate import chance_accuracy, load_task
+    from tests.conftest import shared_path
+
+    eval_dir = str(shared_path("eval"))
+    assert chance_accuracy("winogrande", load_task(eval_dir, "winogrande", 50)) == 0.5
+    assert chance_accuracy("hellaswag", load_task(eval_dir, "hellaswag", 50)) == 0.25
+    assert chance_accuracy("lambada", []) == 0.0
+
+    def summary(piqa: float) -> dict:
+        return {"variants": {v: {"metrics": {"piqa accuracy": {"mean": piqa}}} for v in ("a", "b")}}
+
+    spec = {"eval": {"tasks": ["piqa"], "eval_dir": eval_dir, "limit": 200}, "_base": "."}
+    at_chance = "\n".join(task_signal_section(spec, summary(0.52)))
+    assert "**No signal**" in at_chance
+    assert f"0.520 (p = {binomtest(104, 200, 0.5, alternative='greater').pvalue:.2g})" in at_chance
+    above = "\n".join(task_signal_section(spec, summary(0.60)))
+    assert "**No signal**" not in above and "above chance" in above

@@ -297,6 +297,17 @@ def load_task(eval_dir: str, task: str, limit: Optional[int] = None, seed: int =
     return _subset(items, limit, seed, task)
 
 
+def chance_accuracy(task: str, items) -> float:
+    """The accuracy of guessing uniformly on ``items`` of ``task`` (as :func:`load_task` returns
+    them): the mean of 1/choices; 0.5 for BLiMP's pairs; 0 for LAMBADA's open-vocabulary word."""
+    if task == "lambada":
+        return 0.0
+    if task == "blimp":
+        return 0.5
+    key = "context_options" if task == "winogrande" else "choices"
+    return sum(1 / len(item[key]) for item in items) / max(1, len(items))
+
+
 def run_tasks(model, sp, eval_dir: str, tasks: Iterable[str], seq_len: int, limit: Optional[int] = None,
               device: str = "cpu", seed: int = 0) -> dict[str, dict]:
     """{task: {accuracy, correct_prob, correct_bits_per_byte, items}} (lambada: no

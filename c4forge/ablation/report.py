@@ -172,6 +172,56 @@ def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str
     return lines, signal
 
 
+def task_signal_section(spec: dict, summary: dict, alpha: float = 0.05) -> list[str]:
+    """Markdown: every zero-shot task's accuracy against guessing (issue 28: a metric at chance is
+    "no signal", not a result). One-sided exact binomial test of each variant's mean accuracy over
+    the task's items (the seeds score the same items, so they are not pooled as independent)."""
+    from scipy.stats import binomtest
+
+    from c4forge.ablation.spec import locate
+    from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
+
+    ev = spec.get("eval") or {}
+    tasks = [t for t in ev.get("tasks") or [] if t != "blimp"]
+    if not tasks or not ev.get("eval_dir"):
+        return []
+    rows, any_signal = [], False
+    for task in tasks:
+        try:
+            items = load_task(locate(spec, ev["eval_dir"]), task, ev.get("limit"), 0)
+        except EvaluationError:
+            continue
+        chance = chance_accuracy(task, items)
+        cells = []
+        for entry in summary["variants"].values():
+            metric = entry["metrics"].get(f"{task} accuracy") or {}
+            if metric.get("mean") is None:
+                cells.append("-")
+                continue
+            correct = round(metric["mean"] * len(items))
+            if chance == 0:
+                p = 0.0 if correct else 1.0
+            else:
+                p = binomtest(correct, len(items), chance, alternative="greater").pvalue
+            any_signal = any_signal or p < alpha
+            cells.append(f"{metric['mean']:.3f} (p = {p:.2g})")
+        rows.append(f"| {task} | {len(items)} | {chance:.3f} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    names = list(summary["variants"])
+    lines = ["", "## Zero-shot tasks against chance", "",
+             "Mean accuracy over seeds and a one-sided exact binomial test against guessing (the "
+             "task's chance accuracy; LAMBADA's open-vocabulary word has none: any right item is "
+             "signal). The continuous metrics in the table above (correct-answer probability, bits "
+             "per byte of the correct continuation) move before accuracy does.", "",
+             "| task | items | chance | " + " | ".join(names) + " |", "|---|---:|---:|" + "---:|" * len(names),
+             *rows, ""]
+    lines.append("Some task is above chance for some variant (p < 0.05, uncorrected)." if any_signal else
+                 "**No signal**: every task's accuracy is at chance for every variant, so accuracy "
+                 "separates nothing at this scale; no verdict is drawn from it.")
+    return lines
+
+
 def budget_section(summary: dict, metrics: list[str], pairs: list[tuple[str, str]]) -> list[str]:
     """Markdown: each headline difference under this report's budget and under the other one
     (matched tokens vs matched bytes of text), when the same ablation was also run with the
@@ -305,6 +355,7 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
         lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
                                                     family=len(tested), result=raw[i]))
     lines += glue_lines
+    lines += task_signal_section(spec, summary)
     lines += budget_section(summary, headline, pairs)
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     with atomic_write(os.path.join(directory, "report.md")) as handle:
