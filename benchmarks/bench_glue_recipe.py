@@ -44,8 +44,7 @@ def main() -> int:
     base = {"lr": 1e-3, "epochs": 2, "max_train": args.max_train, "max_eval": None}
     lines = [f"{args.task}, {args.max_train} stratified training examples, full validation split, "
              f"checkpoint `{os.path.relpath(args.checkpoint, ROOT)}`, fine-tuning seeds {seeds} "
-             "(each seed draws its own stratified subset); mean ± std over seeds, each seed's score "
-             "in brackets.", "",
+             "(each seed draws its own stratified subset); mean ± std over seeds and each seed's score.", "",
              "| recipe | init | steps | validation score | per seed | predicted majority label share | final train loss |",
              "|---|---|---:|---:|---|---:|---:|"]
     scores: dict[tuple[str, str], dict[int, float]] = {}
