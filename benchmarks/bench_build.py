@@ -332,7 +332,10 @@ def main() -> int:
              f"{args.repeat} run(s) per engine and scale, engines interleaved in every run; CPU = user + "
              "sys of every process started, median (min-max); CPU vs clean per run, median (min-max); "
              "peak RSS of the process tree, highest run. datatrove: reader + C4 quality + language "
-             "filters + writer, no dedup or bad words (a lower bound for the same job).", "",
+             "filters + writer, no dedup or bad words (a lower bound for the same job)"
+             + ("; all rows share one fastText build (fasttext-numpy2-wheel, which datatrove needs; "
+                "`.venv`'s fasttext-predict makes c4forge's rows faster)" if "datatrove" in engines else "")
+             + ".", "",
              "| scale | pages | text MB | engine | CPU s | CPU vs clean | wall s | pages/s/core | "
              "peak RSS GB | RAM B per text B | same output as clean |",
              "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
