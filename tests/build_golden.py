@@ -1,0 +1,95 @@
+"""The fingerprint of a `corpus build` of the shared crawl, pinned in tests/golden/: every shard's
+rows (every column, in file order) hashed per file, and every counter. Changes to the Beam wiring
+(batching, coders, fused steps) must leave it unchanged: tests/test_pipeline.py compares a fresh
+build with the fingerprint recorded before such a change.
+
+Regenerate (only when a change of *output* is intended, and say so in the commit):
+    .venv/bin/python -m tests.build_golden
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "build-shared-crawl.json"
+GOLDEN_COPIES = 3  # copies 2 and 3 lose their lines to copy 1's owners, or own them
+
+
+def corpus_fingerprint(directory: str) -> dict:
+    """{"files": {split/name: {"documents": n, "sha256": rows' hash}}, "counters": {...}}."""
+    from c4forge.corpus.shards import read_manifest, read_shard, shard_paths
+
+    manifest = read_manifest(directory)
+    files = {}
+    for split in ("train", "validation"):
+        for path in shard_paths(directory, split):
+            table = read_shard(path)
+            digest = hashlib.sha256()
+            for row in table.to_pylist():
+                digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+            files[f"{split}/{Path(path).name}"] = {"documents": table.num_rows, "sha256": digest.hexdigest()}
+    return {"files": files, "counters": manifest["counters"]}
+
+
+def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
+    """The crawl files, then ``copies - 1`` more copies with every host renamed ``c<k>.<host>``
+    (new URLs, same text: line dedup and near-dedup see mirrors, as in benchmarks/bench_build.py)."""
+    import gzip
+
+    from c4forge.corpus.wet import iter_records
+
+    out = list(crawl)
+    for copy in range(1, copies):
+        for path in crawl:
+            target = Path(folder) / f"c{copy}-{Path(path).name}"
+            with open(target, "wb") as handle:
+                for record in iter_records(path):
+                    headers = dict(record.headers)
+                    uri = headers.get("WARC-Target-URI", "")
+                    if "://" in uri:  # a warcinfo record has none
+                        scheme, _, rest = uri.partition("://")
+                        headers["WARC-Target-URI"] = f"{scheme}://c{copy}.{rest}"
+                    body = record.body if isinstance(record.body, bytes) else record.body.encode("utf-8")
+                    headers["Content-Length"] = str(len(body))
+                    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                    handle.write(gzip.compress(f"WARC/1.0\r\n{head}\r\n".encode() + body + b"\r\n\r\n"))
+            out.append(str(target))
+    return out
+
+
+def build_shared_crawl(folder: str, crawl: list[str], badwords: str, copies: int) -> dict:
+    from c4forge.corpus.config import build_config
+    from c4forge.pipelines.build import run_build
+
+    cfg = build_config("c4", badwords=badwords)
+    inputs = copies_of(crawl, copies, folder)
+    run_build(inputs, f"{folder}/c4", cfg, log=lambda *_: None, docs_per_shard=100)
+    return corpus_fingerprint(f"{folder}/c4")
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import shared_path
+
+    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    found = {"made_at_commit": commit,
+             "input": f"shared crawl/*.wet.gz x {GOLDEN_COPIES} copies (hosts renamed), preset c4, "
+                      "shared badwords, 100 documents per shard"}
+    with tempfile.TemporaryDirectory() as tmp:
+        found.update(build_shared_crawl(tmp, crawl, str(shared_path("badwords")), GOLDEN_COPIES))
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(found['files'])} shard files, "
+          f"{sum(f['documents'] for f in found['files'].values())} documents")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
