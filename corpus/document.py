@@ -98,6 +98,14 @@ def to_bytes(doc: Document, compress: bool = False) -> bytes:
     return b"".join([header, *parts])
 
 
+def packed_text_size(data: bytes) -> int:
+    """UTF-8 length of the text of a :func:`to_bytes` document, from its header alone."""
+    header = _HEADER.unpack_from(data)
+    if header[0] & _COMPRESSED:
+        return int.from_bytes(data[_HEADER.size:_HEADER.size + 8], "little")
+    return header[4 + 2]  # the third string length: the text's
+
+
 def from_bytes(data: bytes) -> Document:
     flags, offset, score, cluster, *lengths = _HEADER.unpack_from(data)
     pos = _HEADER.size

@@ -12,7 +12,7 @@ for single-process runs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
@@ -36,11 +36,26 @@ def line_keys(page: Document) -> Iterator[bytes]:
 def add_claims(owners: dict[bytes, bytes], page: Document) -> None:
     """Claim every line of ``page`` in ``owners`` (line key -> smallest md5(url) so far), as
     tfds ``_emit_url_to_lines`` + ``Top.PerKey(1, key=_hash_text, reverse=True)`` combined."""
-    rank = url_rank(page.url)
-    for key in line_keys(page):
+    claim_keys(owners, url_rank(page.url), line_keys(page))
+
+
+def claim_keys(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -> None:
+    """:func:`add_claims` for a page given by its md5(url) and its line keys."""
+    for key in keys:
         current = owners.get(key)
         if current is None or rank < current:
             owners[key] = rank
+
+
+def pack_keys(keys: Iterable[bytes]) -> bytes:
+    """A page's line keys as one bytes object (16 bytes each, in line order): computed once
+    where the page is cleaned and carried with it, so the claims and the owned-line filter
+    downstream need neither the text nor md5 again."""
+    return b"".join(keys)
+
+
+def unpack_keys(packed: bytes) -> list[bytes]:
+    return [packed[i:i + 16] for i in range(0, len(packed), 16)]
 
 
 def owner_of(urls: Iterable[str]) -> str:
@@ -48,23 +63,39 @@ def owner_of(urls: Iterable[str]) -> str:
     return min(urls, key=url_rank)
 
 
-def dedupe_page_lines(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn) -> Optional[Document]:
+def dedupe_page_lines(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn,
+                      keys: Optional[Sequence[bytes]] = None) -> Optional[Document]:
     """:func:`keep_owned_lines` with the step's byte counters: what both chains run per page."""
-    kept = keep_owned_lines(page, owned, min_sentences, inc)
+    kept = keep_owned_lines(page, owned, min_sentences, inc, keys)
     inc("bytes-in", page.text_size())
     if kept is not None:
         inc("bytes-out", kept.text_size())
     return kept
 
 
+def count_page_owning_nothing(n_lines: int, text_size: int, inc: IncFn) -> None:
+    """The counters :func:`dedupe_page_lines` records for a page of ``n_lines`` lines and
+    ``text_size`` UTF-8 bytes that owns none of its lines (every line a global duplicate, the
+    page left empty), without the page's text: a page whose every line another page owns need
+    not be unpacked (tests/test_dedup_urls_badwords.py checks both agree)."""
+    inc("line-filtered:global_duplicate", n_lines)
+    inc("filtered:empty")
+    inc("bytes-in", text_size)
+
+
 def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
-                     inc: IncFn = null_inc) -> Optional[Document]:
-    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""
+                     inc: IncFn = null_inc, keys: Optional[Sequence[bytes]] = None) -> Optional[Document]:
+    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines
+    (``keys``: the lines' keys when already known, see pack_keys)."""
     new_lines = []
     seen: set[bytes] = set()
     n_global = n_local = 0
-    for line in page.text.split("\n"):
-        key = line_key(line)
+    lines = page.text.split("\n")
+    if keys is None:
+        keys = [line_key(line) for line in lines]
+    elif len(keys) != len(lines):
+        raise ValueError(f"{len(keys)} line keys for {len(lines)} lines")
+    for line, key in zip(lines, keys):
         if key not in owned:
             n_global += 1
         elif key in seen:

@@ -36,7 +36,7 @@ from c4forge.corpus.shards import (
     parse_shard_name,
     split_summary,
 )
-from c4forge.pipelines.c4 import build_graph
+from c4forge.pipelines.c4 import build_graph, shuffle_buckets
 from c4forge.pipelines.progress import ProgressBoard, progress_dir
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -334,7 +334,8 @@ def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, opti
     build_graph(pipeline, [worker_path(p) for p in inputs], config.for_workers(),
                 worker_path(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
                 cc_rounds=cc_rounds, shard_format=shard_format,
-                progress_dir=worker_path(reports) if reports else reports)
+                progress_dir=worker_path(reports) if reports else reports,
+                buckets=shuffle_buckets(sum(input_bytes.values())))
     try:
         with ProgressBoard(reports, len(inputs)):
             result = pipeline.run()

@@ -9,7 +9,8 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 from typing import Optional
 
 import apache_beam as beam
@@ -18,8 +19,17 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.document import Document, from_bytes, to_bytes
-from c4forge.corpus.line_dedup import add_claims, dedupe_page_lines, url_rank
+from c4forge.corpus.document import Document, from_bytes, packed_text_size, to_bytes
+from c4forge.corpus.line_dedup import (
+    add_claims,
+    claim_keys,
+    count_page_owning_nothing,
+    dedupe_page_lines,
+    line_keys,
+    pack_keys,
+    unpack_keys,
+    url_rank,
+)
 from c4forge.corpus.minhash import MinHasher
 from c4forge.corpus.near_dedup import (
     DEFAULT_CC_ROUNDS,
@@ -58,6 +68,64 @@ NS_OUTPUT = "output"
 # Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
 # smaller; see corpus.document._codec for why LZ4 and not zstd).
 SHUFFLE_COMPRESSION = True
+
+# Pages, line claims and line owners cross the shuffles of URL and line dedup in *batches*: one
+# element per (bucket, bundle) holding a list, not one element per page or line. Beam's
+# per-element machinery (windowed values, the data plane, the runner's grouping table) cost
+# about 5 us per element and hop; batching leaves the same decisions (a URL's candidates, a
+# line's claims and a page's owned lines all still meet in one group) at a fraction of the
+# elements. A bucket is a stable hash of the key modulo ``buckets``; each batch buffer is
+# flushed when it holds BATCH_BYTES, so a bundle's memory stays bounded.
+DEFAULT_BUCKETS = 16
+BUCKET_INPUT_BYTES = 64 << 20  # compressed crawl bytes per bucket (see shuffle_buckets)
+BATCH_BYTES = 32 << 20
+
+
+def shuffle_buckets(input_bytes: int, minimum: int = DEFAULT_BUCKETS) -> int:
+    """How many buckets the batched shuffles use: one per BUCKET_INPUT_BYTES of (compressed)
+    input, at least ``minimum`` (parallelism for the groups' consumers). A URL bucket's
+    candidates and a page bucket's pages are held in memory together by one worker: about a
+    fifth of the bucket's input bytes (cleaned, LZ4-compressed text)."""
+    return max(minimum, -(-input_bytes // BUCKET_INPUT_BYTES))
+
+
+def url_bucket(normalized_url: str, buckets: int) -> int:
+    return zlib.crc32(normalized_url.encode("utf-8")) % buckets
+
+
+def digest_bucket(digest: bytes, buckets: int) -> int:
+    """Bucket of an md5 digest (a line key or an md5(url) rank)."""
+    return int.from_bytes(digest[:8], "little") % buckets
+
+
+class Batcher:
+    """Items collected per bucket, bounded by their byte size: ``add`` returns the batches to
+    emit (all of them, when the buffer is full), ``drain`` the rest. Items keep their order
+    within a bucket."""
+
+    def __init__(self, limit: Optional[int] = None) -> None:
+        self.limit = BATCH_BYTES if limit is None else limit
+        self.batches: dict[int, list] = {}
+        self.size = 0
+
+    def add(self, bucket: int, item, size: int) -> list:
+        batch = self.batches.get(bucket)
+        if batch is None:
+            self.batches[bucket] = batch = []
+        batch.append(item)
+        self.size += size
+        return self.drain() if self.size >= self.limit else []
+
+    def drain(self) -> list:
+        out = list(self.batches.items())
+        self.batches, self.size = {}, 0
+        return out
+
+
+def _in_global_window(batches) -> Iterator[WindowedValue]:
+    """Elements output from ``finish_bundle`` must carry their window."""
+    for batch in batches:
+        yield WindowedValue(batch, GlobalWindow().max_timestamp(), (GlobalWindow(),))
 
 
 class _Counting:
@@ -114,19 +182,24 @@ class ReadCleanFn(StepsFn):
     (each hop costs microseconds of the SDK's per-element machinery). An unreadable file is
     counted, never fatal.
 
-    ``candidates`` (URLs deduplicated): each page goes out as (normalised url, candidate), cleaned
-    *before* the URL dedup, so the shuffle that picks the newest page per URL carries cleaned text
-    (about half of the raw), compressed. Cleaning is per page, so the winner's cleaned text is the
-    same either way; its counters are recorded here and counted only for the winner
-    (NewestPageFn), so every counter equals tfds' order (dedup, then clean) and `corpus clean`'s.
-    Without ``candidates``, the cleaned pages go out, counted at once."""
+    ``candidates`` (URLs deduplicated): each page becomes a candidate (normalised url, (crawl
+    time, raw text bytes, recorded counters, packed cleaned page, md5(url), the cleaned lines'
+    keys)), cleaned *before* the URL dedup, so the shuffle that picks the newest page per URL carries cleaned text (about half
+    of the raw), compressed. Candidates go out in batches, (url bucket, [(url, candidate)...]):
+    see Batcher. Cleaning is per page, so the winner's cleaned text is the same either way; its
+    counters are recorded here and counted only for the winner (NewestPagesFn), so every counter
+    equals tfds' order (dedup, then clean) and `corpus clean`'s. Without ``candidates``, the
+    cleaned pages go out one by one, counted at once."""
 
     def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None,
-                 candidates: bool = True) -> None:
+                 candidates: bool = True, buckets: int = DEFAULT_BUCKETS) -> None:
         super().__init__(config)
         self.progress_dir = progress_dir
         self.candidates = candidates
+        self.buckets = buckets
+        self.keys = config.dedupe_lines  # the line keys travel with a candidate for line dedup
         self.reporter = None
+        self.batcher = Batcher()
 
     def setup(self) -> None:
         super().setup()
@@ -134,6 +207,9 @@ class ReadCleanFn(StepsFn):
             from c4forge.pipelines.progress import ProgressReporter
 
             self.reporter = ProgressReporter(self.progress_dir)
+
+    def start_bundle(self) -> None:
+        self.batcher = Batcher()
 
     def process(self, path: str):
         length = self.inc_for(NS_LENGTH)
@@ -143,7 +219,9 @@ class ReadCleanFn(StepsFn):
             if not self.steps.length_ok(page, length):
                 continue
             if self.candidates:
-                yield self._candidate(page)
+                url, candidate = self._candidate(page)
+                yield from self.batcher.add(url_bucket(url, self.buckets), (url, candidate),
+                                            len(candidate[3]) + len(url) + 64)
             elif self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
                 cleaned = self.steps.clean(page, self.inc_for(NS_CLEAN))
                 if cleaned is not None:
@@ -151,63 +229,127 @@ class ReadCleanFn(StepsFn):
         if self.reporter:
             self.reporter.file_done()
 
+    def finish_bundle(self):
+        super().finish_bundle()
+        yield from _in_global_window(self.batcher.drain())
+
     def _candidate(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
         cleaned = None
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
         counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
-        packed = to_bytes(cleaned, SHUFFLE_COMPRESSION) if cleaned is not None else b""
-        return page.normalized_url, (page.timestamp, text_bytes(page), counters, packed)
+        if cleaned is None:
+            return page.normalized_url, (page.timestamp, text_bytes(page), counters, b"", b"", b"")
+        keys = pack_keys(line_keys(cleaned)) if self.keys else b""
+        return page.normalized_url, (page.timestamp, text_bytes(page), counters,
+                                     to_bytes(cleaned, SHUFFLE_COMPRESSION), url_rank(cleaned.url), keys)
 
 
-class NewestPageFn(_Counting, beam.DoFn):
-    """(normalised url, its candidates) -> the newest page's cleaned text, if any; the others
-    are counted as duplicates and the winner's recorded clean counters are counted.
+class NewestPagesFn(_Counting, beam.DoFn):
+    """(url bucket, batches of (normalised url, candidate)) -> for every URL of the bucket the
+    newest page's cleaned text, if any; the others are counted as duplicates and the winner's
+    recorded clean counters are counted. Candidates are visited in the order they came, so ties
+    keep the first seen, as before batching.
 
-    With ``keyed``, the winner also goes to the ``KEYED`` output as (md5(url), its bytes as
-    they came): the line-dedup join takes them without packing the page again.
+    Without ``lines`` the winners go out as Documents. With ``lines`` (line dedup follows) a
+    winner is never unpacked here: its line keys (carried in the candidate) are claimed in a
+    table combined per bundle, as ClaimLinesFn does, and go to the ``CLAIMS`` output in batches
+    (line bucket, [(line key, md5(url))...]); the winner itself goes to the ``KEYED`` output as
+    it came, batched by the bucket of md5(url): (page bucket, [(md5(url), packed page, line
+    keys)...]), for the join with its owned lines.
 
     A GroupByKey, not a CombinePerKey: Beam lifts a combine into the reading workers, where its
     table keeps up to 100,000 accumulators (here whole pages) per bundle."""
 
     KEYED = "keyed"
+    CLAIMS = "claims"
 
-    def __init__(self, keyed: bool = False) -> None:
-        self.keyed = keyed
+    def __init__(self, lines: bool = False, buckets: int = DEFAULT_BUCKETS,
+                 max_keys: int = 250_000) -> None:
+        self.lines = lines
+        self.buckets = buckets
+        self.max_keys = max_keys
+        self.batcher = Batcher()
+        self.table: dict[bytes, bytes] = {}
+
+    def start_bundle(self) -> None:
+        self.batcher = Batcher()
+        self.table = {}
 
     def process(self, element):
-        _, candidates = element
-        best, count, size = None, 0, 0
-        for candidate in candidates:
-            if best is None or replaces(candidate[0], best[0]):
-                best = candidate
-            count += 1
-            size += candidate[1]
-        count_url_group(self.inc_for(NS_URL), count, size, best[1])
-        for line in best[2].split("\n") if best[2] else ():
-            namespace, name, amount = line.split("\t")
-            self.inc_for(namespace)(name, int(amount))
-        if best[3]:
-            page = from_bytes(best[3])
-            yield page
-            if self.keyed:
-                yield beam.pvalue.TaggedOutput(self.KEYED, (url_rank(page.url), best[3]))
+        _, batches = element
+        groups: dict[str, list] = {}  # url -> [best candidate, candidates, raw bytes]
+        for batch in batches:
+            for url, candidate in batch:
+                group = groups.get(url)
+                if group is None:
+                    groups[url] = [candidate, 1, candidate[1]]
+                    continue
+                if replaces(candidate[0], group[0][0]):
+                    group[0] = candidate
+                group[1] += 1
+                group[2] += candidate[1]
+        url_inc = self.inc_for(NS_URL)
+        for best, count, size in groups.values():
+            count_url_group(url_inc, count, size, best[1])
+            for line in best[2].split("\n") if best[2] else ():
+                namespace, name, amount = line.split("\t")
+                self.inc_for(namespace)(name, int(amount))
+            packed = best[3]
+            if not packed:
+                continue
+            if not self.lines:
+                yield from_bytes(packed)
+                continue
+            _, _, _, _, rank, keys = best
+            claim_keys(self.table, rank, unpack_keys(keys))
+            if len(self.table) >= self.max_keys:
+                for claims in _claim_batches(self._drain(), self.buckets):
+                    yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
+            for batch in self.batcher.add(digest_bucket(rank, self.buckets), (rank, packed, keys),
+                                          len(packed) + len(keys) + 48):
+                yield beam.pvalue.TaggedOutput(self.KEYED, batch)
+
+    def _drain(self) -> dict[bytes, bytes]:
+        table, self.table = self.table, {}
+        return table
+
+    def finish_bundle(self):
+        super().finish_bundle()
+        for batch in _in_global_window(self.batcher.drain()):
+            yield beam.pvalue.TaggedOutput(self.KEYED, batch)
+        for claims in _in_global_window(_claim_batches(self._drain(), self.buckets)):
+            yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
+
+
+def _claim_batches(table: dict[bytes, bytes], buckets: int) -> list:
+    """A claims table as (line bucket, [(line key, md5(url))...]) batches."""
+    batches: dict[int, list] = {}
+    for key, rank in table.items():
+        bucket = digest_bucket(key, buckets)
+        batch = batches.get(bucket)
+        if batch is None:
+            batches[bucket] = batch = []
+        batch.append((key, rank))
+    return list(batches.items())
 
 
 class ClaimLinesFn(beam.DoFn):
-    """Pages -> (line key, md5(url)) claims, combined in the DoFn: per key only the smallest
-    md5(url) seen in the bundle goes out (``min`` picks tfds' owner), so the shuffle carries one
-    claim per distinct line per bundle, not one element per line of every page (in-mapper
-    combining: Beam's lifted combine did the same per element, at several times the CPU). The
-    table is bounded (``max_keys``; 250,000 keys hold about 35 MB): when full, it is emitted and
-    emptied, so a line may be claimed once per drain, never lost.
+    """Pages -> line claims, combined in the DoFn: per line key only the smallest md5(url) seen
+    in the bundle goes out (``min`` picks tfds' owner), so the shuffle carries one claim per
+    distinct line per bundle, not one element per line of every page (in-mapper combining:
+    Beam's lifted combine did the same per element, at several times the CPU). The claims go
+    out in batches, (line bucket, [(line key, md5(url))...]). The table is bounded
+    (``max_keys``; 250,000 keys hold about 35 MB): when full, it is emitted and emptied, so a
+    line may be claimed once per drain, never lost.
 
     The 16-byte digest names the page (URLs are unique after URL dedup) in the shuffle and in
     the join back to the pages: compact bytes, not tuples with URL strings."""
 
-    def __init__(self, max_keys: int = 250_000) -> None:
+    def __init__(self, max_keys: int = 250_000, buckets: int = DEFAULT_BUCKETS) -> None:
         self.max_keys = max_keys
+        self.buckets = buckets
         self.table: dict[bytes, bytes] = {}
 
     def start_bundle(self) -> None:
@@ -219,18 +361,59 @@ class ClaimLinesFn(beam.DoFn):
             yield from self._drain()
 
     def finish_bundle(self):
-        for claim in self._drain():
-            yield WindowedValue(claim, GlobalWindow().max_timestamp(), (GlobalWindow(),))
+        yield from _in_global_window(self._drain())
 
-    def _drain(self):
+    def _drain(self) -> list:
         table, self.table = self.table, {}
-        return iter(table.items())
+        return _claim_batches(table, self.buckets)
 
 
-def _owner_of_line(element) -> tuple[bytes, bytes]:
-    """(line key, claiming md5(url)s) -> (the smallest md5(url), line key)."""
-    key, ranks = element
-    return min(ranks), key
+class LineOwnersFn(beam.DoFn):
+    """(line bucket, batches of claims) -> every line's owner (the smallest md5(url) that
+    claimed it), batched by the owner's page bucket: (page bucket, [(md5(url), line key)...])."""
+
+    def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
+        self.buckets = buckets
+        self.batcher = Batcher()
+
+    def start_bundle(self) -> None:
+        self.batcher = Batcher()
+
+    def process(self, element):
+        _, batches = element
+        owners: dict[bytes, bytes] = {}
+        for batch in batches:
+            for key, rank in batch:
+                current = owners.get(key)
+                if current is None or rank < current:
+                    owners[key] = rank
+        for key, rank in owners.items():
+            yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, key), 48)
+
+    def finish_bundle(self):
+        yield from _in_global_window(self.batcher.drain())
+
+
+class KeyPagesFn(beam.DoFn):
+    """Pages -> (page bucket, [(md5(url), packed page, line keys)...]) for the line-dedup join,
+    when no URL dedup ran before it (NewestPagesFn's keyed output does this otherwise)."""
+
+    def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
+        self.buckets = buckets
+        self.batcher = Batcher()
+
+    def start_bundle(self) -> None:
+        self.batcher = Batcher()
+
+    def process(self, page: Document):
+        rank = url_rank(page.url)
+        packed = to_bytes(page, SHUFFLE_COMPRESSION)
+        keys = pack_keys(line_keys(page))
+        yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, packed, keys),
+                                    len(packed) + len(keys) + 48)
+
+    def finish_bundle(self):
+        yield from _in_global_window(self.batcher.drain())
 
 
 def _packed(kv):
@@ -240,8 +423,10 @@ def _packed(kv):
 
 class FilterPagesFn(StepsFn):
     """The page filters after the line dedup, in one DoFn (no Beam hop between them): [keep the
-    lines this page owns (``owned_lines``: elements are (md5(url), {pages, lines}) from the
-    join)] -> language ID -> bad words."""
+    lines each page owns (``owned_lines``: elements are (page bucket, {pages, lines}) from the
+    join, batches of (md5(url), packed page, line keys) and of (md5(url), owned line key))] ->
+    language ID -> bad words. A page that owns none of its lines is counted from its key count
+    and packed header (count_page_owning_nothing), never unpacked."""
 
     def __init__(self, config: CorpusConfig, owned_lines: bool) -> None:
         super().__init__(config)
@@ -254,20 +439,42 @@ class FilterPagesFn(StepsFn):
             _ = self.steps.badwords_filter  # load the lists once per worker
 
     def process(self, element):
-        page = self._keep_owned_lines(element) if self.owned_lines else element
-        if page is None:
-            return
-        page = self.steps.identify_language(page, self.inc_for(NS_LANG))
-        if page is not None and self.steps.badwords_ok(page, self.inc_for(NS_BADWORDS), self.inc_for):
-            yield page
+        # The whole group's line dedup first, then language ID over the survivors in one run:
+        # measured faster than alternating per page (fastText's tables stay in cache).
+        pages = list(self._keep_owned_lines(element)) if self.owned_lines else (element,)
+        language, badwords = self.inc_for(NS_LANG), self.inc_for(NS_BADWORDS)
+        for page in pages:
+            if page is None:
+                continue
+            page = self.steps.identify_language(page, language)
+            if page is not None and self.steps.badwords_ok(page, badwords, self.inc_for):
+                yield page
 
-    def _keep_owned_lines(self, element) -> Optional[Document]:
-        rank, grouped = element
-        pages = [from_bytes(p) for p in grouped["pages"]]
-        if len(pages) != 1:  # URL dedup makes urls unique; anything else is a wiring bug
-            raise ValueError(f"{len(pages)} pages for md5(url) {rank.hex()}")
-        return dedupe_page_lines(pages[0], set(grouped["lines"]), self.config.dedupe_min_sentences,
-                                 self.inc_for(NS_LINES))
+    def _keep_owned_lines(self, element) -> Iterator[Optional[Document]]:
+        _, grouped = element
+        owned: dict[bytes, set[bytes]] = {}
+        for batch in grouped["lines"]:
+            for rank, key in batch:
+                keys = owned.get(rank)
+                if keys is None:
+                    owned[rank] = keys = set()
+                keys.add(key)
+        seen: set[bytes] = set()
+        inc = self.inc_for(NS_LINES)
+        for batch in grouped["pages"]:
+            for rank, packed, keys in batch:
+                if rank in seen:  # URL dedup makes urls unique; anything else is a wiring bug
+                    raise ValueError(f"several pages for md5(url) {rank.hex()}")
+                seen.add(rank)
+                mine = owned.get(rank)
+                if mine is None:
+                    count_page_owning_nothing(len(keys) // 16, packed_text_size(packed), inc)
+                    continue
+                yield dedupe_page_lines(from_bytes(packed), mine, self.config.dedupe_min_sentences,
+                                        inc, unpack_keys(keys))
+        orphans = owned.keys() - seen
+        if orphans:
+            raise ValueError(f"lines owned by md5(url) {min(orphans).hex()}, which has no page")
 
 
 class SignatureFn(beam.DoFn):
@@ -402,30 +609,36 @@ class _CountUnconverged(_Counting, beam.DoFn):
 
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
-             progress_dir: Optional[str] = None):
+             progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
-    (``progress_dir``: where the reading step reports, see pipelines/progress.py)."""
+    (``progress_dir``: where the reading step reports, see pipelines/progress.py; ``buckets``:
+    see shuffle_buckets)."""
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
-    keyed = None  # (md5(url), packed page) for the line-dedup join
+    # with line dedup: (page bucket, [(md5(url), packed page, line keys)...]) for the join, and
+    # (line bucket, [(line key, md5(url))...]) claims
+    keyed = claims = None
     if config.dedupe_urls:
         newest = (files
-                  | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True))
-                  | "group by url" >> beam.GroupByKey()
-                  | "newest per url" >> beam.ParDo(NewestPageFn(keyed=config.dedupe_lines))
-                  .with_outputs(NewestPageFn.KEYED, main="pages"))
-        pages, keyed = newest.pages, newest[NewestPageFn.KEYED]
+                  | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True,
+                                                               buckets=buckets))
+                  | "group by url bucket" >> beam.GroupByKey()
+                  | "newest per url" >> beam.ParDo(NewestPagesFn(lines=config.dedupe_lines, buckets=buckets))
+                  .with_outputs(NewestPagesFn.KEYED, NewestPagesFn.CLAIMS, main="pages"))
+        pages = newest.pages
+        if config.dedupe_lines:
+            keyed, claims = newest[NewestPagesFn.KEYED], newest[NewestPagesFn.CLAIMS]
     else:
         pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False))
     if config.dedupe_lines:
         if keyed is None:
-            keyed = pages | "key by url rank" >> beam.Map(lambda p: _packed((url_rank(p.url), p)))
-        owners = (pages
-                  | "line claims" >> beam.ParDo(ClaimLinesFn())
-                  | "group claims by line" >> beam.GroupByKey()
-                  | "owner of line" >> beam.Map(_owner_of_line))
+            keyed = pages | "key by url rank" >> beam.ParDo(KeyPagesFn(buckets))
+            claims = pages | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=buckets))
+        owners = (claims
+                  | "group claims by line bucket" >> beam.GroupByKey()
+                  | "owner of line" >> beam.ParDo(LineOwnersFn(buckets)))
         joined = ({"pages": keyed,
                    "lines": owners}
-                  | "group lines by url" >> beam.CoGroupByKey())
+                  | "group lines by page bucket" >> beam.CoGroupByKey())
         pages = joined | "owned lines, language, bad words" >> beam.ParDo(FilterPagesFn(config, owned_lines=True))
     else:
         pages = pages | "language, bad words" >> beam.ParDo(FilterPagesFn(config, owned_lines=False))
@@ -488,10 +701,10 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
                 cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
-                progress_dir: Optional[str] = None):
+                progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS):
     """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds, progress_dir)
+    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets)
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata(config.to_dict(), shard_format))

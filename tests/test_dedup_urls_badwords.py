@@ -75,6 +75,39 @@ def test_dedup_counters_and_empty_page():
     assert counters == {"line-filtered:global_duplicate": 1, "filtered:empty": 1}
 
 
+def test_line_keys_carried_with_a_page_give_the_same_result():
+    """keep_owned_lines with the keys computed where the page was cleaned (pack_keys, as the
+    Beam pipeline carries them) keeps the same lines and counts the same as computing them;
+    keys that do not match the lines are an error, never a silent misalignment."""
+    from c4forge.corpus.line_dedup import line_keys, pack_keys, unpack_keys
+
+    page = Document(url="u", text="One line here.\nTwo lines here.\none line here.\nThree.\n")
+    owned = {key for i, key in enumerate(line_keys(page)) if i != 1}
+    counted = [collections.Counter(), collections.Counter()]
+    plain = keep_owned_lines(page, owned, 0, lambda n, a=1: counted[0].update({n: a}))
+    keys = unpack_keys(pack_keys(line_keys(page)))
+    carried = keep_owned_lines(page, owned, 0, lambda n, a=1: counted[1].update({n: a}), keys)
+    assert plain == carried and plain.text == "One line here.\nThree.\n"
+    assert counted[0] == counted[1] == {"line-filtered:global_duplicate": 1,
+                                         "line-filtered:local_duplicate": 1, "line-passed": 3,
+                                         "passed": 1}
+    with pytest.raises(ValueError, match="4 line keys for 5 lines"):
+        keep_owned_lines(page, owned, 0, keys=keys[:4])
+
+
+def test_a_page_owning_nothing_is_counted_without_its_text():
+    """count_page_owning_nothing records what dedupe_page_lines records for a page that owns
+    none of its lines (the pipeline's path that never unpacks such a page)."""
+    from c4forge.corpus.line_dedup import count_page_owning_nothing, dedupe_page_lines
+
+    for text in ("Same line.", "Grüße.\nSame line.\nSame line.\n", ""):
+        page = Document(url="a", text=text)
+        full, short = collections.Counter(), collections.Counter()
+        assert dedupe_page_lines(page, set(), 3, lambda n, a=1: full.update({n: a})) is None
+        count_page_owning_nothing(len(text.split("\n")), len(text.encode()), lambda n, a=1: short.update({n: a}))
+        assert +full == +short
+
+
 def test_normalize_url():
     assert normalize_url("https://www.example.com/page/") == "example.com/page"
     assert normalize_url("http://example.com/a?utm_source=x") == "example.com/a"

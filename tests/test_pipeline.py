@@ -307,11 +307,12 @@ def test_direct_runner_mode_follows_the_machine():
 @pytest.mark.parametrize("max_keys", [1_000_000, 3])
 def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
     """ClaimLinesFn emits one claim per distinct line per bundle (from finish_bundle, or when
-    its table is full: max_keys=3 drains it after nearly every page); after the grouping every
-    line's owner is LineOwners' (the smallest md5(url)), and no line is lost."""
+    its table is full: max_keys=3 drains it after nearly every page), batched by line bucket;
+    after the grouping LineOwnersFn names every line's owner as LineOwners does (the smallest
+    md5(url)), batched by the owner's page bucket, and no line is lost or named twice."""
     from c4forge.corpus.document import Document
     from c4forge.corpus.line_dedup import LineOwners, line_key, url_rank
-    from c4forge.pipelines.c4 import ClaimLinesFn, _owner_of_line
+    from c4forge.pipelines.c4 import ClaimLinesFn, LineOwnersFn, digest_bucket
 
     lines = [f"Line number {i} of a page that shares some of its lines." for i in range(12)]
     pages = [Document(url=f"http://site{p}.example/{p}", text="\n".join(lines[p:p + 5] + lines[p % 3::4]))
@@ -323,11 +324,17 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
     for page in pages:
         expected |= {(url_rank(page.url), key) for key in owners.owned_by(page)}
     assert len({key for _, key in expected}) == len({line_key(line) for p in pages for line in p.text.split("\n")})
+    def unbatch(element):
+        bucket, batch = element
+        assert all(digest_bucket(rank, 4) == bucket for rank, _ in batch)  # batched by owner
+        return batch
+
     with BeamTestPipeline(argv=IN_MEMORY) as p:
         got = (p | beam.Create(pages)
-               | beam.ParDo(ClaimLinesFn(max_keys=max_keys))
+               | beam.ParDo(ClaimLinesFn(max_keys=max_keys, buckets=3))
                | beam.GroupByKey()
-               | beam.Map(_owner_of_line))
+               | beam.ParDo(LineOwnersFn(buckets=4))
+               | beam.FlatMap(unbatch))
         assert_that(got, equal_to(sorted(expected)))
 
 
@@ -357,3 +364,38 @@ def test_build_output_and_counters_unchanged_from_the_pinned_fingerprint(tmp_pat
     pinned = json.loads(GOLDEN.read_text())
     assert found["counters"] == pinned["counters"]
     assert found["files"] == pinned["files"] and len(found["files"]) >= 3
+
+
+@pytest.mark.parametrize("overrides,buckets,batch_bytes", [
+    ([], 1, None),                        # every batch in one bucket
+    ([], 7, 1),                           # a batch flushed after every item
+    (["dedupe_urls=false"], 5, 4096),     # claims and keyed pages from ClaimLinesFn/KeyPagesFn
+])
+def test_batched_shuffles_keep_documents_and_counters(tmp_path, monkeypatch, overrides, buckets, batch_bytes):
+    """Pages, claims and owners cross the shuffles in batches by bucket (issue 29): any bucket
+    count and any batch size, with or without URL dedup before the line dedup, gives the single-
+    process chain's documents and counters."""
+    from c4forge.pipelines import c4
+
+    if batch_bytes is not None:
+        monkeypatch.setattr(c4, "BATCH_BYTES", batch_bytes)
+    cfg = build_config("c4", badwords=str(DEMO_BADWORDS), overrides=overrides)
+    paths = crawl_files(tmp_path) + [str(SAMPLE)]
+    pipeline = BeamTestPipeline(argv=IN_MEMORY)
+    pages = c4_pages(pipeline | beam.Create(paths), cfg, buckets=buckets)
+    counters = Counters()
+    expected = sorted((d.url, d.text, d.near_dup_cluster_size) for d in run_chain(paths, cfg, counters))
+    assert len(expected) > 20
+    assert_that(pages | beam.Map(lambda p: (p.url, p.text, p.near_dup_cluster_size)), equal_to(expected))
+    result = pipeline.run()
+    result.wait_until_finish()
+    assert counters_of(result) == counters.as_dict()
+
+
+def test_batcher_flushes_at_its_limit_and_keeps_order():
+    from c4forge.pipelines.c4 import Batcher
+
+    batcher = Batcher(limit=10)
+    assert batcher.add(1, "a", 4) == [] and batcher.add(2, "b", 4) == [] and batcher.add(1, "c", 1) == []
+    assert batcher.add(1, "d", 1) == [(1, ["a", "c", "d"]), (2, ["b"])]  # 10 bytes: all out
+    assert batcher.drain() == [] and batcher.add(3, "e", 1) == [] and batcher.drain() == [(3, ["e"])]
