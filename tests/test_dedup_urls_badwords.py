@@ -103,8 +103,9 @@ def test_a_page_owning_nothing_is_counted_without_its_text():
     for text in ("Same line.", "Grüße.\nSame line.\nSame line.\n", ""):
         page = Document(url="a", text=text)
         full, short = collections.Counter(), collections.Counter()
-        assert dedupe_page_lines(page, set(), 3, lambda n, a=1: full.update({n: a})) is None
-        count_page_owning_nothing(len(text.split("\n")), len(text.encode()), lambda n, a=1: short.update({n: a}))
+        assert dedupe_page_lines(page, set(), 3, lambda n, a=1, c=full: c.update({n: a})) is None
+        count_page_owning_nothing(len(text.split("\n")), len(text.encode()),
+                                  lambda n, a=1, c=short: c.update({n: a}))
         assert +full == +short
 
 
