@@ -8,6 +8,7 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Iterator
@@ -25,7 +26,7 @@ from c4forge.corpus.line_dedup import (
     claim_keys,
     count_page_owning_nothing,
     dedupe_page_lines,
-    line_keys,
+    line_key,
     pack_keys,
     unpack_keys,
     url_rank,
@@ -182,14 +183,19 @@ class ReadCleanFn(StepsFn):
     (each hop costs microseconds of the SDK's per-element machinery). An unreadable file is
     counted, never fatal.
 
-    ``candidates`` (URLs deduplicated): each page becomes a candidate (normalised url, (crawl
-    time, raw text bytes, recorded counters, packed cleaned page, md5(url), the cleaned lines'
-    keys)), cleaned *before* the URL dedup, so the shuffle that picks the newest page per URL carries cleaned text (about half
-    of the raw), compressed. Candidates go out in batches, (url bucket, [(url, candidate)...]):
-    see Batcher. Cleaning is per page, so the winner's cleaned text is the same either way; its
-    counters are recorded here and counted only for the winner (NewestPagesFn), so every counter
-    equals tfds' order (dedup, then clean) and `corpus clean`'s. Without ``candidates``, the
-    cleaned pages go out one by one, counted at once."""
+    ``candidates`` (URLs deduplicated): every page is cleaned *before* the URL dedup and split
+    in two. Its *candidate*, (normalised url, (crawl time, raw text bytes, recorded counters,
+    md5(url), candidate id, the cleaned lines' keys)), goes to the URL groups (main output,
+    batched by url bucket): small, no text. Its cleaned text goes straight to the join that
+    follows the URL dedup (``PAGES`` output, batched by the bucket of md5(url): (md5(url),
+    candidate id, packed page, line count)), where only the URL group's winner is kept. So the
+    text crosses one shuffle, not two. Cleaning is per page, so the winner's cleaned text is
+    the same either way; its counters are recorded here and counted only for the winner
+    (NewestPagesFn), so every counter equals tfds' order (dedup, then clean) and `corpus
+    clean`'s. The candidate id (md5 of the record's file and offset) tells apart two crawls of
+    one URL. Without ``candidates``, the cleaned pages go out one by one, counted at once."""
+
+    PAGES = "pages"
 
     def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None,
                  candidates: bool = True, buckets: int = DEFAULT_BUCKETS) -> None:
@@ -197,9 +203,10 @@ class ReadCleanFn(StepsFn):
         self.progress_dir = progress_dir
         self.candidates = candidates
         self.buckets = buckets
-        self.keys = config.dedupe_lines  # the line keys travel with a candidate for line dedup
+        self.keys = config.dedupe_lines  # the winners' line keys are claimed at the URL groups
         self.reporter = None
         self.batcher = Batcher()
+        self.pages = Batcher()
 
     def setup(self) -> None:
         super().setup()
@@ -209,7 +216,7 @@ class ReadCleanFn(StepsFn):
             self.reporter = ProgressReporter(self.progress_dir)
 
     def start_bundle(self) -> None:
-        self.batcher = Batcher()
+        self.batcher, self.pages = Batcher(), Batcher()
 
     def process(self, path: str):
         length = self.inc_for(NS_LENGTH)
@@ -219,9 +226,7 @@ class ReadCleanFn(StepsFn):
             if not self.steps.length_ok(page, length):
                 continue
             if self.candidates:
-                url, candidate = self._candidate(page)
-                yield from self.batcher.add(url_bucket(url, self.buckets), (url, candidate),
-                                            len(candidate[3]) + len(url) + 64)
+                yield from self._candidate(page)
             elif self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
                 cleaned = self.steps.clean(page, self.inc_for(NS_CLEAN))
                 if cleaned is not None:
@@ -232,6 +237,8 @@ class ReadCleanFn(StepsFn):
     def finish_bundle(self):
         super().finish_bundle()
         yield from _in_global_window(self.batcher.drain())
+        for batch in _in_global_window(self.pages.drain()):
+            yield beam.pvalue.TaggedOutput(self.PAGES, batch)
 
     def _candidate(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
@@ -239,30 +246,42 @@ class ReadCleanFn(StepsFn):
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
         counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
-        if cleaned is None:
-            return page.normalized_url, (page.timestamp, text_bytes(page), counters, b"", b"", b"")
-        keys = pack_keys(line_keys(cleaned)) if self.keys else b""
-        return page.normalized_url, (page.timestamp, text_bytes(page), counters,
-                                     to_bytes(cleaned, SHUFFLE_COMPRESSION), url_rank(cleaned.url), keys)
+        rank = candidate = keys = b""
+        if cleaned is not None:
+            rank = url_rank(cleaned.url)
+            candidate = candidate_id(cleaned)
+            lines = cleaned.text.split("\n")
+            if self.keys:
+                keys = pack_keys(map(line_key, lines))
+            packed = to_bytes(cleaned, SHUFFLE_COMPRESSION)
+            for batch in self.pages.add(digest_bucket(rank, self.buckets), (rank, candidate, packed, len(lines)),
+                                        len(packed) + 64):
+                yield beam.pvalue.TaggedOutput(self.PAGES, batch)
+        url = page.normalized_url
+        yield from self.batcher.add(url_bucket(url, self.buckets),
+                                    (url, (page.timestamp, text_bytes(page), counters, rank, candidate, keys)),
+                                    len(url) + len(counters) + len(keys) + 96)
+
+
+def candidate_id(page: Document) -> bytes:
+    """Which crawl record a cleaned page came from (8 bytes of md5(file, offset))."""
+    return hashlib.md5(f"{page.source}\0{page.offset}".encode("utf-8", "surrogatepass")).digest()[:8]
 
 
 class NewestPagesFn(_Counting, beam.DoFn):
     """(url bucket, batches of (normalised url, candidate)) -> for every URL of the bucket the
-    newest page's cleaned text, if any; the others are counted as duplicates and the winner's
-    recorded clean counters are counted. Candidates are visited in the order they came, so ties
-    keep the first seen, as before batching.
+    newest crawl wins; the others are counted as duplicates and the winner's recorded clean
+    counters are counted. Candidates are visited in the order they came, so ties keep the first
+    seen, as before batching. A winner with cleaned text goes out as (page bucket, [(md5(url),
+    candidate id)...]) for the join with the pages (ReadCleanFn's PAGES output).
 
-    Without ``lines`` the winners go out as Documents. With ``lines`` (line dedup follows) a
-    winner is never unpacked here: its line keys (carried in the candidate) are claimed in a
-    table combined per bundle, as ClaimLinesFn does, and go to the ``CLAIMS`` output in batches
-    (line bucket, [(line key, md5(url))...]); the winner itself goes to the ``KEYED`` output as
-    it came, batched by the bucket of md5(url): (page bucket, [(md5(url), packed page, line
-    keys)...]), for the join with its owned lines.
+    With ``lines`` (line dedup follows) the winners' line keys (carried in the candidate) are
+    claimed in a table combined per bundle, as ClaimLinesFn does, and go to the ``CLAIMS``
+    output in batches (line bucket, [(line key, md5(url))...]).
 
     A GroupByKey, not a CombinePerKey: Beam lifts a combine into the reading workers, where its
-    table keeps up to 100,000 accumulators (here whole pages) per bundle."""
+    table keeps up to 100,000 accumulators per bundle."""
 
-    KEYED = "keyed"
     CLAIMS = "claims"
 
     def __init__(self, lines: bool = False, buckets: int = DEFAULT_BUCKETS,
@@ -293,23 +312,18 @@ class NewestPagesFn(_Counting, beam.DoFn):
         url_inc = self.inc_for(NS_URL)
         for best, count, size in groups.values():
             count_url_group(url_inc, count, size, best[1])
-            for line in best[2].split("\n") if best[2] else ():
+            _, raw_size, counters, rank, candidate, keys = best
+            for line in counters.split("\n") if counters else ():
                 namespace, name, amount = line.split("\t")
                 self.inc_for(namespace)(name, int(amount))
-            packed = best[3]
-            if not packed:
+            if not rank:  # the newest crawl was cleaned away
                 continue
-            if not self.lines:
-                yield from_bytes(packed)
-                continue
-            _, _, _, _, rank, keys = best
-            claim_keys(self.table, rank, unpack_keys(keys))
-            if len(self.table) >= self.max_keys:
-                for claims in _claim_batches(self._drain(), self.buckets):
-                    yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
-            for batch in self.batcher.add(digest_bucket(rank, self.buckets), (rank, packed, keys),
-                                          len(packed) + len(keys) + 48):
-                yield beam.pvalue.TaggedOutput(self.KEYED, batch)
+            if self.lines:
+                claim_keys(self.table, rank, unpack_keys(keys))
+                if len(self.table) >= self.max_keys:
+                    for claims in _claim_batches(self._drain(), self.buckets):
+                        yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
+            yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, candidate), 40)
 
     def _drain(self) -> dict[bytes, bytes]:
         table, self.table = self.table, {}
@@ -317,8 +331,7 @@ class NewestPagesFn(_Counting, beam.DoFn):
 
     def finish_bundle(self):
         super().finish_bundle()
-        for batch in _in_global_window(self.batcher.drain()):
-            yield beam.pvalue.TaggedOutput(self.KEYED, batch)
+        yield from _in_global_window(self.batcher.drain())
         for claims in _in_global_window(_claim_batches(self._drain(), self.buckets)):
             yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
 
@@ -342,7 +355,8 @@ class ClaimLinesFn(beam.DoFn):
     Beam's lifted combine did the same per element, at several times the CPU). The claims go
     out in batches, (line bucket, [(line key, md5(url))...]). The table is bounded
     (``max_keys``; 250,000 keys hold about 35 MB): when full, it is emitted and emptied, so a
-    line may be claimed once per drain, never lost.
+    line may be claimed once per drain, never lost. Used when no URL dedup runs first
+    (NewestPagesFn claims the winners' lines otherwise).
 
     The 16-byte digest names the page (URLs are unique after URL dedup) in the shuffle and in
     the join back to the pages: compact bytes, not tuples with URL strings."""
@@ -395,8 +409,8 @@ class LineOwnersFn(beam.DoFn):
 
 
 class KeyPagesFn(beam.DoFn):
-    """Pages -> (page bucket, [(md5(url), packed page, line keys)...]) for the line-dedup join,
-    when no URL dedup ran before it (NewestPagesFn's keyed output does this otherwise)."""
+    """Pages -> (page bucket, [(md5(url), b"", packed page, line count)...]) for the line-dedup
+    join, when no URL dedup ran before it (ReadCleanFn's PAGES output does this otherwise)."""
 
     def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
         self.buckets = buckets
@@ -408,9 +422,8 @@ class KeyPagesFn(beam.DoFn):
     def process(self, page: Document):
         rank = url_rank(page.url)
         packed = to_bytes(page, SHUFFLE_COMPRESSION)
-        keys = pack_keys(line_keys(page))
-        yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, packed, keys),
-                                    len(packed) + len(keys) + 48)
+        yield from self.batcher.add(digest_bucket(rank, self.buckets),
+                                    (rank, b"", packed, page.text.count("\n") + 1), len(packed) + 64)
 
     def finish_bundle(self):
         yield from _in_global_window(self.batcher.drain())
@@ -422,15 +435,21 @@ def _packed(kv):
 
 
 class FilterPagesFn(StepsFn):
-    """The page filters after the line dedup, in one DoFn (no Beam hop between them): [keep the
-    lines each page owns (``owned_lines``: elements are (page bucket, {pages, lines}) from the
-    join, batches of (md5(url), packed page, line keys) and of (md5(url), owned line key))] ->
-    language ID -> bad words. A page that owns none of its lines is counted from its key count
-    and packed header (count_page_owning_nothing), never unpacked."""
+    """The page filters after the dedup joins, in one DoFn (no Beam hop between them): [keep
+    each URL's winning crawl (``winners``)] -> [keep the lines each page owns
+    (``owned_lines``)] -> language ID -> bad words.
 
-    def __init__(self, config: CorpusConfig, owned_lines: bool) -> None:
+    With either, elements are (page bucket, {"pages", "winners", "lines"}) from the join:
+    batches of (md5(url), candidate id, packed page, line count), of (md5(url), candidate id)
+    the URL groups' winners, and of (md5(url), owned line key). A crawl that lost its URL group
+    is dropped unread (the URL groups counted it); a page that owns none of its lines is counted
+    from its line count and packed header (count_page_owning_nothing), never unpacked. Without
+    either, elements are Documents."""
+
+    def __init__(self, config: CorpusConfig, owned_lines: bool, winners: bool = False) -> None:
         super().__init__(config)
         self.owned_lines = owned_lines
+        self.winners = winners
 
     def setup(self) -> None:
         super().setup()
@@ -439,9 +458,10 @@ class FilterPagesFn(StepsFn):
             _ = self.steps.badwords_filter  # load the lists once per worker
 
     def process(self, element):
-        # The whole group's line dedup first, then language ID over the survivors in one run:
+        # The whole group's dedup first, then language ID over the survivors in one run:
         # measured faster than alternating per page (fastText's tables stay in cache).
-        pages = list(self._keep_owned_lines(element)) if self.owned_lines else (element,)
+        joined = self.owned_lines or self.winners
+        pages = list(self._joined_pages(element)) if joined else (element,)
         language, badwords = self.inc_for(NS_LANG), self.inc_for(NS_BADWORDS)
         for page in pages:
             if page is None:
@@ -450,10 +470,11 @@ class FilterPagesFn(StepsFn):
             if page is not None and self.steps.badwords_ok(page, badwords, self.inc_for):
                 yield page
 
-    def _keep_owned_lines(self, element) -> Iterator[Optional[Document]]:
+    def _joined_pages(self, element) -> Iterator[Optional[Document]]:
         _, grouped = element
+        winners = {winner for batch in grouped["winners"] for winner in batch} if self.winners else None
         owned: dict[bytes, set[bytes]] = {}
-        for batch in grouped["lines"]:
+        for batch in grouped["lines"] if self.owned_lines else ():
             for rank, key in batch:
                 keys = owned.get(rank)
                 if keys is None:
@@ -462,16 +483,24 @@ class FilterPagesFn(StepsFn):
         seen: set[bytes] = set()
         inc = self.inc_for(NS_LINES)
         for batch in grouped["pages"]:
-            for rank, packed, keys in batch:
+            for rank, candidate, packed, n_lines in batch:
+                if winners is not None:
+                    if (rank, candidate) not in winners:
+                        continue  # an older crawl of the URL
+                    winners.discard((rank, candidate))  # the same record read twice counts once
                 if rank in seen:  # URL dedup makes urls unique; anything else is a wiring bug
                     raise ValueError(f"several pages for md5(url) {rank.hex()}")
                 seen.add(rank)
+                if not self.owned_lines:
+                    yield from_bytes(packed)
+                    continue
                 mine = owned.get(rank)
                 if mine is None:
-                    count_page_owning_nothing(len(keys) // 16, packed_text_size(packed), inc)
+                    count_page_owning_nothing(n_lines, packed_text_size(packed), inc)
                     continue
-                yield dedupe_page_lines(from_bytes(packed), mine, self.config.dedupe_min_sentences,
-                                        inc, unpack_keys(keys))
+                yield dedupe_page_lines(from_bytes(packed), mine, self.config.dedupe_min_sentences, inc)
+        if winners:
+            raise ValueError(f"the winning crawl of md5(url) {min(winners)[0].hex()} has no page")
         orphans = owned.keys() - seen
         if orphans:
             raise ValueError(f"lines owned by md5(url) {min(orphans).hex()}, which has no page")
@@ -614,34 +643,36 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
     (``progress_dir``: where the reading step reports, see pipelines/progress.py; ``buckets``:
     see shuffle_buckets)."""
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
-    # with line dedup: (page bucket, [(md5(url), packed page, line keys)...]) for the join, and
-    # (line bucket, [(line key, md5(url))...]) claims
-    keyed = claims = None
+    join = {}  # what meets each page, by the bucket of its md5(url)
+    claims = None  # (line bucket, [(line key, md5(url))...])
     if config.dedupe_urls:
-        newest = (files
-                  | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True,
-                                                               buckets=buckets))
+        read = (files
+                | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True,
+                                                             buckets=buckets))
+                .with_outputs(ReadCleanFn.PAGES, main="candidates"))
+        newest = (read.candidates
                   | "group by url bucket" >> beam.GroupByKey()
                   | "newest per url" >> beam.ParDo(NewestPagesFn(lines=config.dedupe_lines, buckets=buckets))
-                  .with_outputs(NewestPagesFn.KEYED, NewestPagesFn.CLAIMS, main="pages"))
-        pages = newest.pages
-        if config.dedupe_lines:
-            keyed, claims = newest[NewestPagesFn.KEYED], newest[NewestPagesFn.CLAIMS]
+                  .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
+        join.update(pages=read[ReadCleanFn.PAGES], winners=newest.winners)
+        claims = newest[NewestPagesFn.CLAIMS]
     else:
         pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False))
-    if config.dedupe_lines:
-        if keyed is None:
-            keyed = pages | "key by url rank" >> beam.ParDo(KeyPagesFn(buckets))
+        if config.dedupe_lines:
+            join.update(pages=pages | "key by url rank" >> beam.ParDo(KeyPagesFn(buckets)))
             claims = pages | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=buckets))
-        owners = (claims
-                  | "group claims by line bucket" >> beam.GroupByKey()
-                  | "owner of line" >> beam.ParDo(LineOwnersFn(buckets)))
-        joined = ({"pages": keyed,
-                   "lines": owners}
-                  | "group lines by page bucket" >> beam.CoGroupByKey())
-        pages = joined | "owned lines, language, bad words" >> beam.ParDo(FilterPagesFn(config, owned_lines=True))
+    if config.dedupe_lines:
+        join["lines"] = (claims
+                         | "group claims by line bucket" >> beam.GroupByKey()
+                         | "owner of line" >> beam.ParDo(LineOwnersFn(buckets)))
+    steps = "owned lines, language, bad words" if config.dedupe_lines else "language, bad words"
+    if join:
+        pages = (join
+                 | "group by page bucket" >> beam.CoGroupByKey()
+                 | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=config.dedupe_lines,
+                                                     winners=config.dedupe_urls)))
     else:
-        pages = pages | "language, bad words" >> beam.ParDo(FilterPagesFn(config, owned_lines=False))
+        pages = pages | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=False))
     if config.near_dedup:
         pages = near_dedup(pages, config, cc_rounds)
     return pages

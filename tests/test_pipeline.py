@@ -370,11 +370,13 @@ def test_build_output_and_counters_unchanged_from_the_pinned_fingerprint(tmp_pat
     ([], 1, None),                        # every batch in one bucket
     ([], 7, 1),                           # a batch flushed after every item
     (["dedupe_urls=false"], 5, 4096),     # claims and keyed pages from ClaimLinesFn/KeyPagesFn
+    (["dedupe_lines=false"], 3, 4096),    # URL winners joined to their pages, no line owners
 ])
 def test_batched_shuffles_keep_documents_and_counters(tmp_path, monkeypatch, overrides, buckets, batch_bytes):
-    """Pages, claims and owners cross the shuffles in batches by bucket (issue 29): any bucket
-    count and any batch size, with or without URL dedup before the line dedup, gives the single-
-    process chain's documents and counters."""
+    """Candidates, pages, winners, claims and owners cross the shuffles in batches by bucket
+    (issue 29): any bucket count and any batch size, with URL dedup, line dedup or both, gives
+    the single-process chain's documents and counters (the revisited page of crawl_files keeps
+    its newest crawl)."""
     from c4forge.pipelines import c4
 
     if batch_bytes is not None:
