@@ -17,7 +17,8 @@ IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--dire
 
 
 def components(edges, rounds, tmp_path):
-    """(labels, changed) of connected_components run by Beam's local runner."""
+    """(labels, number of nodes still changing) of connected_components run by Beam's local
+    runner."""
     out = tmp_path / f"cc-{rounds}.jsonl"
     out.unlink(missing_ok=True)
 
@@ -29,12 +30,12 @@ def components(edges, rounds, tmp_path):
         labels, changed = connected_components(pipeline | beam.Create(edges), rounds)
         _ = labels | "labels" >> beam.Map(lambda kv: dump(["label", kv[0], kv[1]]))
         _ = changed | "changed" >> beam.Map(lambda n: dump(["changed", n, None]))
-    found, unconverged = {}, None
+    found, unconverged = {}, 0
     for kind, a, b in map(json.loads, out.read_text().splitlines()):
         if kind == "label":
             found[a] = b
         else:
-            unconverged = a
+            unconverged += 1
     return found, unconverged
 
 
