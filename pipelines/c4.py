@@ -236,6 +236,8 @@ class ReadCleanFn(StepsFn):
 
     def finish_bundle(self):
         super().finish_bundle()
+        if self.reporter:
+            self.reporter.flush()
         yield from _in_global_window(self.batcher.drain())
         for batch in _in_global_window(self.pages.drain()):
             yield beam.pvalue.TaggedOutput(self.PAGES, batch)
@@ -245,7 +247,7 @@ class ReadCleanFn(StepsFn):
         cleaned = None
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
-        counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
+        counters = tuple((ns, name, n) for (ns, name), n in counts.items())
         rank = candidate = keys = b""
         if cleaned is not None:
             rank = url_rank(cleaned.url)
@@ -260,7 +262,7 @@ class ReadCleanFn(StepsFn):
         url = page.normalized_url
         yield from self.batcher.add(url_bucket(url, self.buckets),
                                     (url, (page.timestamp, text_bytes(page), counters, rank, candidate, keys)),
-                                    len(url) + len(counters) + len(keys) + 96)
+                                    len(url) + 32 * len(counters) + len(keys) + 96)
 
 
 def candidate_id(page: Document) -> bytes:
@@ -313,9 +315,8 @@ class NewestPagesFn(_Counting, beam.DoFn):
         for best, count, size in groups.values():
             count_url_group(url_inc, count, size, best[1])
             _, raw_size, counters, rank, candidate, keys = best
-            for line in counters.split("\n") if counters else ():
-                namespace, name, amount = line.split("\t")
-                self.inc_for(namespace)(name, int(amount))
+            for namespace, name, amount in counters:
+                self.inc_for(namespace)(name, amount)
             if not rank:  # the newest crawl was cleaned away
                 continue
             if self.lines:

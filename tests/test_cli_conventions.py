@@ -131,7 +131,9 @@ def test_build_progress_board_sums_the_workers_reports(tmp_path):
     a, b = ProgressReporter(folder), ProgressReporter(folder)
     for _ in range(3):
         a.page(100)
-    a.file_done()
+    a.file_done()  # written at most twice a second: the first page's report is on disk
+    assert ProgressBoard(folder, 2).totals() == {"files": 0, "pages": 1, "bytes": 100}
+    a.flush()  # as the reader does when its bundle ends
     b.page(50)
     b.flush()
     (tmp_path / ".progress" / "junk.json").write_text("{not json")
