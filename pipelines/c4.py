@@ -247,7 +247,8 @@ class ReadCleanFn(StepsFn):
         cleaned = None
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
-        counters = tuple((ns, name, n) for (ns, name), n in counts.items())
+        # one string, not tuples: the runner decodes and re-encodes every grouped value
+        counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
         rank = candidate = keys = b""
         if cleaned is not None:
             rank = url_rank(cleaned.url)
@@ -262,7 +263,7 @@ class ReadCleanFn(StepsFn):
         url = page.normalized_url
         yield from self.batcher.add(url_bucket(url, self.buckets),
                                     (url, (page.timestamp, text_bytes(page), counters, rank, candidate, keys)),
-                                    len(url) + 32 * len(counters) + len(keys) + 96)
+                                    len(url) + len(counters) + len(keys) + 96)
 
 
 def candidate_id(page: Document) -> bytes:
@@ -315,8 +316,9 @@ class NewestPagesFn(_Counting, beam.DoFn):
         for best, count, size in groups.values():
             count_url_group(url_inc, count, size, best[1])
             _, raw_size, counters, rank, candidate, keys = best
-            for namespace, name, amount in counters:
-                self.inc_for(namespace)(name, amount)
+            for line in counters.split("\n") if counters else ():
+                namespace, name, amount = line.split("\t")
+                self.inc_for(namespace)(name, int(amount))
             if not rank:  # the newest crawl was cleaned away
                 continue
             if self.lines:
