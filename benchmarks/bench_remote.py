@@ -1,7 +1,7 @@
 """Reading the shared crawl over loopback HTTP (corpus.remote.ResumingReader, the reader
 `corpus build` uses for https://) against the local files, with 0% and 20% injected faults.
 
-    .venv/bin/python benchmarks/bench_remote.py --repeat 5
+    python benchmarks/bench_remote.py --repeat 5 [--write] [--quick]   (make bench runs it)
 
 Interleaved: local, remote 0%, remote 20%, local, ... ; MB/s of compressed bytes delivered,
 min / median / max over the repeats; the bytes are checked equal to the local file's.
@@ -20,7 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import harness  # noqa: E402
 from c4forge.corpus.remote import RemotePolicy, ResumingReader
 from tests.faultserver import FaultServer
 
@@ -43,9 +45,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--passes", type=int, default=10,
                         help="reads of the whole crawl per measurement (longer, steadier timings)")
-    parser.add_argument("--data", default=os.environ.get("C4FORGE_SHARED_DATA",
-                                                         str(ROOT.parent / "shared" / "data")))
+    parser.add_argument("--data", default=str(harness.SHARED))
+    parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
+    parser.add_argument("--quick", action="store_true", help="One pass, one repeat, nothing written.")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat, args.passes, args.write = 1, 1, False
+    machine = harness.machine()
     files = sorted(Path(args.data, "crawl").glob("*.wet.gz")) * args.passes
     if not files:
         sys.exit(f"no crawl files under {args.data}/crawl")
@@ -68,12 +74,17 @@ def main() -> None:
                     times[label].append(time.perf_counter() - start)
                     assert data == expected, label
             retried = faulty.total - args.repeat * len(names)
-    print(f"{len(files)} file reads, {megabytes:.1f} MB compressed per measurement, {args.repeat} interleaved repeats "
-          f"({retried} faulty responses retried in the 20% runs)\n")
-    print("| read | MB/s min | median | max |\n|---|---:|---:|---:|")
+    lines = [f"{len(files)} file reads ({len(set(files))} crawl files x {args.passes} passes), {megabytes:.1f} MB "
+             f"compressed per measurement, {args.repeat} interleaved repeats ({retried} faulty responses "
+             "retried in the 20% runs); bytes checked equal to the local files'; loopback server "
+             "tests/faultserver.py on 127.0.0.1.", "",
+             "| read | MB/s min | median | max | time vs local files, median (min-max) |",
+             "|---|---:|---:|---:|---:|"]
     for label, seconds in times.items():
         rates = sorted(megabytes / s for s in seconds)
-        print(f"| {label} | {rates[0]:,.0f} | {statistics.median(rates):,.0f} | {rates[-1]:,.0f} |")
+        ratio = harness.spread(harness.ratios(seconds, times["local files"])) + "x"
+        lines.append(f"| {label} | {rates[0]:,.0f} | {statistics.median(rates):,.0f} | {rates[-1]:,.0f} | {ratio} |")
+    harness.publish("remote", lines, args.write, machine)
 
 
 if __name__ == "__main__":

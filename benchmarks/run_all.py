@@ -39,6 +39,7 @@ BENCHMARKS = (
     Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
     Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
+    Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
 )
 
 

@@ -84,9 +84,9 @@ BATCH_BYTES = 32 << 20
 
 def shuffle_buckets(input_bytes: int, minimum: int = DEFAULT_BUCKETS) -> int:
     """How many buckets the batched shuffles use: one per BUCKET_INPUT_BYTES of (compressed)
-    input, at least ``minimum`` (parallelism for the groups' consumers). A URL bucket's
-    candidates and a page bucket's pages are held in memory together by one worker: about a
-    fifth of the bucket's input bytes (cleaned, LZ4-compressed text)."""
+    input, at least ``minimum`` (parallelism for the groups' consumers). A page bucket's pages
+    are held in memory together by one worker in the join: about a fifth of the bucket's input
+    bytes (cleaned, LZ4-compressed text); a URL bucket's candidates carry no text."""
     return max(minimum, -(-input_bytes // BUCKET_INPUT_BYTES))
 
 
