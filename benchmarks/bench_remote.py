@@ -10,7 +10,6 @@ The server is tests/faultserver.py on 127.0.0.1 (bounded requests and lifetime).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -23,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness  # noqa: E402
+
 from c4forge.corpus.remote import RemotePolicy, ResumingReader
 from tests.faultserver import FaultServer
 

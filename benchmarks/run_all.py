@@ -40,6 +40,7 @@ BENCHMARKS = (
     Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
     Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
+    Benchmark("tokenizer", "bench_tokenizer.py", ("--repeat", "3", "--write"), "../shared/data/crawl"),
 )
 
 
