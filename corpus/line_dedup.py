@@ -12,7 +12,7 @@ for single-process runs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
@@ -48,9 +48,9 @@ def claim_keys(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -
 
 
 def pack_keys(keys: Iterable[bytes]) -> bytes:
-    """A page's line keys as one bytes object (16 bytes each, in line order): computed once
-    where the page is cleaned and carried with it, so the claims and the owned-line filter
-    downstream need neither the text nor md5 again."""
+    """A page's line keys as one bytes object (16 bytes each, in line order): computed where
+    the page is cleaned and carried to the URL groups, which claim the winners' lines without
+    the text."""
     return b"".join(keys)
 
 
@@ -63,10 +63,9 @@ def owner_of(urls: Iterable[str]) -> str:
     return min(urls, key=url_rank)
 
 
-def dedupe_page_lines(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn,
-                      keys: Optional[Sequence[bytes]] = None) -> Optional[Document]:
+def dedupe_page_lines(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn) -> Optional[Document]:
     """:func:`keep_owned_lines` with the step's byte counters: what both chains run per page."""
-    kept = keep_owned_lines(page, owned, min_sentences, inc, keys)
+    kept = keep_owned_lines(page, owned, min_sentences, inc)
     inc("bytes-in", page.text_size())
     if kept is not None:
         inc("bytes-out", kept.text_size())
@@ -84,18 +83,13 @@ def count_page_owning_nothing(n_lines: int, text_size: int, inc: IncFn) -> None:
 
 
 def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
-                     inc: IncFn = null_inc, keys: Optional[Sequence[bytes]] = None) -> Optional[Document]:
-    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines
-    (``keys``: the lines' keys when already known, see pack_keys)."""
+                     inc: IncFn = null_inc) -> Optional[Document]:
+    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""
     new_lines = []
     seen: set[bytes] = set()
     n_global = n_local = 0
-    lines = page.text.split("\n")
-    if keys is None:
-        keys = [line_key(line) for line in lines]
-    elif len(keys) != len(lines):
-        raise ValueError(f"{len(keys)} line keys for {len(lines)} lines")
-    for line, key in zip(lines, keys):
+    for line in page.text.split("\n"):
+        key = line_key(line)
         if key not in owned:
             n_global += 1
         elif key in seen:

@@ -340,15 +340,12 @@ class NewestPagesFn(_Counting, beam.DoFn):
 
 
 def _claim_batches(table: dict[bytes, bytes], buckets: int) -> list:
-    """A claims table as (line bucket, [(line key, md5(url))...]) batches."""
-    batches: dict[int, list] = {}
+    """A claims table as (line bucket, [(line key, md5(url))...]) batches (the table is
+    already bounded, so the batcher never flushes early)."""
+    batcher = Batcher(limit=len(table) + 1)
     for key, rank in table.items():
-        bucket = digest_bucket(key, buckets)
-        batch = batches.get(bucket)
-        if batch is None:
-            batches[bucket] = batch = []
-        batch.append((key, rank))
-    return list(batches.items())
+        batcher.add(digest_bucket(key, buckets), (key, rank), 1)
+    return batcher.drain()
 
 
 class ClaimLinesFn(beam.DoFn):

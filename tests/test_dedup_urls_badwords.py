@@ -75,24 +75,21 @@ def test_dedup_counters_and_empty_page():
     assert counters == {"line-filtered:global_duplicate": 1, "filtered:empty": 1}
 
 
-def test_line_keys_carried_with_a_page_give_the_same_result():
-    """keep_owned_lines with the keys computed where the page was cleaned (pack_keys, as the
-    Beam pipeline carries them) keeps the same lines and counts the same as computing them;
-    keys that do not match the lines are an error, never a silent misalignment."""
-    from c4forge.corpus.line_dedup import line_keys, pack_keys, unpack_keys
+def test_line_keys_carried_with_a_page_claim_as_the_page_does():
+    """The Beam pipeline carries a page's line keys (pack_keys) to the URL groups and claims
+    them there (claim_keys): the same owners as claiming from the page itself (add_claims)."""
+    from c4forge.corpus.line_dedup import add_claims, claim_keys, line_keys, pack_keys, unpack_keys
 
-    page = Document(url="u", text="One line here.\nTwo lines here.\none line here.\nThree.\n")
-    owned = {key for i, key in enumerate(line_keys(page)) if i != 1}
-    counted = [collections.Counter(), collections.Counter()]
-    plain = keep_owned_lines(page, owned, 0, lambda n, a=1: counted[0].update({n: a}))
-    keys = unpack_keys(pack_keys(line_keys(page)))
-    carried = keep_owned_lines(page, owned, 0, lambda n, a=1: counted[1].update({n: a}), keys)
-    assert plain == carried and plain.text == "One line here.\nThree.\n"
-    assert counted[0] == counted[1] == {"line-filtered:global_duplicate": 1,
-                                         "line-filtered:local_duplicate": 1, "line-passed": 3,
-                                         "passed": 1}
-    with pytest.raises(ValueError, match="4 line keys for 5 lines"):
-        keep_owned_lines(page, owned, 0, keys=keys[:4])
+    pages = [Document(url=u, text="One line here.\nTwo lines here.\none line here.\nThree.\n" + u)
+             for u in ("http://a.example/", "http://b.example/x", "http://c.example/y")]
+    from_pages: dict[bytes, bytes] = {}
+    carried: dict[bytes, bytes] = {}
+    for page in pages:
+        add_claims(from_pages, page)
+        keys = unpack_keys(pack_keys(line_keys(page)))
+        assert keys == list(line_keys(page))
+        claim_keys(carried, url_rank(page.url), keys)
+    assert carried == from_pages and len(carried) == 6  # 3 shared lines (one twice), 3 own
 
 
 def test_a_page_owning_nothing_is_counted_without_its_text():
