@@ -68,6 +68,7 @@ def make_copies(files: list[str], scale: int) -> list[str]:
     """``scale`` copies of the crawl files, URLs rewritten per copy; one gzip member per record
     (as in Common Crawl). Cached by scale."""
     from c4forge.corpus.wet import iter_records
+    from tests.wetfiles import renamed_copy
 
     tag = hashlib.sha1("\0".join(os.path.basename(f) for f in files).encode()).hexdigest()[:8]
     folder = CACHE / f"x{scale}-{tag}"
@@ -87,22 +88,10 @@ def make_copies(files: list[str], scale: int) -> list[str]:
                 for source, record in records:
                     if source != name:
                         continue
-                    handle.write(gzip.compress(_rewrite(record, copy), 6))
+                    handle.write(gzip.compress(renamed_copy(record, copy), 6))
             out.append(str(target))
     done.write_text("ok\n")
     return sorted(out)
-
-
-def _rewrite(record, copy: int) -> bytes:
-    headers = dict(record.headers)
-    uri = headers.get("WARC-Target-URI")
-    if uri and "://" in uri:
-        scheme, rest = uri.split("://", 1)
-        headers["WARC-Target-URI"] = f"{scheme}://c{copy}.{rest}"
-    body = record.body if isinstance(record.body, bytes) else record.body.encode("utf-8")
-    headers["Content-Length"] = str(len(body))
-    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    return f"WARC/1.0\r\n{head}\r\n".encode() + body + b"\r\n\r\n"
 
 
 class TreeSampler(threading.Thread):

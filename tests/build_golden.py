@@ -44,6 +44,7 @@ def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
     import gzip
 
     from c4forge.corpus.wet import iter_records
+    from tests.wetfiles import renamed_copy
 
     out = list(crawl)
     for copy in range(1, copies):
@@ -51,15 +52,7 @@ def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
             target = Path(folder) / f"c{copy}-{Path(path).name}"
             with open(target, "wb") as handle:
                 for record in iter_records(path):
-                    headers = dict(record.headers)
-                    uri = headers.get("WARC-Target-URI", "")
-                    if "://" in uri:  # a warcinfo record has none
-                        scheme, _, rest = uri.partition("://")
-                        headers["WARC-Target-URI"] = f"{scheme}://c{copy}.{rest}"
-                    body = record.body if isinstance(record.body, bytes) else record.body.encode("utf-8")
-                    headers["Content-Length"] = str(len(body))
-                    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-                    handle.write(gzip.compress(f"WARC/1.0\r\n{head}\r\n".encode() + body + b"\r\n\r\n"))
+                    handle.write(gzip.compress(renamed_copy(record, copy)))
             out.append(str(target))
     return out
 

@@ -40,3 +40,18 @@ def page(i: int) -> str:
     return (f"Page number {i} talks about the weather in some detail.\n"
             f"It has a second line with enough words to pass the rules.\n"
             f"And a third line, so that Punkt finds three sentences here.")
+
+
+def renamed_copy(record, copy: int) -> bytes:
+    """A parsed WET record (corpus.wet.iter_records) written back with its host renamed
+    ``c<copy>.<host>``: the same text under a new URL, as a mirror in a real crawl (benchmarks
+    and tests build scaled inputs from the shared crawl with it)."""
+    headers = dict(record.headers)
+    uri = headers.get("WARC-Target-URI")
+    if uri and "://" in uri:  # a warcinfo record has none
+        scheme, rest = uri.split("://", 1)
+        headers["WARC-Target-URI"] = f"{scheme}://c{copy}.{rest}"
+    body = record.body if isinstance(record.body, bytes) else record.body.encode("utf-8")
+    headers["Content-Length"] = str(len(body))
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return f"WARC/1.0\r\n{head}\r\n".encode() + body + b"\r\n\r\n"
