@@ -52,7 +52,8 @@ def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -
 
 
 def dedupe_urls(pages: Iterable[Document], counters: Counters) -> list[Document]:
-    """One page per normalised URL, the newest; first-seen order (tfds ``select_newest_page``)."""
+    """One page per normalised URL, the newest (ties: the smallest record id, ``newer_page``), in
+    first-seen order of the URLs (tfds ``select_newest_page``)."""
     inc = counters.inc_fn(NS_URL)
     best: dict[str, Document] = {}
     seen: dict[str, tuple[int, int]] = {}  # normalised url -> (pages, text bytes)

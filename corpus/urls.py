@@ -26,20 +26,47 @@ def md5_int(text: str) -> int:
     return int(hashlib.md5(text.encode("utf-8")).hexdigest(), 16)
 
 
+def record_id(source: str, offset: int) -> bytes:
+    """Which crawl record a page came from, as 8 bytes of md5(file name, byte offset): the file's
+    *name*, not its path, so the id (and every tie it breaks) does not depend on the folder or
+    host the crawl was read from."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    return hashlib.md5(f"{name}\0{offset}".encode("utf-8", "surrogatepass")).digest()[:8]
+
+
+def page_record_id(page: Document) -> bytes:
+    """:func:`record_id` of a Document."""
+    return record_id(page.source, page.offset)
+
+
+def replaces(timestamp: str, record: bytes, current_timestamp: str, current_record: bytes) -> bool:
+    """Whether a page crawled at ``timestamp`` (record id ``record``) replaces the one kept so far:
+    if newer (ISO strings compare in time order), or as new and with the smaller record id.
+
+    tfds keeps whichever of equally new pages its shuffle delivers first, which differs per runner
+    and per input order; the record id makes the choice the same in every arrival order, on every
+    runner and in both chains (issue 29: the pinned build changed with the input's folder)."""
+    return timestamp > current_timestamp or (timestamp == current_timestamp and record < current_record)
+
+
+def newer_page(a: Document, b: Document) -> Document:
+    """Of two pages of one normalised URL the one kept (see :func:`replaces`)."""
+    return b if replaces(b.timestamp, page_record_id(b), a.timestamp, page_record_id(a)) else a
+
+
 def select_newest_page(pages: Iterable[Document], inc: IncFn = null_inc) -> Optional[Document]:
     """tfds ``select_newest_page``: of the pages sharing a normalised URL keep the one with the
-    greatest timestamp (ISO strings compare in time order); ties keep the first seen.
+    greatest timestamp; ties keep the smallest record id (:func:`replaces`), not the first seen.
 
     Usable as a Beam ``CombinePerKey`` function: Beam may call it on partial groups and again on
-    their results, and max-by-timestamp is associative. Counters are only exact when the caller
-    counts duplicates itself (see pipelines/), because of that re-application.
+    their results, and the choice is associative and commutative. Counters are only exact when the
+    caller counts duplicates itself (see pipelines/), because of that re-application.
     """
     count = 0
     selected: Optional[Document] = None
     for page in pages:
         count += 1
-        if selected is None or page.timestamp > selected.timestamp:
-            selected = page
+        selected = page if selected is None else newer_page(selected, page)
     if count:
         inc("filtered", count - 1)
         inc("passed")
@@ -54,17 +81,6 @@ def count_url_group(inc: IncFn, pages: int, bytes_in: int, bytes_out: int) -> No
     inc("passed")
     if pages > 1:
         inc("filtered", pages - 1)
-
-
-def replaces(timestamp: str, current: str) -> bool:
-    """Whether a page crawled at ``timestamp`` replaces the one kept so far (crawled at
-    ``current``): only if strictly newer, so ties keep the first seen."""
-    return timestamp > current
-
-
-def newer_page(a: Document, b: Document) -> Document:
-    """Binary form of :func:`select_newest_page` for streaming dedup: ``b`` wins only if newer."""
-    return b if replaces(b.timestamp, a.timestamp) else a
 
 
 VALIDATION_MODULUS = 1000

@@ -62,7 +62,7 @@ from c4forge.corpus.steps import (
     PageSteps,
     text_bytes,
 )
-from c4forge.corpus.urls import count_url_group, replaces, split_of
+from c4forge.corpus.urls import count_url_group, page_record_id, replaces, split_of
 from c4forge.corpus.wet import iter_file_documents
 
 NS_OUTPUT = "output"
@@ -192,8 +192,8 @@ class ReadCleanFn(StepsFn):
     text crosses one shuffle, not two. Cleaning is per page, so the winner's cleaned text is
     the same either way; its counters are recorded here and counted only for the winner
     (NewestPagesFn), so every counter equals tfds' order (dedup, then clean) and `corpus
-    clean`'s. The candidate id (md5 of the record's file and offset) tells apart two crawls of
-    one URL. Without ``candidates``, the cleaned pages go out one by one, counted at once."""
+    clean`'s. The candidate id (``page_record_id``: md5 of the record's file name and offset) tells
+    apart two crawls of one URL and breaks ties between equally new ones. Without ``candidates``, the cleaned pages go out one by one, counted at once."""
 
     PAGES = "pages"
 
@@ -249,10 +249,10 @@ class ReadCleanFn(StepsFn):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
         # one string, not tuples: the runner decodes and re-encodes every grouped value
         counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
-        rank = candidate = keys = b""
+        rank = keys = b""
+        candidate = page_record_id(page)  # every page: it breaks ties between equally new crawls
         if cleaned is not None:
             rank = url_rank(cleaned.url)
-            candidate = candidate_id(cleaned)
             lines = cleaned.text.split("\n")
             if self.keys:
                 keys = pack_keys(map(line_key, lines))
@@ -266,16 +266,11 @@ class ReadCleanFn(StepsFn):
                                     len(url) + len(counters) + len(keys) + 96)
 
 
-def candidate_id(page: Document) -> bytes:
-    """Which crawl record a cleaned page came from (8 bytes of md5(file, offset))."""
-    return hashlib.md5(f"{page.source}\0{page.offset}".encode("utf-8", "surrogatepass")).digest()[:8]
-
-
 class NewestPagesFn(_Counting, beam.DoFn):
     """(url bucket, batches of (normalised url, candidate)) -> for every URL of the bucket the
     newest crawl wins; the others are counted as duplicates and the winner's recorded clean
-    counters are counted. Candidates are visited in the order they came, so ties keep the first
-    seen, as before batching. A winner with cleaned text goes out as (page bucket, [(md5(url),
+    counters are counted. Equally new crawls keep the smallest record id (``replaces``), so the
+    winner does not depend on the order the shuffle delivers them. A winner with cleaned text goes out as (page bucket, [(md5(url),
     candidate id)...]) for the join with the pages (ReadCleanFn's PAGES output).
 
     With ``lines`` (line dedup follows) the winners' line keys (carried in the candidate) are
@@ -308,7 +303,7 @@ class NewestPagesFn(_Counting, beam.DoFn):
                 if group is None:
                     groups[url] = [candidate, 1, candidate[1]]
                     continue
-                if replaces(candidate[0], group[0][0]):
+                if replaces(candidate[0], candidate[4], group[0][0], group[0][4]):
                     group[0] = candidate
                 group[1] += 1
                 group[2] += candidate[1]

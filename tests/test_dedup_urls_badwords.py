@@ -1,5 +1,6 @@
 """Line dedup, URL normalisation/newest page/split, bad words: ported tfds tests and ours."""
 import collections
+import itertools
 
 import pytest
 
@@ -125,6 +126,27 @@ def test_select_newest_page():
     assert counters == {"filtered": 2, "passed": 1}
     # Associative, so Beam may combine partial groups.
     assert select_newest_page([select_newest_page(pages[:1]), select_newest_page(pages[1:])]).text == "new"
+
+
+def test_equally_new_pages_keep_the_smallest_record_id_whatever_the_order_or_folder():
+    from c4forge.corpus.urls import newer_page, record_id, replaces
+
+    date = "2020-01-01T00:00:00Z"
+    pages = [Document(url="u", timestamp=date, text=f"copy {i}", source=f"/data/{folder}/f{i}.wet.gz", offset=7)
+             for i, folder in enumerate(["b", "a", "c"])]
+    smallest = min(pages, key=lambda p: record_id(p.source, p.offset))
+    for order in itertools.permutations(pages):
+        assert select_newest_page(order) is smallest
+        assert newer_page(order[0], order[1]) is min(order[:2], key=lambda p: record_id(p.source, p.offset))
+    # the file's name and offset, not its folder or host, identify the record
+    assert record_id("/data/a/f0.wet.gz", 7) == record_id("s3://bucket/crawl/f0.wet.gz", 7) == \
+        record_id("f0.wet.gz", 7)
+    assert record_id("f0.wet.gz", 7) != record_id("f0.wet.gz", 8) != record_id("f1.wet.gz", 7)
+    # newer always wins; ties go to the smaller id
+    assert replaces("2021", b"\xff", "2020", b"\x00") and not replaces("2019", b"\x00", "2020", b"\xff")
+    assert replaces("2020", b"\x00", "2020", b"\x01") and not replaces("2020", b"\x01", "2020", b"\x00")
+    old = Document(url="u", timestamp="2019-01-01T00:00:00Z", text="old", source="a", offset=0)
+    assert select_newest_page([pages[0], old]) is pages[0] and select_newest_page([old, pages[0]]) is pages[0]
 
 
 def test_split_is_md5_mod_1000():

@@ -79,6 +79,36 @@ def test_test_pipeline_exact_documents_and_counters(tmp_path):
     assert counters["dedupe-lines/filtered:empty"] == 1  # the copy lost every line to its owner
 
 
+def test_equally_new_crawls_of_a_url_keep_the_same_record_in_any_order_and_folder(tmp_path):
+    """Regression (CI of session 10): of two crawls of one URL with one timestamp, the kept one
+    followed the input's order, so the pinned build changed with the folder the crawl sat in.
+    Now the smaller record id (md5 of file *name* and offset) wins, in both chains, whatever the
+    order of the inputs and whichever folder sorts first."""
+    from c4forge.corpus.urls import record_id
+
+    date = "2019-01-01T00:00:00Z"
+    texts = {"x": article("garden", "This copy was read from the file named x."),
+             "y": article("garden", "This copy was read from the file named y.")}
+    paths = {}
+    for name, folder in (("x", "z-folder"), ("y", "a-folder")):  # path order != name order
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / f"{name}.warc.wet.gz"
+        path.write_bytes(wet_file([record("http://a.example.com/one", texts[name], date=date)]))
+        paths[name] = str(path)
+    offset = len(wet_file([]))  # the record follows the warcinfo member in both files
+    winner = min("xy", key=lambda name: record_id(f"{name}.warc.wet.gz", offset))
+    expected = texts[winner].split("\n")[-1]
+    cfg = config(dedupe_lines=False)
+    for order in (["x", "y"], ["y", "x"]):
+        docs = run_chain([paths[n] for n in order], cfg, Counters())
+        assert [d.text.split("\n")[-1] for d in docs] == [expected]
+        pipeline = BeamTestPipeline(argv=IN_MEMORY)
+        pages = c4_pages(pipeline | beam.Create([paths[n] for n in order]), cfg)
+        assert_that(pages | beam.Map(lambda p: (p.text.split("\n")[-1], p.source)),
+                    equal_to([(expected, paths[winner])]))
+        pipeline.run().wait_until_finish()
+
+
 def test_build_equals_single_process_chain_on_sample(tmp_path):
     cfg = config()
     out = tmp_path / "corpus"
