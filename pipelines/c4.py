@@ -8,7 +8,6 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Iterator
