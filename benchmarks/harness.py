@@ -1,16 +1,19 @@
 """What every benchmark shares: interleaved repeats, min/median/max summaries, and the generated
 sections of benchmarks/RESULTS.md (each stamped with its command, date, commit and machine).
 
-A comparison is timed *interleaved* - ours, peer, ours, peer, ... for N repeats - so a load spike
-on a shared machine hits both sides, and every ratio is reported as min / median / max over the
-repeats, never as one lucky run. A section of RESULTS.md between ``<!-- generated:NAME -->`` and
+A comparison is timed *interleaved* - ours, peer, ours, peer, ... for N repeats, in a seeded
+shuffled order after the first repeat - so a load spike on a shared machine hits both sides and
+no side always follows the same other one; every ratio is reported as min / median /
+max over the repeats, never as one lucky run. A section of RESULTS.md between ``<!-- generated:NAME -->`` and
 ``<!-- /generated:NAME -->`` is rewritten by the benchmark that owns it; the text around it is
 the analysis, written by people, and is left alone.
 """
 from __future__ import annotations
 
+import gc
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -25,22 +28,37 @@ SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "da
 
 
 def timed(fn: Callable[[], object]) -> tuple[object, float, float]:
-    """(result, CPU seconds of this process, wall seconds)."""
+    """(result, CPU seconds of this process, wall seconds). A full garbage collection runs first,
+    untimed, so a collection owed for objects another system left does not land in this one."""
+    gc.collect()
     cpu, wall = time.process_time(), time.perf_counter()
     out = fn()
     return out, time.process_time() - cpu, time.perf_counter() - wall
 
 
-def interleave(systems: dict[str, Callable[[], object]], repeats: int) \
+def interleave(systems: dict[str, Callable[[], object]], repeats: int, settle: bool = False) \
         -> tuple[dict[str, object], dict[str, list[float]], dict[str, list[float]]]:
-    """Run every system once per repeat, in turn. Returns (last result, CPU seconds per repeat,
-    wall seconds per repeat) keyed by system name."""
+    """Run every system once per repeat, in turn (the first repeat in the given order, later ones
+    in a seeded shuffled order). Returns (last result, CPU seconds per repeat, wall seconds per
+    repeat) keyed by system name.
+
+    ``settle``: each timed call comes right after an untimed call of the same system, for
+    in-process benchmarks of short calls on one batch, where a call's cost depends on the state
+    the previous call left (power tables grown, the heap warm or trimmed): each system is timed
+    in its own steady state, as in a loop over batches, not in whatever state another left
+    (measured here: our MinHash signatures cost 1.5-1.8x shingling when run right after
+    datasketch - ~0.05 s of kernel time for memory datasketch released - and 1.07-1.10x alone)."""
     results: dict[str, object] = {}
     cpu: dict[str, list[float]] = {name: [] for name in systems}
     wall: dict[str, list[float]] = {name: [] for name in systems}
-    for _ in range(repeats):
-        for name, fn in systems.items():
-            results[name], c, w = timed(fn)
+    names = list(systems)
+    for repeat in range(repeats):
+        # A fresh order each repeat (seeded: the same schedule every run), so no system always
+        # runs right after the same one.
+        for name in random.Random(repeat).sample(names, len(names)) if repeat else names:
+            if settle:
+                systems[name]()
+            results[name], c, w = timed(systems[name])
             cpu[name].append(c)
             wall[name].append(w)
     return results, cpu, wall

@@ -13,8 +13,9 @@ after normalisation runs on whole batches of documents in numpy, with no Python 
   (a_k * x + b_k) mod 2^32 with a_k odd (a bijection of the 32-bit space; x is already a mixed
   hash, so these behave as random permutations - the precision/recall benchmark checks it); the
   minimum per document comes from a numba-compiled loop (:func:`_min_hash_kernel`: one pass
-  over the shingles, the 112 running minima in registers), which makes the whole signature step
-  cost about as much as shingling again at most (benchmarks/RESULTS.md, ``dedup``). Without numba
+  over the shingles, the 112 running minima in registers, reading the 64-bit shingle hashes and
+  writing the output rows in place), which makes the whole signature step cost about 1.1x
+  shingling alone (benchmarks/RESULTS.md, ``dedup``). Without numba
   the same values come from ``np.minimum.reduceat`` over a (shingles x permutations) block in
   32-bit arithmetic, about 2.5x slower; both paths give identical signatures (tested), so the
   choice never changes a dedup decision.
@@ -206,13 +207,15 @@ def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int) -> tuple[n
     return _splitmix64(acc), per_doc
 
 
-def _min_hash_loop(shingles32: np.ndarray, bounds: np.ndarray, a: np.ndarray, b: np.ndarray,
-                   out: np.ndarray) -> None:
-    """out[d, k] = min over document d's shingles x of (a[k] * x + b[k]) mod 2^32."""
+def _min_hash_loop(shingles: np.ndarray, bounds: np.ndarray, rows: np.ndarray, a: np.ndarray,
+                   b: np.ndarray, out: np.ndarray) -> None:
+    """out[rows[d], k] = min over document d's shingles s (x = the top 32 bits of s) of
+    (a[k] * x + b[k]) mod 2^32. Takes the 64-bit shingle hashes and writes the output rows in
+    place: no 32-bit copy of the shingles and no staging array (each was a few % of the step)."""
     for d in range(len(bounds) - 1):
-        row = out[d]
+        row = out[rows[d]]
         for s in range(bounds[d], bounds[d + 1]):
-            x = shingles32[s]
+            x = np.uint32(shingles[s] >> 32)
             for k in range(len(a)):
                 row[k] = min(row[k], np.uint32((a[k] * x + b[k]) & 0xFFFFFFFF))
 
@@ -243,12 +246,10 @@ class MinHasher:
         if len(present) == 0:
             return out
         bounds = np.concatenate(([0], np.cumsum(per_doc[present]))).astype(np.int64)
-        shingles32 = (shingles >> np.uint64(32)).astype(np.uint32)
         if _min_hash_kernel is not None and self.use_numba:
-            mins = np.full((len(present), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
-            _min_hash_kernel(shingles32, bounds, self.a, self.b, mins)
-            out[present] = mins
+            _min_hash_kernel(shingles, bounds, present, self.a, self.b, out)
             return out
+        shingles32 = (shingles >> np.uint64(32)).astype(np.uint32)
         # Process documents in chunks so the (shingles x permutations) block stays small.
         step = max(1, self.chunk_elements // num_perm)
         d0 = 0
