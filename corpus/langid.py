@@ -106,4 +106,6 @@ def self_check_model(model_path: Optional[str] = None) -> str:
         ) from exc
     if en[0] != "en" or de[0] != "de":
         raise LangidError(f"fastText LID gave unexpected answers: {en}, {de}")
-    return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({model_path or default_model_path()})"
+    from c4forge.core.io import shown_path
+
+    return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({shown_path(model_path or default_model_path())})"

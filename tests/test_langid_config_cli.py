@@ -1,5 +1,6 @@
 """Language ID, config presets/overrides, and the `corpus clean` command."""
 import json
+import os
 import subprocess
 import sys
 
@@ -44,6 +45,21 @@ def test_self_check_runs_predict_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-m", "c4forge.cli.langid", "--self-check"],
                          capture_output=True, text=True, check=True)
     assert "fastText LID ok" in out.stdout
+    shown = out.stdout.rsplit("(", 1)[1].rsplit(")", 1)[0]
+    assert shown.endswith((".ftz", ".bin")) and not os.path.isabs(shown)  # never a machine's path
+
+
+def test_shown_path_is_never_absolute(tmp_path, monkeypatch):
+    import sysconfig
+
+    from c4forge.core.io import shown_path
+
+    monkeypatch.chdir(tmp_path)
+    assert shown_path(str(tmp_path / "a" / "b.txt")) == os.path.join("a", "b.txt")
+    assert shown_path("rel.txt") == "rel.txt"
+    installed = os.path.join(sysconfig.get_paths()["purelib"], "pkg", "model.bin")
+    assert shown_path(installed) == os.path.join("pkg", "model.bin")
+    assert shown_path(os.path.join(os.sep, "elsewhere", "x", "lid.bin")) == "lid.bin"
 
 
 def test_bad_model_path_is_a_clear_error(tmp_path):

@@ -57,3 +57,19 @@ def output_path(path: str) -> str:
             continue
         out = os.path.join(out, part)
     return out or "."
+
+
+def shown_path(path: str) -> str:
+    """How a path is printed: relative to the working directory when inside it, relative to the
+    site-packages folder it sits in (an installed package's data), else its file name - never
+    a machine's absolute path."""
+    import site
+    import sysconfig
+
+    full = os.path.abspath(path)
+    bases = [os.getcwd(), sysconfig.get_paths()["purelib"], *site.getsitepackages()]
+    for base in bases:
+        relative = os.path.relpath(full, base)
+        if not relative.startswith(os.pardir + os.sep) and relative != os.pardir:
+            return relative
+    return os.path.basename(full)
