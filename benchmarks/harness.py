@@ -3,9 +3,9 @@ sections of benchmarks/RESULTS.md (each stamped with its command, date, commit a
 
 A comparison is timed *interleaved* - ours, peer, ours, peer, ... for N repeats, in a seeded
 shuffled order after the first repeat - so a load spike on a shared machine hits both sides and
-no side always follows the same other one; every ratio is reported as min / median /
-max over the repeats, never as one lucky run. A section of RESULTS.md between ``<!-- generated:NAME -->`` and
-``<!-- /generated:NAME -->`` is rewritten by the benchmark that owns it; the text around it is
+no side always follows the same other one; every ratio is reported as min / median / max over
+the repeats, never as one lucky run. A section of RESULTS.md between ``<!-- generated:NAME -->``
+and ``<!-- /generated:NAME -->`` is rewritten by the benchmark that owns it; the text around it is
 the analysis, written by people, and is left alone.
 """
 from __future__ import annotations

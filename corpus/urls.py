@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from collections.abc import Iterable
 from typing import Optional
@@ -30,7 +31,7 @@ def record_id(source: str, offset: int) -> bytes:
     """Which crawl record a page came from, as 8 bytes of md5(file name, byte offset): the file's
     *name*, not its path, so the id (and every tie it breaks) does not depend on the folder or
     host the crawl was read from."""
-    name = source.rstrip("/").rsplit("/", 1)[-1]
+    name = posixpath.basename(source.rstrip("/"))  # a local path or a URL
     return hashlib.md5(f"{name}\0{offset}".encode("utf-8", "surrogatepass")).digest()[:8]
 
 

@@ -191,8 +191,9 @@ class ReadCleanFn(StepsFn):
     text crosses one shuffle, not two. Cleaning is per page, so the winner's cleaned text is
     the same either way; its counters are recorded here and counted only for the winner
     (NewestPagesFn), so every counter equals tfds' order (dedup, then clean) and `corpus
-    clean`'s. The candidate id (``page_record_id``: md5 of the record's file name and offset) tells
-    apart two crawls of one URL and breaks ties between equally new ones. Without ``candidates``, the cleaned pages go out one by one, counted at once."""
+    clean`'s. The candidate id (``page_record_id``: md5 of the record's file name and offset)
+    tells apart two crawls of one URL and breaks ties between equally new ones. Without
+    ``candidates``, the cleaned pages go out one by one, counted at once."""
 
     PAGES = "pages"
 
@@ -269,8 +270,9 @@ class NewestPagesFn(_Counting, beam.DoFn):
     """(url bucket, batches of (normalised url, candidate)) -> for every URL of the bucket the
     newest crawl wins; the others are counted as duplicates and the winner's recorded clean
     counters are counted. Equally new crawls keep the smallest record id (``replaces``), so the
-    winner does not depend on the order the shuffle delivers them. A winner with cleaned text goes out as (page bucket, [(md5(url),
-    candidate id)...]) for the join with the pages (ReadCleanFn's PAGES output).
+    winner does not depend on the order the shuffle delivers them. A winner with cleaned text
+    goes out as (page bucket, [(md5(url), candidate id)...]) for the join with the pages
+    (ReadCleanFn's PAGES output).
 
     With ``lines`` (line dedup follows) the winners' line keys (carried in the candidate) are
     claimed in a table combined per bundle, as ClaimLinesFn does, and go to the ``CLAIMS``
