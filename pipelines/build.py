@@ -37,6 +37,15 @@ from c4forge.corpus.shards import (
     split_summary,
 )
 from c4forge.pipelines.c4 import build_graph, shuffle_buckets
+from c4forge.pipelines.engines.runners import (
+    ENGINE_RUNNERS,
+    FLINK_LOCAL,
+    MANAGED,
+    SPARK_LOCAL,
+    check_engine_options,
+    engine,
+    flag_value,
+)
 from c4forge.pipelines.progress import ProgressBoard, progress_dir
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -55,21 +64,10 @@ UNSUPPORTED_DASK = ("the DaskRunner is not supported: it drops what a DoFn emits
                     "DirectRunner or a portable runner (README, \"Why not the DaskRunner\")")
 
 
-def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
-    """The last value of ``flag`` among Beam arguments, as ``--flag=V`` or ``--flag V``."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-        elif arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-    return value
-
-
-def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
-                     verbose: bool = False) -> PipelineOptions:
-    """Named runner always (Beam's default local runner may try Prism, which downloads a
-    binary); the DirectRunner's mode follows the machine (:func:`direct_runner_defaults`)."""
+def runner_and_args(runner: Optional[str], beam_args: Sequence[str],
+                    verbose: bool = False, workers: Optional[int] = None) -> tuple[str, list[str]]:
+    """The runner (given, else a ``--runner`` among the Beam arguments, else the DirectRunner)
+    and the Beam arguments without it, checked: a usage error here, before anything starts."""
     args = list(beam_args)
     # a --runner among the Beam arguments (either form) counts as the runner
     runner = runner or flag_value(args, "--runner") or DEFAULT_RUNNER
@@ -83,6 +81,16 @@ def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
     if "DaskRunner" in runner:
         raise BuildError(UNSUPPORTED_DASK)
     check_runner_options(runner, args)
+    if runner in ENGINE_RUNNERS or workers is not None:
+        check_engine_options(runner, args, workers)
+    return runner, args
+
+
+def pipeline_options(runner: Optional[str], beam_args: Sequence[str],
+                     verbose: bool = False) -> PipelineOptions:
+    """Named runner always (Beam's default local runner may try Prism, which downloads a
+    binary); the DirectRunner's mode follows the machine (:func:`direct_runner_defaults`)."""
+    runner, args = runner_and_args(runner, beam_args, verbose)
     args.append(f"--runner={runner}")
     if runner == "DirectRunner":
         args = direct_runner_defaults(args, os.cpu_count() or 1)
@@ -96,13 +104,18 @@ class RunnerOptionsError(BuildError):
     exit_code = 2
 
 
-RUNNERS = ("DirectRunner", "PortableRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
+RUNNERS = ("DirectRunner", "PortableRunner", "DataflowRunner", "FlinkRunner", "SparkRunner", *MANAGED)
 # What each runner cannot start without (Beam fails only after staging, seconds to minutes in).
 REQUIRED_OPTIONS = {
     "DataflowRunner": ("--project", "--region", "--temp_location"),
     "PortableRunner": ("--job_endpoint",),
     "FlinkRunner": ("--flink_master",),
     "SparkRunner": ("--spark_master_url",),
+}
+# What to give instead, said with the message
+REQUIRED_HINTS = {
+    "FlinkRunner": f" ([local] for Flink inside the job server, or --runner {FLINK_LOCAL})",
+    "SparkRunner": f" (local[N] for Spark inside the job server, or --runner {SPARK_LOCAL})",
 }
 
 
@@ -116,8 +129,9 @@ def check_runner_options(runner: str, args: Sequence[str]) -> None:
                                  f"{', '.join(RUNNERS)}")
     missing = [opt for opt in REQUIRED_OPTIONS.get(name, ()) if flag_value(list(args), opt) is None]
     if missing:
-        raise RunnerOptionsError(f"--runner {name} needs {' '.join(f'{m} ...' for m in missing)} "
-                                 f"(see docs/distributed.md); nothing was written")
+        raise RunnerOptionsError(f"--runner {name} needs {' '.join(f'{m} ...' for m in missing)}"
+                                 f"{REQUIRED_HINTS.get(name, '')} (see docs/distributed.md); "
+                                 "nothing was written")
     if name == "DataflowRunner" and not str(flag_value(list(args), "--temp_location")).startswith("gs://"):
         raise RunnerOptionsError("--runner DataflowRunner needs --temp_location gs://BUCKET/tmp")
 
@@ -297,11 +311,14 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
               overwrite: bool = False, docs_per_shard: int = 50_000,
               num_shards: Optional[int] = None, cc_rounds: int = DEFAULT_CC_ROUNDS,
               command: Optional[list[str]] = None, log=print, verbose: bool = False,
-              strict: bool = False, shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
-    """Build the corpus into ``output``; returns the manifest."""
+              strict: bool = False, shard_format: str = DEFAULT_SHARD_FORMAT,
+              workers: Optional[int] = None) -> dict:
+    """Build the corpus into ``output``; returns the manifest. ``workers``: the slots of a
+    managed engine (``--runner flink-local`` / ``spark-local``; default every core)."""
     if not inputs:
         raise BuildError("no input files")
-    options = pipeline_options(runner, beam_args, verbose)
+    name, args = runner_and_args(runner, beam_args, verbose, workers)
+    options = pipeline_options(name, args, verbose)
     fs = BeamFS()
     try:
         target = claim(output, CORPUS_KIND, overwrite, fs)
@@ -311,7 +328,8 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
         staged.manifest = _run_pipeline(inputs, output, config, options, staged.path, fs, log,
                                         docs_per_shard=docs_per_shard, num_shards=num_shards,
                                         cc_rounds=cc_rounds, shard_format=shard_format,
-                                        command=command, strict=strict)
+                                        command=command, strict=strict,
+                                        engine_args=(name, args, workers))
     assert staged.result is not None
     return staged.result
 
@@ -319,11 +337,30 @@ def run_build(inputs: Sequence[str], output: str, config: CorpusConfig, *,
 def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, options,
                   staging: str, fs: BeamFS, log, *, docs_per_shard: int, num_shards: Optional[int],
                   cc_rounds: int, shard_format: str, command: Optional[list[str]],
-                  strict: bool) -> dict:
-    """Run the graph into ``staging``; the new corpus's manifest (an exception: nothing kept)."""
+                  strict: bool, engine_args: tuple = (None, (), None)) -> dict:
+    """Run the graph into ``staging``; the new corpus's manifest (an exception: nothing kept).
+    On Flink and Spark the engine (a cluster, a job server) runs for this call only."""
+    runner, args, workers = engine_args
+    runner = runner or options.get_all_options().get("runner")
+    log(f"building {len(inputs)} input file(s) -> {output} (runner {runner}, preset {config.preset})")
+    if runner in ENGINE_RUNNERS:
+        with engine(runner, args, workers=workers, log=log) as running:
+            log(f"{running.description['engine']} {running.description['version']}: "
+                f"{running.description['mode']}")
+            return _run_graph(inputs, output, config, PipelineOptions(running.beam_args), staging,
+                              fs, log, docs_per_shard=docs_per_shard, num_shards=num_shards,
+                              cc_rounds=cc_rounds, shard_format=shard_format, command=command,
+                              strict=strict, runner=runner, engine_info=running.description)
+    return _run_graph(inputs, output, config, options, staging, fs, log,
+                      docs_per_shard=docs_per_shard, num_shards=num_shards, cc_rounds=cc_rounds,
+                      shard_format=shard_format, command=command, strict=strict, runner=runner)
+
+
+def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options,
+               staging: str, fs: BeamFS, log, *, docs_per_shard: int, num_shards: Optional[int],
+               cc_rounds: int, shard_format: str, command: Optional[list[str]], strict: bool,
+               runner: str, engine_info: Optional[dict] = None) -> dict:
     started = time.time()
-    log(f"building {len(inputs)} input file(s) -> {output} "
-        f"(runner {options.get_all_options().get('runner')}, preset {config.preset})")
     input_bytes = {p: _size(p) for p in inputs}
     warning = memory_warning(options, {p: n for p, n in input_bytes.items() if n})
     if warning:
@@ -363,10 +400,11 @@ def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, opti
             files[name] = json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
 
     read_bytes = sum(input_bytes.values())
-    manifest = corpus_manifest(config, inputs, counters, options.get_all_options().get("runner"),
+    extra = {"engine": engine_info} if engine_info else {}
+    manifest = corpus_manifest(config, inputs, counters, runner,
                                command or sys.argv, seconds=round(elapsed, 1),
                                docs_per_shard=docs_per_shard, num_shards=num_shards,
-                               cc_rounds=cc_rounds, input_bytes=read_bytes)
+                               cc_rounds=cc_rounds, input_bytes=read_bytes, **extra)
     manifest.update(shard_format=shard_format, versions=versions(), splits=split_summary(files))
     return full_manifest(manifest)
 

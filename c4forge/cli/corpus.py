@@ -234,8 +234,13 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
               "polars) or Parquet (duckdb, Spark, BigQuery).")
 @click.option("--runner", default=None,
               help="Beam runner: DirectRunner (default; one process on <= 2 cores, else one worker per "
-                   "core), PortableRunner, DataflowRunner, FlinkRunner, "
-                   "SparkRunner. Other Beam options pass through, e.g. --project, --region.")
+                   "core), PortableRunner, DataflowRunner, FlinkRunner (--flink_master [local] or "
+                   "HOST:PORT), SparkRunner (--spark_master_url local[N] or spark://HOST:PORT), or "
+                   "flink-local / spark-local: a Flink or Spark cluster on this machine, started for "
+                   "the build and stopped after it. Other Beam options pass through, e.g. --project.")
+@click.option("--workers", default=None, type=int, metavar="N",
+              help="With --runner flink-local or spark-local: slots (SDK worker processes) "
+                   "[default: every core].")
 @click.option("--docs-per-shard", default=50_000, show_default=True, type=int,
               help="Most documents per corpus shard.")
 @click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
@@ -246,7 +251,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
 @config_options
 @output_options
 def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_format, runner,
-                  docs_per_shard, num_shards, cc_rounds, strict, extra,
+                  workers, docs_per_shard, num_shards, cc_rounds, strict, extra,
                   **config_args) -> None:
     """Build a sharded Arrow corpus with Apache Beam: read WET (or extract WARC HTML) -> length -> URL dedup ->
     clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
@@ -287,7 +292,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
                              strict=strict, overwrite=overwrite, docs_per_shard=docs_per_shard,
                              num_shards=num_shards, cc_rounds=cc_rounds,
                              shard_format=shard_format, command=["corpus", *sys.argv[1:]],
-                             log=say, verbose=Console.verbose)
+                             log=say, verbose=Console.verbose, workers=workers)
     flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())
     say(f"pages: {flow}")
     if not sum(info["documents"] for info in manifest["splits"].values()):

@@ -1,0 +1,206 @@
+"""The Java side of the Flink and Spark runners: the pinned jars (locks/*.json, written by
+scripts/lock_engine_jars.py), fetched once from Maven Central into a cache with every sha256
+checked, a launcher jar per job server, and the Java that runs them.
+
+Beam's ready-made job-server jars are not served by the Maven Central this project is built
+against (scripts/lock_engine_jars.py says which coordinates were refused); the runner modules
+they are made of are. A job server here is then a *launcher jar*: a manifest with the server's
+``Main-Class`` and a ``Class-Path`` naming the cached jars, which ``java -jar`` (and so Beam's
+own ``--flink_job_server_jar`` / ``--spark_job_server_jar``) runs like the shaded jar.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import requests
+from apache_beam.version import __version__ as BEAM_VERSION
+
+from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write
+
+LOCKS = Path(__file__).resolve().parent / "locks"
+MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
+REPOSITORY_ENV = "C4FORGE_MAVEN_REPOSITORY"  # a mirror of Maven Central (URL)
+CACHE_ENV = "C4FORGE_ENGINE_CACHE"           # where the jars go (default ~/.cache/c4forge/engines)
+MIN_JAVA = 11
+# slf4j-simple (the job servers' and Flink's logger here): time-stamped lines, warnings and up
+LOG_PROPERTIES = ("-Dorg.slf4j.simpleLogger.showDateTime=true",
+                  "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+                  "-Dorg.slf4j.simpleLogger.defaultLogLevel=info")  # Flink 1.19 and Spark 3.5 both run on 11 and 17
+# Spark 3.5 on Java 17 reads JDK internals; spark-submit passes these, so must a job server
+# that starts a SparkContext itself (a launcher jar's manifest can carry them).
+SPARK_OPENS = ("java.base/java.lang", "java.base/java.lang.invoke", "java.base/java.lang.reflect",
+               "java.base/java.io", "java.base/java.net", "java.base/java.nio",
+               "java.base/java.util", "java.base/java.util.concurrent",
+               "java.base/java.util.concurrent.atomic", "java.base/sun.nio.ch",
+               "java.base/sun.nio.cs", "java.base/sun.security.action", "java.base/sun.util.calendar")
+
+
+class EngineError(C4forgeError, RuntimeError):
+    """A Flink or Spark run cannot start: no Java, a jar that cannot be fetched or is corrupt."""
+
+
+class EngineUsageError(EngineError):
+    """Engine options that cannot work together: a usage error, before anything starts."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Lock:
+    """One pinned set of jars (a job server's or a cluster's classpath)."""
+
+    name: str
+    what: str
+    beam: str
+    main_class: str
+    jars: tuple[dict, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(j["size"] for j in self.jars)
+
+
+def load_lock(name: str) -> Lock:
+    data = json.loads((LOCKS / f"{name}.json").read_text())
+    return Lock(data["name"], data["what"], data["beam"], data["main_class"], tuple(data["jars"]))
+
+
+def cache_dir() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "c4forge" / "engines"
+
+
+def _chunks(jar: dict, repository: str):
+    """The jar's bytes: from the local Maven repository when it holds a file of that size, else
+    over HTTPS from ``repository``."""
+    local = Path.home() / ".m2" / "repository" / jar["path"]
+    if local.is_file() and local.stat().st_size == jar["size"]:
+        with open(local, "rb") as handle:
+            yield from iter(lambda: handle.read(1 << 20), b"")
+        return
+    url = f"{repository.rstrip('/')}/{jar['path']}"
+    try:
+        with requests.get(url, stream=True, timeout=60) as response:
+            if response.status_code != 200:
+                raise EngineError(f"cannot fetch {url}: HTTP {response.status_code} "
+                                  f"(set {REPOSITORY_ENV} to a Maven Central mirror)")
+            yield from response.iter_content(1 << 20)
+    except requests.RequestException as exc:
+        raise EngineError(f"cannot fetch {url}: {type(exc).__name__} (no network? set "
+                          f"{REPOSITORY_ENV} to a reachable mirror)") from exc
+
+
+def _fetch(jar: dict, target: Path, repository: str) -> None:
+    """One jar into ``target``, written atomically and named only once its sha256 is the pinned
+    one (a corrupt or substituted download leaves nothing)."""
+    digest = hashlib.sha256()
+    with atomic_write(str(target), "wb") as handle:
+        for block in _chunks(jar, repository):
+            digest.update(block)
+            handle.write(block)
+        if digest.hexdigest() != jar["sha256"]:
+            raise EngineError(f"{jar['path']}: sha256 {digest.hexdigest()[:16]}... is not the "
+                              f"pinned {jar['sha256'][:16]}...; nothing was kept")
+
+
+def fetch_jars(lock: Lock, log=None) -> list[Path]:
+    """The lock's jars in the cache (fetched and checked where missing), in classpath order."""
+    if lock.beam != BEAM_VERSION:
+        raise EngineError(f"the {lock.name} jars are Beam {lock.beam}'s but apache-beam "
+                          f"{BEAM_VERSION} is installed: the job server and the SDK must be one "
+                          "release (pip install the apache-beam version pyproject.toml pins)")
+    root = cache_dir() / "maven"
+    paths = [root / jar["path"] for jar in lock.jars]
+    missing = [(jar, path) for jar, path in zip(lock.jars, paths)
+               if not (path.is_file() and path.stat().st_size == jar["size"])]
+    if missing:
+        if log:
+            size = sum(jar["size"] for jar, _ in missing)
+            log(f"fetching {len(missing)} jar(s) of {lock.name} ({size / 1e6:.0f} MB, once) "
+                f"into {root}")
+        repository = os.environ.get(REPOSITORY_ENV) or MAVEN_CENTRAL
+        with ThreadPoolExecutor(8) as pool:
+            for future in [pool.submit(_fetch, jar, path, repository) for jar, path in missing]:
+                future.result()
+    return paths
+
+
+def _manifest(attributes: dict[str, str]) -> bytes:
+    """A JAR manifest: lines of at most 72 bytes, continued with a leading space."""
+    out = io.BytesIO()
+    for key, value in attributes.items():
+        line = f"{key}: {value}".encode()
+        out.write(line[:72] + b"\r\n")
+        for start in range(72, len(line), 71):
+            out.write(b" " + line[start:start + 71] + b"\r\n")
+    out.write(b"\r\n")
+    return out.getvalue()
+
+
+def launcher_jar(lock: Lock, log=None, add_opens: tuple[str, ...] = ()) -> Path:
+    """A jar that ``java -jar`` runs as the lock's main class on the lock's jars (fetched first).
+    Its bytes depend only on the lock, so it is written once and then reused."""
+    jars = fetch_jars(lock, log)
+    folder = cache_dir()
+    target = folder / f"c4forge-{lock.name}-beam-{lock.beam}.jar"
+    attributes = {"Manifest-Version": "1.0", "Created-By": "c4forge",
+                  "Main-Class": lock.main_class,
+                  "Class-Path": " ".join(p.relative_to(folder).as_posix() for p in jars)}
+    if add_opens:
+        attributes["Add-Opens"] = " ".join(add_opens)
+    manifest = _manifest(attributes)
+    if target.is_file():
+        with zipfile.ZipFile(target) as existing:
+            if existing.read("META-INF/MANIFEST.MF") == manifest:
+                return target
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        info = zipfile.ZipInfo("META-INF/MANIFEST.MF", date_time=(2000, 1, 1, 0, 0, 0))
+        archive.writestr(info, manifest)
+    with atomic_write(str(target), "wb") as handle:
+        handle.write(buffer.getvalue())
+    return target
+
+
+def classpath(lock: Lock, log=None) -> str:
+    return os.pathsep.join(str(p) for p in fetch_jars(lock, log))
+
+
+def java_executable(purpose: str) -> str:
+    """The ``java`` to run (JAVA_HOME's, else the PATH's), checked to be new enough."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.isfile(java):
+        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer and none was found "
+                          "(install a JDK, e.g. `apt install openjdk-17-jre-headless`, or set JAVA_HOME)")
+    version = java_version(java)
+    if version is not None and version < MIN_JAVA:
+        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer; {java} is Java {version} "
+                          "(set JAVA_HOME to a newer JDK)")
+    return java
+
+
+def java_version(java: str) -> Optional[int]:
+    try:
+        shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
+    if not found:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major

@@ -1,0 +1,138 @@
+"""The processes of one engine run (job server, JobManager, TaskManagers, Spark master and
+workers): started on 127.0.0.1 with their logs in the run's folder, stopped together, and never
+outliving the process that started them (Linux: each gets SIGTERM when its parent dies)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+import requests
+
+from c4forge.pipelines.engines.jars import EngineError
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except OSError:
+            pass
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the service binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Service:
+    name: str
+    process: subprocess.Popen
+    log: str
+
+    def tail(self, lines: int = 5) -> str:
+        try:
+            with open(self.log, errors="replace") as handle:
+                text = [t for t in handle.read().splitlines() if t.strip()][-lines:]
+        except OSError:
+            return ""
+        return " | ".join(t.strip()[:200] for t in text)
+
+
+@dataclass
+class Services:
+    """Processes started for one run; ``stop()`` (or leaving the ``with``) ends them all."""
+
+    folder: str
+    started: list[Service] = field(default_factory=list)
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self, name: str, command: Sequence[str], env: Optional[dict] = None,
+              cwd: Optional[str] = None) -> Service:
+        os.makedirs(self.folder, exist_ok=True)
+        log = os.path.join(self.folder, f"{name}.log")
+        with open(log, "ab") as handle:
+            process = subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, env=env, cwd=cwd or self.folder,
+                                       preexec_fn=_die_with_parent, start_new_session=True)
+        service = Service(name, process, log)
+        self.started.append(service)
+        return service
+
+    def check(self) -> None:
+        """An EngineError naming the first service that has exited, with its log's last lines."""
+        for service in self.started:
+            code = service.process.poll()
+            if code is not None:
+                raise EngineError(f"{service.name} exited with status {code}: {service.tail()} "
+                                  f"(log: {service.log})")
+
+    def wait_for(self, ready: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check()
+            try:
+                if ready():
+                    return
+            except (requests.RequestException, OSError, ValueError):
+                pass
+            time.sleep(0.25)
+        raise EngineError(f"{what} did not come up within {timeout:.0f} s (logs in {self.folder})")
+
+    def kill(self, service: Service) -> None:
+        """SIGKILL one service (a lost worker, in tests); the others keep running."""
+        _signal(service.process, signal.SIGKILL)
+        service.process.wait()
+        self.started.remove(service)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM to every service's process group, SIGKILL to what is left after ``timeout``."""
+        for service in reversed(self.started):
+            _signal(service.process, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for service in self.started:
+            try:
+                service.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal(service.process, signal.SIGKILL)
+                service.process.wait()
+        self.started.clear()
+
+
+def _signal(process: subprocess.Popen, sig: int) -> None:
+    """``sig`` to the process and everything it started (its own session)."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def get_json(url: str) -> dict:
+    response = requests.get(url, timeout=5)
+    response.raise_for_status()
+    return response.json()

@@ -1,0 +1,256 @@
+"""Running `corpus build` on Flink or Spark: which cluster, which job server, which SDK workers.
+
+Three ways per engine, one code path (a Java job server c4forge starts and stops, the Python
+SDK submitting to it through Beam's portable job API, SDK workers that boot this installation):
+
+- embedded: ``--runner FlinkRunner --flink_master [local]`` (Flink inside the job server's JVM),
+  ``--runner SparkRunner --spark_master_url local[N]``;
+- a cluster that is already running: ``--flink_master HOST:PORT``, ``--spark_master_url
+  spark://HOST:PORT`` (workers elsewhere need ``--environment_type DOCKER`` or ``EXTERNAL``);
+- managed: ``--runner flink-local`` / ``spark-local``: the engine embedded in a job server
+  started for the build with one slot per worker (``--workers``, default every core) and a
+  memory budget (JVM heap, Flink managed memory; both spill to disk beyond it), stopped after
+  it, also on failure or Ctrl-C.
+
+Standalone clusters on this machine (flink.py's JobManager + TaskManagers, spark.py's master +
+worker) are the second case; the tests and benchmarks start them.
+
+The job server is Beam's (``--flink_job_server_jar`` / ``--spark_job_server_jar`` when given,
+else the launcher of the pinned jars, pipelines/engines/jars.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+from c4forge.pipelines.engines.flink import FLINK_VERSION, embedded_conf
+from c4forge.pipelines.engines.jars import (
+    LOG_PROPERTIES,
+    SPARK_OPENS,
+    EngineUsageError,
+    java_executable,
+    launcher_jar,
+    load_lock,
+)
+from c4forge.pipelines.engines.processes import Services, free_port, port_open
+from c4forge.pipelines.engines.spark import SPARK_VERSION
+from c4forge.pipelines.worker_boot import ROOT_ENV
+
+FLINK, SPARK = "FlinkRunner", "SparkRunner"
+FLINK_LOCAL, SPARK_LOCAL = "flink-local", "spark-local"
+MANAGED = (FLINK_LOCAL, SPARK_LOCAL)
+ENGINE_RUNNERS = (FLINK, SPARK, *MANAGED)
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+EMBEDDED_FLINK = ("[local]", "[auto]")
+ENVIRONMENT_CACHE_MS = 60_000
+KEEP_ENV = "C4FORGE_KEEP_ENGINE_FOLDER"  # 1: keep logs, worker folders and spill files
+JOB_SERVER_LOCKS = {FLINK: "flink-1.19-job-server", SPARK: "spark-3-job-server"}
+# Memory of the managed engines, in MB: a JVM's fixed part plus a part per slot (each slot's
+# sorter and spill buffers, and the Python SDK worker beside it); measured in make bench.
+JVM_BASE_MB, PER_SLOT_MB, MANAGED_MB = 768, 512, 256
+
+
+def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
+    """The last value of ``flag`` among Beam arguments, as ``--flag=V`` or ``--flag V``."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+def without(args: Sequence[str], *flags: str) -> list[str]:
+    """``args`` minus every ``--flag=V`` / ``--flag V`` of ``flags``."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in flags:
+            skip = "=" not in arg
+            continue
+        out.append(arg)
+    return out
+
+
+def engine_of(runner: str) -> str:
+    return "flink" if runner in (FLINK, FLINK_LOCAL) else "spark"
+
+
+def is_local_master(master: str) -> bool:
+    """Whether SDK workers started by this master's cluster run on this machine."""
+    master = master.strip()
+    if master in EMBEDDED_FLINK or master.startswith("local"):
+        return True
+    host = master.split("://", 1)[-1].rsplit(":", 1)[0]
+    return host in LOCAL_HOSTS
+
+
+def check_engine_options(runner: str, args: Sequence[str], workers: Optional[int]) -> None:
+    """Usage errors of an engine run, found before anything starts."""
+    if workers is not None and runner not in MANAGED:
+        raise EngineUsageError(f"--workers applies to --runner {' or '.join(MANAGED)}; "
+                          "other runners take Beam's own options (docs/distributed.md)")
+    if workers is not None and workers < 1:
+        raise EngineUsageError("--workers must be at least 1")
+    if runner in MANAGED:
+        for flag in ("--flink_master", "--spark_master_url", "--job_endpoint"):
+            if flag_value(args, flag) is not None:
+                raise EngineUsageError(f"--runner {runner} starts its own engine: drop {flag}")
+        return
+    master = flag_value(args, "--flink_master" if runner == FLINK else "--spark_master_url") or ""
+    if not flag_value(args, "--environment_type") and not is_local_master(master):
+        raise EngineUsageError(f"{master} may run SDK workers on other machines: give "
+                          "--environment_type DOCKER --environment_config IMAGE (docker/dataflow) "
+                               "or EXTERNAL with a worker pool on every node (docs/distributed.md)")
+
+
+def boot_command(folder: str) -> str:
+    """An executable that boots one SDK worker of this installation (PROCESS environment):
+    pipelines/worker_boot.py with this interpreter, its folders under ``folder``."""
+    path = os.path.join(folder, "c4forge-worker-boot")
+    workers = os.path.join(folder, "workers")
+    os.makedirs(workers, exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n"
+                     f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+@dataclass
+class EngineRun:
+    """A running engine: the Beam arguments that submit to it, and what the manifest records."""
+
+    beam_args: list[str]
+    description: dict
+    services: Services = field(repr=False)
+
+
+def _job_server(services: Services, runner: str, jar: Optional[str], master: str, folder: str,
+                java: str, jvm: Sequence[str], server_args: Sequence[str], log) -> int:
+    """Start the job server (``java -jar``) for ``master``; its job port once it listens."""
+    if jar is None:
+        add_opens = SPARK_OPENS if runner == SPARK else ()
+        jar = str(launcher_jar(load_lock(JOB_SERVER_LOCKS[runner]), log, add_opens))
+    port = free_port()
+    master_flag = "--flink-master" if runner == FLINK else "--spark-master-url"
+    artifacts = os.path.join(folder, "artifacts")
+    os.makedirs(artifacts, exist_ok=True)
+    services.start("job-server", [java, *LOG_PROPERTIES, *jvm, "-jar", jar, master_flag, master,
+                                  "--job-port", str(port), "--artifact-port", "0",
+                                  "--expansion-port", "0", "--artifacts-dir", artifacts,
+                                  *server_args])
+    services.wait_for(lambda: port_open(port), f"the {engine_of(runner).title()} job server",
+                      timeout=180)
+    return port
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@dataclass
+class Plan:
+    """Where a build runs: the master the job server is given, the JVM options and server
+    arguments it starts with, SDK workers per worker node, parallelism, and what to record."""
+
+    runner: str          # FLINK or SPARK: which job server
+    master: str
+    slots: int           # SDK worker processes per worker node (--sdk_worker_parallelism)
+    parallelism: int     # Flink's --parallelism (-1: the cluster's default)
+    mode: str
+    jvm: list[str] = field(default_factory=list)
+    server_args: list[str] = field(default_factory=list)
+
+
+def plan(runner: str, args: Sequence[str], workers: Optional[int], folder: str) -> Plan:
+    """The engine layout for ``runner``. The managed runners embed the engine in the job
+    server's JVM (no second JVM, no jar upload per job) with one slot per worker and memory
+    bounded by the JVM's heap and Flink's managed memory, spilling to ``folder``."""
+    n = workers or cores()
+    heap_mb = JVM_BASE_MB + PER_SLOT_MB * n
+    if runner == FLINK_LOCAL:
+        conf = embedded_conf(os.path.join(folder, "flink"), slots=n, managed_mb=MANAGED_MB * n)
+        return Plan(FLINK, "[local]", n, n, f"embedded in the job server, {n} slot(s)",
+                    jvm=[f"-Xmx{heap_mb}m"], server_args=["--flink-conf-dir", conf])
+    if runner == SPARK_LOCAL:
+        spill = os.path.join(folder, "spark-local")
+        os.makedirs(spill, exist_ok=True)
+        return Plan(SPARK, f"local[{n}]", n, -1, f"embedded in the job server, {n} core(s)",
+                    jvm=[f"-Xmx{heap_mb}m", f"-Dspark.local.dir={spill}"])
+    if runner == FLINK:
+        master = flag_value(args, "--flink_master") or "[local]"
+        if master in EMBEDDED_FLINK:
+            return Plan(FLINK, master, cores(), cores(), "embedded in the job server")
+        return Plan(FLINK, master, 1, -1, f"cluster at {master}")
+    master = flag_value(args, "--spark_master_url") or f"local[{cores()}]"
+    if master.startswith("local"):
+        count = master[len("local["):-1] if master.startswith("local[") else "1"
+        slots = cores() if count == "*" else int(count)
+        return Plan(SPARK, master, slots, -1, "embedded in the job server")
+    return Plan(SPARK, master, 1, -1, f"cluster at {master}")
+
+
+@contextlib.contextmanager
+def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
+           log=print) -> Iterator[EngineRun]:
+    """Start the job server ``runner`` needs, yield the Beam arguments that submit to it, stop
+    it on exit (also on failure or Ctrl-C). Its folder (logs, spill files, worker folders) is
+    removed on success; after a failure the logs stay and their place is said."""
+    java = java_executable(f"--runner {runner}")
+    folder = tempfile.mkdtemp(prefix=f"c4forge-{engine_of(runner)}-")
+    services = Services(os.path.join(folder, "logs"))
+    failed = True
+    try:
+        args = list(args)
+        layout = plan(runner, args, workers, folder)
+        jar_flag = "--flink_job_server_jar" if layout.runner == FLINK else "--spark_job_server_jar"
+        given_jar = flag_value(args, jar_flag)
+        port = _job_server(services, layout.runner, given_jar, layout.master, folder, java,
+                           layout.jvm, layout.server_args, log)
+        beam_args = without(args, "--flink_master", "--spark_master_url", "--flink_job_server_jar",
+                            "--spark_job_server_jar")
+        beam_args += ["--runner=PortableRunner", f"--job_endpoint=localhost:{port}"]
+        environment = flag_value(args, "--environment_type")
+        if not environment:
+            beam_args += ["--environment_type=PROCESS",
+                          "--environment_config=" + json.dumps({"command": boot_command(folder)})]
+        if not flag_value(args, "--environment_cache_millis"):
+            # keep a job's SDK workers from one stage to the next where the engine allows it
+            beam_args.append(f"--environment_cache_millis={ENVIRONMENT_CACHE_MS}")
+        if not flag_value(args, "--sdk_worker_parallelism"):
+            beam_args.append(f"--sdk_worker_parallelism={layout.slots}")
+        if layout.runner == FLINK and layout.parallelism > 0 and not flag_value(args, "--parallelism"):
+            beam_args.append(f"--parallelism={layout.parallelism}")
+        base = engine_of(runner)
+        description = {
+            "engine": base, "version": FLINK_VERSION if base == "flink" else SPARK_VERSION,
+            "mode": layout.mode,
+            "job_server": os.path.basename(given_jar) if given_jar
+            else load_lock(JOB_SERVER_LOCKS[layout.runner]).what,
+            "sdk_workers": environment or "PROCESS (this installation)",
+        }
+        yield EngineRun(beam_args, description, services)
+        failed = False
+    finally:
+        services.stop()
+        if os.environ.get(KEEP_ENV) == "1":
+            log(f"{engine_of(runner)} folder kept ({KEEP_ENV}=1): {folder}")
+        elif failed:
+            for name in ("artifacts", "workers", "flink", "spark-local"):
+                shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            log(f"{engine_of(runner)} logs kept in {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
