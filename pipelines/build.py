@@ -298,8 +298,12 @@ def versions() -> dict[str, str]:
 
 
 def counters_of(result) -> dict[str, int]:
+    """The pipeline's own counters (``namespace/name``). Portable runners also report Beam's
+    system metrics as counters (namespace ``beam``: element counts, msecs); they are left out."""
     counters: dict[str, int] = {}
     for counter in result.metrics().query()["counters"]:
+        if counter.key.metric.namespace == "beam":
+            continue
         name = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
         value = counter.committed if counter.committed is not None else counter.attempted
         counters[name] = counters.get(name, 0) + int(value or 0)

@@ -63,14 +63,19 @@ def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
     return out
 
 
-def build_shared_crawl(folder: str, crawl: list[str], badwords: str, copies: int) -> dict:
+def build_shared_crawl(folder: str, crawl: list[str], badwords: str, copies: int,
+                       runner: str | None = None, beam_args: tuple = (),
+                       workers: int | None = None) -> dict:
+    """The fingerprint of the pinned build's input built on ``runner`` (default DirectRunner);
+    the manifest's ``build`` record is returned beside it as ``build``."""
     from c4forge.corpus.config import build_config
     from c4forge.pipelines.build import run_build
 
     cfg = build_config("c4", badwords=badwords)
     inputs = copies_of(crawl, copies, folder)
-    run_build(inputs, f"{folder}/c4", cfg, log=lambda *_: None, docs_per_shard=100)
-    return corpus_fingerprint(f"{folder}/c4")
+    manifest = run_build(inputs, f"{folder}/c4", cfg, log=lambda *_: None, docs_per_shard=100,
+                         runner=runner, beam_args=beam_args, workers=workers)
+    return {**corpus_fingerprint(f"{folder}/c4"), "build": manifest["build"]}
 
 
 def main() -> int:
@@ -84,7 +89,8 @@ def main() -> int:
              "input": f"shared crawl/*.wet.gz x {GOLDEN_COPIES} copies (hosts renamed), preset c4, "
                       "shared badwords, 100 documents per shard"}
     with tempfile.TemporaryDirectory() as tmp:
-        found.update(build_shared_crawl(tmp, crawl, str(shared_path("badwords")), GOLDEN_COPIES))
+        built = build_shared_crawl(tmp, crawl, str(shared_path("badwords")), GOLDEN_COPIES)
+        found.update(files=built["files"], counters=built["counters"])
     GOLDEN.parent.mkdir(exist_ok=True)
     GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(found['files'])} shard files, "
