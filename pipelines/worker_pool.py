@@ -4,7 +4,7 @@
     python -m c4forge.pipelines.worker_pool --port 50000
 
 then submit with ``--runner PortableRunner --job_endpoint HOST:PORT --environment_type EXTERNAL
---environment_config localhost:50000 --setup_file ./pyproject.toml`` (README, "Runners"). It is
+--environment_config localhost:50000 --setup_file ./setup.py`` (README, "Runners"). It is
 Beam's own ``worker_pool_main`` servicer, run with ``--container_executable`` pointing at a
 two-line launcher of the boot module for this Python.
 """
@@ -27,9 +27,9 @@ from typing import Optional
 from c4forge.core.io import atomic_write
 from c4forge.pipelines.worker_boot import ROOT_ENV
 
-# The project to stage: Beam builds its sdist (`python -m build --sdist`) and workers install it.
-PYPROJECT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "pyproject.toml")
+# The project to stage: Beam builds its sdist (`python setup.py sdist`; setup.py defers to
+# pyproject.toml) and workers install it.
+SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py")
 
 
 def boot_launcher(folder: str) -> str:
@@ -92,7 +92,7 @@ def _wait_for_port(path: str, process, what: str, timeout: float = 60.0) -> str:
 def local_portable_services(folder: str, workers: int = 2) -> Iterator[list[str]]:
     """The job service (pipelines/job_service.py) and this worker pool as two processes on this machine; yields the
     Beam arguments that submit a job to them (PortableRunner, EXTERNAL environment, the project
-    staged from its pyproject.toml). Both are stopped on exit. Used by the tests and
+    staged from its setup.py). Both are stopped on exit. Used by the tests and
     benchmarks/bench_build.py; README, "Runners", gives the same as shell commands."""
     os.makedirs(folder, exist_ok=True)
     job_port, pool_port = os.path.join(folder, "job.port"), os.path.join(folder, "pool.port")
@@ -115,7 +115,7 @@ def local_portable_services(folder: str, workers: int = 2) -> Iterator[list[str]
                "--environment_type=EXTERNAL", f"--environment_config=localhost:{pool}",
                # the local job service's FnApiRunner starts this many workers (pipelines/
                # job_service.py); a cluster's runner decides its own
-               f"--direct_num_workers={workers}", f"--setup_file={PYPROJECT}"]
+               f"--direct_num_workers={workers}", f"--setup_file={SETUP_FILE}"]
     finally:
         for process in processes:
             process.terminate()

@@ -61,7 +61,9 @@ SPECS = {
     "spark-3.5-cluster": {
         "what": f"Apache Spark {SPARK}: the master and workers of a standalone cluster",
         "dependencies": [f"org.apache.spark:spark-core_{SCALA}:{SPARK}"],
-        "managed": [],
+        # Maven's nearest-wins picks jackson-core 2.14.3 through a transitive path; Spark's own
+        # distribution (its parent pom) ships 2.15.2, which jackson-databind 2.15.2 needs
+        "managed": ["com.fasterxml.jackson.core:jackson-core:2.15.2"],
         "main_class": "org.apache.spark.deploy.master.Master",
     },
 }

@@ -10,9 +10,8 @@ from c4forge.train.checkpoint import load_model, run_tokenizer_dir
 from c4forge.train.config import build_train_config
 from c4forge.train.trainer import train
 from tests.conftest import shared_path
+from tests.sidevenv import hf_python, run_json
 from tests.test_train_loop import settings
-
-lm_eval = pytest.importorskip("lm_eval", reason="lm-eval not installed (the dev extra installs it)")
 
 
 @pytest.fixture(scope="module")
@@ -27,15 +26,10 @@ def export(tokens, tmp_path_factory):
 
 
 def lm_eval_scores(hf, task_dir, names, max_length):
-    from lm_eval import simple_evaluate
-    from lm_eval.models.huggingface import HFLM
-    from lm_eval.tasks import TaskManager
-
-    # max_length: the window train eval scores in (its --seq-len, by default the training one);
-    # longer contexts are cut from the left by both.
-    model = HFLM(pretrained=str(hf), dtype="float32", batch_size=16, device="cpu", max_length=max_length)
-    return simple_evaluate(model=model, tasks=names, task_manager=TaskManager(include_path=str(task_dir)),
-                           log_samples=True, num_fewshot=0)
+    """lm-eval-harness's results and samples, run in its own venv (it needs a newer dill than
+    apache-beam 2.62 allows: tests/sidevenv.py)."""
+    return run_json(hf_python(), "lm_eval_side.py", str(hf), str(task_dir), ",".join(names),
+                    str(max_length))
 
 
 def test_lm_eval_harness_equals_train_eval_on_copa_winogrande_and_lambada(export, tmp_path):

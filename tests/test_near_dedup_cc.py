@@ -6,6 +6,7 @@ import random
 
 import apache_beam as beam
 import pytest
+from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from c4forge.corpus.config import build_config
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS, clusters_in_memory
@@ -26,7 +27,7 @@ def components(edges, rounds, tmp_path):
         with open(out, "a") as handle:
             handle.write(json.dumps(row) + "\n")
 
-    with beam.Pipeline(runner="FnApiRunner") as pipeline:
+    with beam.Pipeline(runner=fn_runner.FnApiRunner()) as pipeline:
         labels, changed = connected_components(pipeline | beam.Create(edges), rounds)
         _ = labels | "labels" >> beam.Map(lambda kv: dump(["label", kv[0], kv[1]]))
         _ = changed | "changed" >> beam.Map(lambda n: dump(["changed", n, None]))

@@ -1,6 +1,6 @@
 """The portable path Flink, Spark and Dataflow run Python through: Beam's job service, an
 external pool of SDK worker processes that boot as Beam's container does (the project staged
-from pyproject.toml, pip-installed per worker), pickled DoFns, gRPC data and state planes.
+with its setup.py, pip-installed per worker), pickled DoFns, gRPC data and state planes.
 Same corpus (documents, texts, shard bytes, every counter) as the DirectRunner."""
 import os
 

@@ -159,18 +159,22 @@ class FlinkCluster:
         """One more TaskManager (a supervisor replacing a lost one does this)."""
         jvm, dynamic = self._resource_params(self._java, self._cp, self._conf,
                                              "GET_TM_RESOURCE_PARAMS")
-        before = self.registered() if wait else 0
+        before = self.taskmanager_ids() if wait else set()
         self._taskmanager_count += 1
         service = self.services.start(f"taskmanager-{self._taskmanager_count}", [
             self._java, *jvm, *LOG_PROPERTIES, "-cp", self._cp,
             "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
             "--configDir", self._conf, *dynamic])
         if wait:
-            self.services.wait_for(lambda: self.registered() > before, "a Flink TaskManager")
+            self.services.wait_for(lambda: bool(self.taskmanager_ids() - before),
+                                   "a Flink TaskManager")
         return service
 
+    def taskmanager_ids(self) -> set:
+        return {t["id"] for t in get_json(f"http://{self.master}/taskmanagers").get("taskmanagers", [])}
+
     def registered(self) -> int:
-        return len(get_json(f"http://{self.master}/taskmanagers").get("taskmanagers", []))
+        return len(self.taskmanager_ids())
 
     def taskmanager_services(self) -> list[Service]:
         return [s for s in self.services.started if s.name.startswith("taskmanager-")]

@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+import requests
+
 from c4forge.pipelines.engines.flink import FLINK_VERSION, embedded_conf
 from c4forge.pipelines.engines.jars import (
     LOG_PROPERTIES,
@@ -40,7 +42,7 @@ from c4forge.pipelines.engines.jars import (
     launcher_jar,
     load_lock,
 )
-from c4forge.pipelines.engines.processes import Services, free_port, port_open
+from c4forge.pipelines.engines.processes import Services, free_port, get_json, port_open
 from c4forge.pipelines.engines.spark import SPARK_VERSION
 from c4forge.pipelines.worker_boot import ROOT_ENV
 
@@ -194,13 +196,24 @@ def plan(runner: str, args: Sequence[str], workers: Optional[int], folder: str) 
         master = flag_value(args, "--flink_master") or "[local]"
         if master in EMBEDDED_FLINK:
             return Plan(FLINK, master, cores(), cores(), "embedded in the job server")
-        return Plan(FLINK, master, 1, -1, f"cluster at {master}")
+        # Beam's default parallelism for a remote Flink is the job server's own default (1):
+        # use every slot the cluster offers
+        return Plan(FLINK, master, 1, flink_slots(master), f"cluster at {master}")
     master = flag_value(args, "--spark_master_url") or f"local[{cores()}]"
     if master.startswith("local"):
         count = master[len("local["):-1] if master.startswith("local[") else "1"
         slots = cores() if count == "*" else int(count)
         return Plan(SPARK, master, slots, -1, "embedded in the job server")
     return Plan(SPARK, master, 1, -1, f"cluster at {master}")
+
+
+def flink_slots(master: str) -> int:
+    """The slots of the Flink cluster at ``master`` (its REST API), -1 when it cannot be asked."""
+    url = master if "://" in master else f"http://{master}"
+    try:
+        return int(get_json(f"{url.rstrip('/')}/overview").get("slots-total", -1)) or -1
+    except (requests.RequestException, ValueError):
+        return -1
 
 
 @contextlib.contextmanager

@@ -1,0 +1,261 @@
+"""`corpus build` on Apache Flink and Apache Spark: embedded in Beam's job server (the managed
+``flink-local`` / ``spark-local`` runners) and on standalone clusters whose JobManager,
+TaskManagers, master and worker are processes of their own, started here from the pinned jars.
+Every build of the pinned input gives the pinned fingerprint (tests/golden/: every row of every
+shard, every counter) and the DirectRunner's shard bytes; a TaskManager killed mid-job is
+retried by Flink and changes nothing; the clusters leave no process behind, also on failure.
+
+They skip with the reason where Java is missing or the jars cannot be fetched (no Maven Central);
+CI has both."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from c4forge.pipelines.engines import jars
+from c4forge.pipelines.engines.flink import FlinkCluster
+from c4forge.pipelines.engines.processes import port_open
+from c4forge.pipelines.engines.runners import check_engine_options
+from c4forge.pipelines.engines.spark import SparkCluster
+from tests.build_golden import GOLDEN, GOLDEN_COPIES, build_shared_crawl, copies_of
+from tests.conftest import ROOT, shared_path
+
+pytestmark = pytest.mark.slow
+LOCKS = ("flink-1.19-job-server", "flink-1.19-cluster", "spark-3-job-server", "spark-3.5-cluster")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_jars():
+    """Java and every pinned jar, or skip with the reason."""
+    try:
+        jars.java_executable("the engine tests")
+        for name in LOCKS:
+            jars.fetch_jars(jars.load_lock(name))
+    except jars.EngineError as exc:
+        pytest.skip(f"engines unavailable here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def pinned():
+    return json.loads(GOLDEN.read_text())
+
+
+@pytest.fixture(scope="module")
+def pinned_inputs(tmp_path_factory) -> list:
+    """The pinned build's input files, made once: every build reads the same paths, so the
+    shards' ``source`` column, and with it their bytes, can be compared."""
+    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
+    return copies_of(crawl, GOLDEN_COPIES, str(tmp_path_factory.mktemp("inputs")))
+
+
+@pytest.fixture(scope="module")
+def direct_shards(tmp_path_factory, pinned_inputs):
+    """The DirectRunner's shards of the pinned input, by name."""
+    folder = tmp_path_factory.mktemp("direct")
+    build_shared_crawl(str(folder), [], str(shared_path("badwords")), GOLDEN_COPIES,
+                       inputs=pinned_inputs)
+    return {p.name: p.read_bytes() for p in (folder / "c4").glob("*.arrow")}
+
+
+@pytest.fixture
+def build_pinned(pinned_inputs):
+    def build(folder: Path, **how) -> dict:
+        return build_shared_crawl(str(folder), [], str(shared_path("badwords")), GOLDEN_COPIES,
+                                  inputs=pinned_inputs, **how)
+    return build
+
+
+def assert_same_corpus(found: dict, pinned: dict, folder: Path, direct_shards: dict) -> None:
+    assert found["counters"] == pinned["counters"]  # every rule's pages, lines and bytes
+    assert found["files"] == pinned["files"] and len(found["files"]) >= 3
+    shards = {p.name: p.read_bytes() for p in (folder / "c4").glob("*.arrow")}
+    assert shards == direct_shards
+
+
+def leftover_java(before: set) -> list:
+    """Java processes started since ``before`` (pids) that are still alive."""
+    return [p for p in psutil.process_iter(["pid", "name"])
+            if p.info["name"] == "java" and p.info["pid"] not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def java_pids() -> set:
+    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "java"}
+
+
+def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, direct_shards,
+                                                            build_pinned):
+    """--runner flink-local: Flink inside the job server with 2 slots, one SDK worker each."""
+    before = java_pids()
+    found = build_pinned(tmp_path, runner="flink-local", workers=2)
+    assert_same_corpus(found, pinned, tmp_path, direct_shards)
+    build = found["build"]
+    assert build["runner"] == "flink-local"
+    assert build["engine"]["engine"] == "flink" and build["engine"]["version"] == "1.19.0"
+    assert "embedded" in build["engine"]["mode"] and "2 slot" in build["engine"]["mode"]
+    assert not leftover_java(before)
+
+
+def test_flink_cluster_retries_a_lost_taskmanager_and_gives_the_same_corpus(tmp_path, pinned,
+                                                                            direct_shards,
+                                                                            build_pinned):
+    """A standalone cluster (JobManager and two TaskManagers, three JVMs) and Beam's FlinkRunner
+    pointed at it; one TaskManager is killed while the job runs and a new one joins, as a
+    supervisor would start it. Flink restarts the failed tasks; the corpus is the same."""
+    with FlinkCluster(str(tmp_path / "cluster"), taskmanagers=2, slots=1) as cluster:
+        assert cluster.registered() == 2
+        outcome: dict = {}
+
+        def build():
+            try:
+                outcome["found"] = build_pinned(tmp_path / "out", runner="FlinkRunner",
+                                                beam_args=("--flink_master", cluster.master))
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                outcome["error"] = exc
+
+        (tmp_path / "out").mkdir()
+        thread = threading.Thread(target=build)
+        thread.start()
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not _running_with_progress(cluster):
+            assert thread.is_alive(), outcome
+            time.sleep(0.5)
+        victim = cluster.taskmanager_services()[0]
+        cluster.services.kill(victim)
+        cluster.add_taskmanager()
+        thread.join(600)
+        assert not thread.is_alive() and "error" not in outcome, outcome
+        job = cluster.jobs()[-1]
+        assert job["state"] == "FINISHED"
+        restarts = _restarts(cluster, job["jid"])
+        assert restarts >= 1  # the kill hit the running job
+    assert_same_corpus(outcome["found"], pinned, tmp_path / "out", direct_shards)
+    assert outcome["found"]["build"]["engine"]["mode"] == f"cluster at {cluster.master}"
+
+
+def _running_with_progress(cluster: FlinkCluster) -> bool:
+    """The job is running and some of its tasks have finished (the kill lands mid-job)."""
+    jobs = [j for j in cluster.jobs() if j["state"] == "RUNNING"]
+    return bool(jobs) and jobs[0]["tasks"]["finished"] >= 4
+
+
+def _restarts(cluster: FlinkCluster, jid: str) -> int:
+    """Failures the JobManager recorded for the job (each one restarted tasks)."""
+    from c4forge.pipelines.engines.processes import get_json
+
+    history = get_json(f"http://{cluster.master}/jobs/{jid}/exceptions").get("exceptionHistory", {})
+    print("exceptions:", [e.get("exceptionName") for e in history.get("entries", [])])
+    return len(history.get("entries", []))
+
+
+def test_spark_cluster_build_equals_the_pinned_fingerprint(tmp_path, pinned, direct_shards,
+                                                           build_pinned):
+    """A Spark standalone master and worker (two JVMs; the worker starts an executor JVM) and
+    Beam's SparkRunner pointed at it."""
+    with SparkCluster(str(tmp_path / "cluster"), workers=1, cores=2) as cluster:
+        found = build_pinned(tmp_path, runner="SparkRunner",
+                             beam_args=("--spark_master_url", cluster.master))
+    assert_same_corpus(found, pinned, tmp_path, direct_shards)
+    assert found["build"]["engine"]["engine"] == "spark"
+    assert found["build"]["engine"]["version"] == "3.5.7"
+
+
+def test_spark_embedded_build_equals_the_direct_runner(tmp_path):
+    """--runner spark-local on the sample crawl: the DirectRunner's documents and counters."""
+    from c4forge.corpus.config import build_config
+    from c4forge.pipelines.build import run_build
+    from tests.build_golden import corpus_fingerprint
+
+    sample = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
+    config = build_config("c4", badwords=str(ROOT / "corpus" / "data" / "demo-badwords"))
+    direct = run_build(sample, str(tmp_path / "direct"), config, log=lambda *_: None)
+    spark = run_build(sample, str(tmp_path / "spark"), config, log=lambda *_: None,
+                      runner="spark-local", workers=2)
+    assert spark["counters"] == direct["counters"]
+    assert corpus_fingerprint(str(tmp_path / "spark")) == corpus_fingerprint(str(tmp_path / "direct"))
+    assert spark["build"]["engine"]["mode"] == "embedded in the job server, 2 core(s)"
+
+
+def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_path):
+    """An exception inside ``with FlinkCluster(...)`` stops the JobManager and TaskManagers; a
+    cluster whose parent is killed (SIGKILL, no clean-up) stops too (parent-death signal)."""
+    before = java_pids()
+    with pytest.raises(RuntimeError, match="boom"):
+        with FlinkCluster(str(tmp_path / "a"), taskmanagers=1, slots=1) as cluster:
+            port = int(cluster.master.rsplit(":", 1)[1])
+            assert port_open(port)
+            raise RuntimeError("boom")
+    assert not port_open(port)
+    assert not leftover_java(before)
+
+    script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from c4forge.pipelines.engines.spark import SparkCluster\n"
+              f"cluster = SparkCluster({str(tmp_path / 'b')!r}, workers=1, cores=1).__enter__()\n"
+              "print(cluster.ui_port, flush=True)\n"
+              "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        ui_port = int(parent.stdout.readline())
+        assert port_open(ui_port) and leftover_java(before)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and leftover_java(before):
+        time.sleep(0.5)
+    assert not leftover_java(before)
+    assert not port_open(ui_port)
+
+
+def test_engine_usage_errors_come_before_anything_starts():
+    with pytest.raises(jars.EngineUsageError, match="--workers applies to"):
+        check_engine_options("FlinkRunner", ["--flink_master", "[local]"], 2)
+    with pytest.raises(jars.EngineUsageError, match="starts its own engine"):
+        check_engine_options("flink-local", ["--flink_master", "host:8081"], None)
+    with pytest.raises(jars.EngineUsageError, match="environment_type"):
+        check_engine_options("SparkRunner", ["--spark_master_url", "spark://10.1.2.3:7077"], None)
+    check_engine_options("SparkRunner", ["--spark_master_url", "spark://10.1.2.3:7077",
+                                         "--environment_type", "DOCKER"], None)
+    check_engine_options("FlinkRunner", ["--flink_master", "127.0.0.1:8081"], None)
+
+
+def test_a_missing_java_is_one_line(monkeypatch):
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")
+    with pytest.raises(jars.EngineError, match="needs Java 11 or newer and none was found"):
+        jars.java_executable("--runner flink-local")
+
+
+def test_a_corrupt_jar_is_refused_and_nothing_is_kept(tmp_path, monkeypatch):
+    """A download whose sha256 is not the pinned one never gets the jar's name."""
+    lock = jars.load_lock("flink-1.19-cluster")
+    jar = dict(lock.jars[0], sha256="0" * 64)
+    monkeypatch.setenv(jars.CACHE_ENV, str(tmp_path))
+    target = tmp_path / "maven" / jar["path"]
+    with pytest.raises(jars.EngineError, match="is not the pinned"):
+        jars._fetch(jar, target, jars.MAVEN_CENTRAL)
+    assert not target.exists() and not list(target.parent.glob("*"))
+
+
+def test_launcher_jar_names_every_pinned_jar(tmp_path):
+    import zipfile
+
+    lock = jars.load_lock("spark-3-job-server")
+    path = jars.launcher_jar(lock, add_opens=jars.SPARK_OPENS)
+    with zipfile.ZipFile(path) as archive:
+        manifest = archive.read("META-INF/MANIFEST.MF").decode()
+    joined = manifest.replace("\r\n ", "")
+    assert "Main-Class: org.apache.beam.runners.spark.SparkJobServerDriver" in joined
+    classpath = joined.split("Class-Path: ", 1)[1].split("\r\n", 1)[0].split(" ")
+    assert len(classpath) == len(lock.jars)
+    assert all((path.parent / entry).is_file() for entry in classpath)
+    assert "Add-Opens: java.base/java.lang" in joined
+    assert all(len(line.encode()) <= 72 for line in manifest.split("\r\n"))
+    assert jars.launcher_jar(lock, add_opens=jars.SPARK_OPENS) == path  # reused
+    assert os.path.getsize(path) < 20_000
