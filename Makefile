@@ -54,15 +54,25 @@ demo: $(STAMP)
 	@echo "and demo-out/ablation-span/report/report.md (T5's span corruption)"
 
 # `make bench` regenerates the generated sections of benchmarks/RESULTS.md (benchmarks/run_all.py:
-# interleaved repeats, min/median/max, stamped with command, date, commit and machine). Peers live in their own venv: datatrove needs the fasttext-numpy2-wheel distribution and a
-# newer dill, which must not replace what .venv runs on. All rows there share one fastText build.
+# interleaved repeats, min/median/max, stamped with command, date, commit and machine). Our rows run
+# in .venv-bench; datatrove needs a newer dill than apache-beam 2.62 allows, so it runs in
+# .venv-peers beside c4forge without Beam (benchmarks/peers.py). Both venvs get the same fastText
+# build (fasttext-numpy2-wheel, which datatrove needs), so every row shares it.
 BENCH := .venv-bench
+PEERS := .venv-peers
 bench:
 	test -x $(BENCH)/bin/python || $(PY) -m venv $(BENCH)
 	$(BENCH)/bin/pip install -q --upgrade pip
 	$(BENCH)/bin/pip install -q -e ".[bench]"
 	$(BENCH)/bin/pip install -q fasttext-numpy2-wheel
 	$(BENCH)/bin/python -m c4forge.cli.langid --self-check
+	test -x $(PEERS)/bin/python || $(PY) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q --upgrade pip
+	$(PEERS)/bin/python benchmarks/peers.py > $(PEERS)/requirements.txt
+	$(PEERS)/bin/pip install -q -r $(PEERS)/requirements.txt
+	$(PEERS)/bin/pip install -q --no-deps -e .
+	$(PEERS)/bin/pip install -q fasttext-numpy2-wheel
+	$(PEERS)/bin/python -m c4forge.cli.langid --self-check
 	$(BENCH)/bin/python benchmarks/run_all.py
 
 clean-venv:

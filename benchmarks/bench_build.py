@@ -206,7 +206,7 @@ def run_datatrove(inputs: list[str]) -> dict[str, float]:
     """datatrove's reader + C4 quality + language filters + writer on ``inputs``, in a child
     process (measured like the engines)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return measure([sys.executable, __file__, "--datatrove-worker", tmp, *inputs])
+        return measure([harness.peers_python(), __file__, "--datatrove-worker", tmp, *inputs])
 
 
 def datatrove_worker(out: str, inputs: list[str]) -> None:
@@ -254,11 +254,7 @@ def cpu_cell(runs: list[float]) -> str:
 
 
 def datatrove_available() -> bool:
-    try:
-        import datatrove  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return harness.peer_importable("datatrove")
 
 
 def main() -> int:

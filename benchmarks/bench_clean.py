@@ -13,8 +13,9 @@ that survive" with C4's constants (3 sentences, 5 words per line, threshold 0.65
 c4forge's output must equal the plain loop's (same kept pages, texts, languages, scores); the
 script exits non-zero otherwise.
 
-datatrove requires the ``fasttext-numpy2-wheel`` distribution, so this script runs in
-``.venv-bench`` where all rows share that fastText build. c4forge itself ships
+datatrove requires the ``fasttext-numpy2-wheel`` distribution and a newer dill than apache-beam
+2.62 allows, so this script runs in ``.venv-peers`` (c4forge without Beam beside datatrove;
+benchmarks/peers.py), where all rows share that fastText build. c4forge itself ships
 ``fasttext-predict`` (faster on the same model); when ``.venv`` exists, the script also times
 c4forge there, in a subprocess on the same pages, and checks its output hash too. datatrove's rules differ slightly from tfds (it counts words
 before removing citations and accepts a trailing apostrophe), so its page count is reported,
@@ -24,7 +25,7 @@ Timing: CPU seconds, the three pipelines interleaved (c4forge, plain, datatrove,
 for ``--repeat`` rounds (harness.py); every ratio is per round, reported as median (min-max).
 The "as installed" row runs in its own process after the interleaved rounds.
 
-Run: make bench   (or: .venv-bench/bin/python benchmarks/bench_clean.py [--repeat 5] [--write]
+Run: make bench   (or: .venv-peers/bin/python benchmarks/bench_clean.py [--repeat 5] [--write]
 [--quick]; ``--quick``: 200 pages, one round, nothing written)
 """
 from __future__ import annotations

@@ -25,6 +25,17 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 # ../shared/data, or where C4FORGE_SHARED_DATA says (as the tests read it)
 SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+# Where the peers that cannot share a venv with apache-beam run (Makefile, benchmarks/peers.py)
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+
+
+def peers_python() -> str:
+    """.venv-peers's python where `make bench` made it, else this one."""
+    return str(PEERS_PYTHON) if PEERS_PYTHON.exists() else sys.executable
+
+
+def peer_importable(module: str) -> bool:
+    return subprocess.run([peers_python(), "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
 def timed(fn: Callable[[], object]) -> tuple[object, float, float]:

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -29,16 +32,19 @@ class Benchmark:
     script: str
     full: tuple[str, ...]      # arguments of the run that regenerates the section
     needs: str                  # what it reads, for the skip message
+    peers: bool = False         # runs in .venv-peers (beside datatrove, without apache-beam)
 
 
 BENCHMARKS = (
-    Benchmark("clean", "bench_clean.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
+    Benchmark("clean", "bench_clean.py", ("--repeat", "5", "--write"), "../shared/data/crawl", peers=True),
     Benchmark("extract", "bench_extract.py", ("--repeats", "3", "--peers", "--write"),
               "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
     Benchmark("dedup", "bench_dedup.py", ("--repeats", "5", "--write"), "../shared/data/crawl"),
     Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
     Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
+    Benchmark("engines", "bench_engines.py", ("--scales", "4,16", "--repeat", "3", "--write"),
+              "../shared/data/crawl-extra"),
     Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
     Benchmark("tokenizer", "bench_tokenizer.py", ("--repeat", "3", "--write"), "../shared/data/crawl"),
 )
@@ -52,7 +58,8 @@ def main() -> int:
     chosen = [b for b in BENCHMARKS if not args.only or b.name in args.only.split(",")]
     failed = []
     for bench in chosen:
-        argv = [sys.executable, str(ROOT / "benchmarks" / bench.script),
+        python = harness.peers_python() if bench.peers else sys.executable
+        argv = [python, str(ROOT / "benchmarks" / bench.script),
                 *(("--quick",) if args.quick else bench.full)]
         print(f"== {bench.name}: {' '.join(['python', 'benchmarks/' + bench.script, *argv[2:]])}", flush=True)
         started = time.perf_counter()

@@ -1,0 +1,29 @@
+"""The requirements of .venv-peers, where `make bench` runs the peers that cannot share a venv
+with apache-beam 2.62: datatrove needs a newer dill (through multiprocess) than Beam allows.
+c4forge is installed there too (``--no-deps``), with every dependency but apache-beam, so the
+single-process rows (`corpus clean`, bench_clean.py) run beside datatrove in one process on one
+fastText build; nothing there imports Beam.
+
+    python benchmarks/peers.py > requirements.txt
+"""
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+# datatrove (pinned: its filters' defaults are part of what is compared) and its WARC/WET reader
+# and JSONL writer; python-magic needs libmagic. fasttext-numpy2-wheel, the fastText build
+# datatrove's LanguageFilter needs, is installed after these (it must overwrite the `fasttext/`
+# folder fasttext-predict installs), here and in .venv-bench, so every row shares one build.
+PEERS = ("datatrove==0.10.1", "warcio", "faust-cchardet", "python-magic", "orjson", "psutil",
+         "fasteners")
+
+
+def requirements() -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    ours = [d for d in project["dependencies"] if not d.replace(" ", "").startswith("apache-beam")]
+    return [*ours, *PEERS]
+
+
+if __name__ == "__main__":
+    print("\n".join(requirements()))
