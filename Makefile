@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml Makefile
 
 venv: $(STAMP)
 
+# Two test processes per machine of two cores or more (pytest-xdist), work-stealing: the suite is
+# CPU-bound and most tests use one core.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n auto --dist worksteal tests
 
 # Lint (ruff: the rule set and why, in pyproject.toml), types (mypy on the shared floor and the
 # stages' public APIs), the generated CLI reference (docs/cli.md) up to date, and the

@@ -10,6 +10,11 @@ from pathlib import Path
 if not shutil.which("nvidia-smi"):
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# `make test` runs the tests in two processes (pytest-xdist): each gets one math thread, so two
+# torch tests on two cores do not oversubscribe them (a torch test alone still gets what it asks).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,6 +8,7 @@ torch, transformers and c4forge are not installed twice; only what conflicts is 
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -28,6 +29,15 @@ def hf_python() -> str:
     ready = HF_VENV / ".installed"
     if ready.exists():
         return str(python)
+    HF_VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(HF_VENV.parent / "venv-hf.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test processes running in parallel make it once
+        if ready.exists():
+            return str(python)
+        return _make(python, ready)
+
+
+def _make(python: Path, ready: Path) -> str:
     made = subprocess.run([sys.executable, "-m", "venv", str(HF_VENV)], capture_output=True, text=True)
     if made.returncode:
         pytest.skip(f"could not make {HF_VENV.relative_to(ROOT)}: {made.stderr[-300:]}")

@@ -79,28 +79,30 @@ def assert_same_corpus(found: dict, pinned: dict, folder: Path, direct_shards: d
     assert shards == direct_shards
 
 
-def leftover_java(before: set) -> list:
-    """Java processes started since ``before`` (pids) that are still alive."""
-    return [p for p in psutil.process_iter(["pid", "name"])
-            if p.info["name"] == "java" and p.info["pid"] not in before and p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
+def alive(processes) -> list:
+    return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
-def java_pids() -> set:
-    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "java"}
+def java_children(root: psutil.Process = None) -> list:
+    """The Java processes under ``root`` (default: this test process), alive."""
+    root = root or psutil.Process()
+    try:
+        found = root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return alive([p for p in found if p.name() == "java"])
 
 
 def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, direct_shards,
                                                             build_pinned):
     """--runner flink-local: Flink inside the job server with 2 slots, one SDK worker each."""
-    before = java_pids()
     found = build_pinned(tmp_path, runner="flink-local", workers=2)
     assert_same_corpus(found, pinned, tmp_path, direct_shards)
     build = found["build"]
     assert build["runner"] == "flink-local"
     assert build["engine"]["engine"] == "flink" and build["engine"]["version"] == "1.19.0"
     assert "embedded" in build["engine"]["mode"] and "2 slot" in build["engine"]["mode"]
-    assert not leftover_java(before)
+    assert not java_children()
 
 
 def test_flink_cluster_retries_a_lost_taskmanager_and_gives_the_same_corpus(tmp_path, pinned,
@@ -186,14 +188,13 @@ def test_spark_embedded_build_equals_the_direct_runner(tmp_path):
 def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_path):
     """An exception inside ``with FlinkCluster(...)`` stops the JobManager and TaskManagers; a
     cluster whose parent is killed (SIGKILL, no clean-up) stops too (parent-death signal)."""
-    before = java_pids()
     with pytest.raises(RuntimeError, match="boom"):
         with FlinkCluster(str(tmp_path / "a"), taskmanagers=1, slots=1) as cluster:
             port = int(cluster.master.rsplit(":", 1)[1])
-            assert port_open(port)
+            assert port_open(port) and len(java_children()) == 2
             raise RuntimeError("boom")
     assert not port_open(port)
-    assert not leftover_java(before)
+    assert not java_children()
 
     script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
               "from c4forge.pipelines.engines.spark import SparkCluster\n"
@@ -203,14 +204,15 @@ def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_p
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         ui_port = int(parent.stdout.readline())
-        assert port_open(ui_port) and leftover_java(before)
+        jvms = java_children(psutil.Process(parent.pid))
+        assert port_open(ui_port) and len(jvms) == 2  # master and worker
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and leftover_java(before):
+    while time.monotonic() < deadline and alive(jvms):
         time.sleep(0.5)
-    assert not leftover_java(before)
+    assert not alive(jvms)
     assert not port_open(ui_port)
 
 

@@ -59,6 +59,19 @@ def output_path(path: str) -> str:
     return out or "."
 
 
+def shown_place(path: str) -> str:
+    """How a folder outside the project is printed: under the home folder as ``~/...``, under
+    the temp folder as ``$TMPDIR/...``, else as :func:`shown_path` prints it."""
+    import tempfile
+
+    full = os.path.abspath(path)
+    for base, name in ((tempfile.gettempdir(), "$TMPDIR"), (os.path.expanduser("~"), "~")):
+        relative = os.path.relpath(full, base)
+        if not relative.startswith(os.pardir):
+            return name if relative == os.curdir else f"{name}/{relative}"
+    return shown_path(path)
+
+
 def shown_path(path: str) -> str:
     """How a path is printed: relative to the working directory when inside it, relative to the
     site-packages folder it sits in (an installed package's data), else its file name - never

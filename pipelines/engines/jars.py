@@ -27,7 +27,7 @@ import requests
 from apache_beam.version import __version__ as BEAM_VERSION
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import atomic_write
+from c4forge.core.io import atomic_write, shown_place
 
 LOCKS = Path(__file__).resolve().parent / "locks"
 MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
@@ -131,7 +131,7 @@ def fetch_jars(lock: Lock, log=None) -> list[Path]:
         if log:
             size = sum(jar["size"] for jar, _ in missing)
             log(f"fetching {len(missing)} jar(s) of {lock.name} ({size / 1e6:.0f} MB, once) "
-                f"into {root}")
+                f"into {shown_place(str(root))}")
         repository = os.environ.get(REPOSITORY_ENV) or MAVEN_CENTRAL
         with ThreadPoolExecutor(8) as pool:
             for future in [pool.submit(_fetch, jar, path, repository) for jar, path in missing]:

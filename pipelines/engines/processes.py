@@ -16,6 +16,7 @@ from typing import Optional
 
 import requests
 
+from c4forge.core.io import shown_place
 from c4forge.pipelines.engines.jars import EngineError
 
 PR_SET_PDEATHSIG = 1
@@ -82,7 +83,7 @@ class Services:
             code = service.process.poll()
             if code is not None:
                 raise EngineError(f"{service.name} exited with status {code}: {service.tail()} "
-                                  f"(log: {service.log})")
+                                  f"(log: {shown_place(service.log)})")
 
     def wait_for(self, ready: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -94,7 +95,8 @@ class Services:
             except (requests.RequestException, OSError, ValueError):
                 pass
             time.sleep(0.25)
-        raise EngineError(f"{what} did not come up within {timeout:.0f} s (logs in {self.folder})")
+        raise EngineError(f"{what} did not come up within {timeout:.0f} s (logs in "
+                          f"{shown_place(self.folder)})")
 
     def kill(self, service: Service) -> None:
         """SIGKILL one service (a lost worker, in tests); the others keep running."""

@@ -33,6 +33,7 @@ from typing import Optional
 
 import requests
 
+from c4forge.core.io import shown_place
 from c4forge.pipelines.engines.flink import FLINK_VERSION, embedded_conf
 from c4forge.pipelines.engines.jars import (
     LOG_PROPERTIES,
@@ -260,10 +261,10 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
     finally:
         services.stop()
         if os.environ.get(KEEP_ENV) == "1":
-            log(f"{engine_of(runner)} folder kept ({KEEP_ENV}=1): {folder}")
+            log(f"{engine_of(runner)} folder kept ({KEEP_ENV}=1): {shown_place(folder)}")
         elif failed:
             for name in ("artifacts", "workers", "flink", "spark-local"):
                 shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-            log(f"{engine_of(runner)} logs kept in {folder}")
+            log(f"{engine_of(runner)} logs kept in {shown_place(folder)}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
