@@ -81,6 +81,24 @@ def test_runner_options_are_checked_before_anything_is_created(runner_args, said
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("runner_args,said", [
+    (["--runner", "NoSuchRunner"], "unknown runner"),
+    (["--runner", "flink-local", "--flink_master", "[local]"], "starts its own engine"),
+    (["--workers", "2"], "--workers applies to"),
+])
+def test_runner_usage_errors_come_before_the_bad_word_download(runner_args, said, tmp_path, monkeypatch):
+    """Preset c4 without --badwords downloads the lists; offline that fails with exit 1. A bad
+    runner must still be the usage error (exit 2) it is when the lists are local."""
+    from c4forge.corpus import badwords
+
+    monkeypatch.setattr(badwords, "EN_BADWORDS_URL", "http://127.0.0.1:9/en")
+    monkeypatch.setattr(badwords, "BADWORDS_URL", "http://127.0.0.1:9/{lang}")
+    out = tmp_path / "new" / "corpus"
+    result = invoke(corpus_cli, ["build", "-i", SAMPLE, "--preset", "c4", "-o", out, *runner_args])
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert not (tmp_path / "new").exists()
+
+
 def test_a_failed_write_leaves_no_empty_output_directory_of_its_own(tmp_path):
     from c4forge.core.outdir import OutputKind, claim, writing
 

@@ -261,12 +261,15 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     """
     from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
     from c4forge.corpus.wet import expand_inputs
-    from c4forge.pipelines.build import BuildError, run_build, split_beam_args
+    from c4forge.pipelines.build import BuildError, run_build, runner_and_args, split_beam_args
 
     try:
         more_inputs, beam_args = split_beam_args(extra)
     except BuildError as exc:
         raise click.UsageError(str(exc)) from exc
+    # the runner and its options, before any network or disk work (a usage error is exit 2
+    # whatever else is wrong, e.g. bad-word lists that cannot be downloaded)
+    runner_and_args(runner, beam_args, Console.verbose, workers)
     inputs = list(inputs) + more_inputs
     config = make_config(**config_args)
     paths = expand_inputs(inputs) if inputs else []
