@@ -83,6 +83,32 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path):
     assert all(torch.isfinite(t).all() for t in state.values())
 
 
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing_that_blocks_its_retry(tokens, tmp_path):
+    """Regression (the README tour): validation data that is not there yet failed the run after
+    it had claimed its directory (manifest, tokenizer copy), and the retry was refused."""
+    from c4forge.core.errors import C4forgeError
+
+    missing = tmp_path / "not-encoded-yet"
+    out = tmp_path / "run"
+    config = build_train_config(overrides=settings(tokens, out, "steps=2", f"data.validation={missing}",
+                                                            "data.validation_split=train"))
+    with pytest.raises(C4forgeError, match="manifest"):
+        train(config, log=lambda *_: None)
+    assert not out.exists()  # the run created it: removed
+    mine = tmp_path / "mine"
+    mine.mkdir()  # an empty directory of the user's
+    with pytest.raises(C4forgeError, match="manifest"):
+        train(build_train_config(overrides=settings(tokens, mine, "steps=2", f"data.validation={missing}",
+                                                 "data.validation_split=train")),
+              log=lambda *_: None)
+    assert mine.is_dir() and not os.listdir(mine)  # as it was
+    shutil.copytree(tokens, missing)
+    train(config, log=lambda *_: None)  # the same command, no --overwrite
+    assert latest_checkpoint(str(out / "checkpoints"))
+    with pytest.raises(CheckpointError, match="already holds"):  # a run that checkpointed stays
+        train(config, log=lambda *_: None)
+
+
 def test_sigterm_saves_and_exits_cleanly(tokens, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "c4forge.cli.train", "run", *settings(tokens, out, "steps=100000", "checkpoint_every=100000")]

@@ -335,6 +335,27 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
     return manifest
 
 
+def undo_unstarted_run(directory: str, created: bool) -> bool:
+    """After a run failed: when it saved no checkpoint, remove what it wrote (its files, its
+    manifest; the directory itself when the run created it), so the same command can be
+    retried as it was. A run with a checkpoint stays (``--resume`` continues it). True when
+    something was undone."""
+    from c4forge.core.outdir import output_path
+
+    directory = output_path(directory)
+    checkpoints = os.path.join(directory, "checkpoints")
+    if not os.path.isdir(directory) or (os.path.isdir(checkpoints) and any(
+            name == "latest" or name.startswith("step-") for name in os.listdir(checkpoints))):
+        return False
+    remove_run_files(directory)
+    manifest = os.path.join(directory, RUN_MANIFEST)
+    if os.path.isfile(manifest):
+        os.unlink(manifest)
+    if created and not os.listdir(directory):
+        os.rmdir(directory)
+    return True
+
+
 def run_manifest(directory: str) -> Optional[dict]:
     """The run manifest of ``directory`` (None if it holds no run)."""
     from c4forge.core.outdir import read_manifest_json

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.outdir import output_path
 from c4forge.train.checkpoint import (
     NonFiniteState,
     copy_run_tokenizer,
@@ -31,6 +32,7 @@ from c4forge.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
     start_run_dir,
+    undo_unstarted_run,
 )
 from c4forge.train.config import TrainConfig
 from c4forge.train.data import Batch, PackedLoader, TokenDocuments, mixture_entries
@@ -413,8 +415,18 @@ class Trainer:
 
 def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] = print,
           overwrite: bool = False, meta: Optional[dict] = None) -> dict[str, float]:
-    """Train per ``config`` (see :class:`Trainer`); returns the last step's metrics."""
-    return Trainer(config, resume=resume, log=log, overwrite=overwrite, meta=meta).run()
+    """Train per ``config`` (see :class:`Trainer`); returns the last step's metrics. A new run
+    that fails before its first checkpoint leaves nothing behind (:func:`undo_unstarted_run`),
+    so its retry is not refused as "already holds a run"."""
+    out_dir = output_path(config.out_dir)
+    created = not os.path.exists(out_dir)
+    main_rank = int(os.environ.get("RANK", "0")) == 0
+    try:
+        return Trainer(config, resume=resume, log=log, overwrite=overwrite, meta=meta).run()
+    except BaseException:
+        if main_rank and not resume:
+            undo_unstarted_run(out_dir, created)
+        raise
 
 
 def _truncate_metrics(path: str, step: int) -> None:
