@@ -535,12 +535,13 @@ def _overrun(body, start: int = 0) -> int:
     return -1
 
 
-def iter_records(path: str, inc: IncFn = null_inc,
-                 options: ReadOptions = ReadOptions()) -> Iterator[WarcRecord]:
-    """Every well-formed WARC record of one file, in order. Raises :class:`CrawlReadError` only
-    when the file cannot be opened; every fault inside it is a counted skip."""
+def iter_records(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),
+                 source: Optional[str] = None) -> Iterator[WarcRecord]:
+    """Every well-formed WARC record of one file, in order (``source``: the name records carry,
+    ``path`` by default). Raises :class:`CrawlReadError` only when the file cannot be opened;
+    every fault inside it is a counted skip."""
     raw = open_raw(path, options, inc)
-    parser = _RecordParser(path, inc, options)
+    parser = _RecordParser(source or path, inc, options)
     try:
         for piece in _decompressed_pieces(raw, inc, options):
             if piece is _BREAK:
@@ -641,8 +642,8 @@ def url_set(path: str) -> frozenset:
     return _URL_SETS[path]
 
 
-def iter_documents(path: str, inc: IncFn = null_inc,
-                   options: ReadOptions = ReadOptions()) -> Iterator[Document]:
+def iter_documents(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),
+                   source: Optional[str] = None) -> Iterator[Document]:
     """The pages of one crawl file: ``conversion`` records (WET text) and, from WARC files,
     ``response`` records (main text extracted from the HTML), as ``options.input_format``
     allows. Other record types are counted as ``skipped:record_type:<type>`` (a WET file starts
@@ -653,7 +654,7 @@ def iter_documents(path: str, inc: IncFn = null_inc,
     other = {"wet": "response", "warc": "conversion"}.get(options.input_format)
     allowed = url_set(options.urls_from) if options.urls_from else None
     seen = {"wanted": 0, "other": 0}
-    for record in iter_records(path, inc, options):
+    for record in iter_records(path, inc, options, source):
         if record.type not in wanted:
             inc(f"skipped:record_type:{record.type or 'none'}")
             if record.type == other:
@@ -720,8 +721,8 @@ def check_input_formats(paths: Iterable[str], options: ReadOptions) -> None:
             raise InputFormatError(format_mismatch(path, options.input_format))
 
 
-def iter_file_documents(path: str, inc: IncFn = null_inc,
-                        options: ReadOptions = ReadOptions()) -> Iterator[Document]:
+def iter_file_documents(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),
+                        source: Optional[str] = None) -> Iterator[Document]:
     """:func:`iter_documents` that never raises for one bad file: a file that cannot be opened
     is counted ``skipped:unreadable_file``; an I/O error mid-file keeps every document read
     before it and is counted ``skipped:read_error``. ``corpus clean`` and ``corpus build``
@@ -731,7 +732,7 @@ def iter_file_documents(path: str, inc: IncFn = null_inc,
         yield from _remote_file_documents(path, inc, options)
         return
     try:
-        yield from iter_documents(path, inc, options)
+        yield from iter_documents(path, inc, options, source)
     except CrawlReadInterrupted:
         pass  # counted skipped:read_error where it happened
     except CrawlReadError:

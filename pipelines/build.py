@@ -371,12 +371,14 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
         log(warning)
     pipeline = beam.Pipeline(runner=local_runner(options), options=options)
     reports = progress_dir(staging)
-    # workers (portable runners) start in folders of their own: give them absolute paths
-    build_graph(pipeline, [worker_path(p) for p in inputs], config.for_workers(),
+    # workers (portable runners) start in folders of their own: they get absolute paths, and
+    # the inputs as given (what documents record) with the folder they are relative to
+    build_graph(pipeline, inputs, config.for_workers(),
                 worker_path(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
                 cc_rounds=cc_rounds, shard_format=shard_format,
                 progress_dir=worker_path(reports) if reports else reports,
-                buckets=shuffle_buckets(sum(input_bytes.values())))
+                buckets=shuffle_buckets(sum(input_bytes.values())), launch_dir=os.getcwd(),
+                recorded=config)
     try:
         with ProgressBoard(reports, len(inputs)):
             result = pipeline.run()

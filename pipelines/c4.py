@@ -9,6 +9,7 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 from __future__ import annotations
 
 import json
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import Optional
@@ -198,9 +199,11 @@ class ReadCleanFn(StepsFn):
     PAGES = "pages"
 
     def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None,
-                 candidates: bool = True, buckets: int = DEFAULT_BUCKETS) -> None:
+                 candidates: bool = True, buckets: int = DEFAULT_BUCKETS,
+                 launch_dir: Optional[str] = None) -> None:
         super().__init__(config)
         self.progress_dir = progress_dir
+        self.launch_dir = launch_dir
         self.candidates = candidates
         self.buckets = buckets
         self.keys = config.dedupe_lines  # the winners' line keys are claimed at the URL groups
@@ -219,8 +222,12 @@ class ReadCleanFn(StepsFn):
         self.batcher, self.pages = Batcher(), Batcher()
 
     def process(self, path: str):
+        """``path`` as the user gave it (what documents record as their ``source``, as in
+        ``corpus clean``), opened relative to ``launch_dir``: workers start in folders of their
+        own."""
         length = self.inc_for(NS_LENGTH)
-        for page in iter_file_documents(path, self.inc_for(NS_READ), self.config.read):
+        where = os.path.join(self.launch_dir, path) if self.launch_dir and "://" not in path else path
+        for page in iter_file_documents(where, self.inc_for(NS_READ), self.config.read, source=path):
             if self.reporter:
                 self.reporter.page(text_bytes(page))
             if not self.steps.length_ok(page, length):
@@ -652,17 +659,18 @@ class _CountUnconverged(_Counting, beam.DoFn):
 
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
-             progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS):
+             progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
+             launch_dir: Optional[str] = None):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
     (``progress_dir``: where the reading step reports, see pipelines/progress.py; ``buckets``:
-    see shuffle_buckets)."""
+    see shuffle_buckets; ``launch_dir``: what relative paths are relative to)."""
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
     join = {}  # what meets each page, by the bucket of its md5(url)
     claims = None  # (line bucket, [(line key, md5(url))...])
     if config.dedupe_urls:
         read = (files
                 | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True,
-                                                             buckets=buckets))
+                                                             buckets=buckets, launch_dir=launch_dir))
                 .with_outputs(ReadCleanFn.PAGES, main="candidates"))
         newest = (read.candidates
                   | "group by url bucket" >> beam.GroupByKey()
@@ -671,7 +679,8 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
         join.update(pages=read[ReadCleanFn.PAGES], winners=newest.winners)
         claims = newest[NewestPagesFn.CLAIMS]
     else:
-        pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False))
+        pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False,
+                                                                   launch_dir=launch_dir))
         if config.dedupe_lines:
             join.update(pages=pages | "key by url rank" >> beam.ParDo(KeyPagesFn(buckets)))
             claims = pages | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=buckets))
@@ -746,10 +755,13 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
                 cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
-                progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS):
-    """The whole graph on ``pipeline``; returns the (file name, stats) PCollection."""
+                progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
+                launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None):
+    """The whole graph on ``pipeline``; returns the (file name, stats) PCollection.
+    ``recorded``: the config as the manifest records it (``config`` by default), whose hash
+    every shard carries; ``config`` itself may be its worker form (absolute paths)."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets)
+    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir)
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
-                        metadata=shard_metadata(config.to_dict(), shard_format))
+                        metadata=shard_metadata((recorded or config).to_dict(), shard_format))

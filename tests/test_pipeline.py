@@ -137,6 +137,29 @@ def test_build_equals_single_process_chain_on_sample(tmp_path):
     assert manifest["versions"]["apache-beam"]
 
 
+def test_clean_and_build_write_the_same_bytes_from_relative_paths(tmp_path, monkeypatch):
+    """Regression: `corpus build` gave its workers absolute paths, so its documents' ``source``
+    was absolute (``corpus clean``: as given) and its shards hashed the config with an absolute
+    ``--badwords`` while the manifest hashed it as given."""
+    shutil.copy(SAMPLE, tmp_path / "sample.warc.wet.gz")
+    shutil.copytree(DEMO_BADWORDS, tmp_path / "words")
+    monkeypatch.chdir(tmp_path)
+    common = ["-i", "sample.warc.wet.gz", "--preset", "c4", "--badwords", "words", "-q"]
+    for command in ("build", "clean"):
+        result = CliRunner().invoke(cli, [command, *common, "-o", command])
+        assert result.exit_code == 0, result.output
+    for split in ("train", "validation"):
+        built, cleaned = shard_paths("build", split), shard_paths("clean", split)
+        assert [p.split("/")[-1] for p in built] == [p.split("/")[-1] for p in cleaned]
+        for a, b in zip(built, cleaned):
+            assert open(a, "rb").read() == open(b, "rb").read(), a
+    manifest = read_manifest("build")
+    assert manifest["config"]["badwords"] == "words"
+    assert shard_info(shard_paths("build", "train")[0])["config_hash"] == manifest["config_hash"] \
+        == read_manifest("clean")["config_hash"]
+    assert {d["source"] for d in iter_documents("build", "train")} == {"sample.warc.wet.gz"}
+
+
 def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
     out = tmp_path / "corpus"
     run_build([str(SAMPLE)], str(out), config(near_dedup=False), log=lambda *_: None,

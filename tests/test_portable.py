@@ -20,24 +20,22 @@ def _corpus(directory):
 
 
 def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):
-    # resolved: the portable run names the same files relative to the working directory, which
-    # the OS gives with symlinks resolved; the settings (and so the shards' config hash) then agree
-    shared = shared_path().resolve()
-    crawl = sorted(str(p) for p in (shared / "crawl").glob("*.wet.gz"))
-    cfg = build_config("c4", badwords=str(shared / "badwords"))
-    direct = run_build(crawl, str(tmp_path / "direct"), cfg, log=lambda *_: None,
-                       beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    shared = shared_path()
+    crawl = sorted(os.path.relpath(p, shared) for p in (shared / "crawl").glob("*.wet.gz"))
     services = tmp_path / "services"
-    with local_portable_services(str(services), workers=2) as beam_args:
-        # relative paths, as a user types them: workers start in folders of their own
-        cwd = os.getcwd()
-        os.chdir(shared)
-        try:
-            portable = run_build([os.path.relpath(p) for p in crawl], str(tmp_path / "portable"),
-                                 build_config("c4", badwords="badwords"), log=lambda *_: None,
+    # relative paths, as a user types them: workers start in folders of their own, and documents
+    # record the paths as given (their ``source``), in both runs
+    cwd = os.getcwd()
+    os.chdir(shared)
+    try:
+        cfg = build_config("c4", badwords="badwords")
+        direct = run_build(crawl, str(tmp_path / "direct"), cfg, log=lambda *_: None,
+                           beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+        with local_portable_services(str(services), workers=2) as beam_args:
+            portable = run_build(crawl, str(tmp_path / "portable"), cfg, log=lambda *_: None,
                                  beam_args=beam_args)
-        finally:
-            os.chdir(cwd)
+    finally:
+        os.chdir(cwd)
     assert portable["build"]["runner"] == "PortableRunner"
     assert portable["counters"] == direct["counters"]  # every step's element and byte counts
     assert portable["counters"]["split-wet-file/passed"] > 1500
