@@ -306,6 +306,70 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     say(f"done in {manifest['build']['seconds']}s; see `corpus stats {output}`")
 
 
+@cli.command("estimate")
+@click.option("--input", "-i", "inputs", multiple=True, metavar="PATH",
+              help="Crawl files, as for `corpus build`.")
+@click.argument("more_inputs", nargs=-1, metavar="[PATH]...")
+@click.option("--crawl", metavar="CC-MAIN-YYYY-WW", help="A Common Crawl dump (with --files).")
+@click.option("--files", default="0:1", show_default=True, metavar="A:B",
+              help="Slice of the crawl's WET file list.")
+@click.option("--cc-base-url", default=None, metavar="URL", help="Mirror of data.commoncrawl.org.")
+@click.option("--sample", "fraction", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Share of the pages (by URL hash) the real pipeline is timed on.")
+@click.option("--groups", default=4, show_default=True, type=click.IntRange(2, 30),
+              help="Disjoint parts of the sample, timed apart: the spread gives the interval.")
+@click.option("--sample-files", default=None, type=click.IntRange(1, None), metavar="N",
+              help="Read only N of the input files (chosen by name hash) and scale by the file "
+                   "count. Default: every file of -i; 1 file of a --crawl slice.")
+@click.option("--runner", default="DirectRunner", show_default=True,
+              type=click.Choice(["DirectRunner", "flink-local", "spark-local"]),
+              help="The engine to time the sample on (docs/distributed.md).")
+@click.option("--workers", default=None, type=click.IntRange(1, None), metavar="N",
+              help="Workers of flink-local / spark-local (default: every core).")
+@click.option("--price", default=None, type=click.FloatRange(0, None), metavar="PER_CORE_HOUR",
+              help="Also print the cost at this price per core-hour.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@config_options
+@output_options
+def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, groups, sample_files,
+                     runner, workers, price, as_json, **config_args) -> None:
+    """Project what `corpus build` of these inputs costs (CPU core-hours, wall, peak memory,
+    documents, output size, price) by timing the real pipeline on a sample of their pages,
+    with 95% intervals."""
+    from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
+    from c4forge.corpus.wet import expand_inputs
+    from c4forge.pipelines.estimate import estimate, report
+
+    if workers is not None and runner == "DirectRunner":
+        raise click.UsageError("--workers applies to --runner flink-local or spark-local")
+    inputs = input_paths(inputs, more_inputs)
+    config = make_config(**config_args)
+    if runner != "DirectRunner":
+        from c4forge.pipelines.engines.jars import java_executable
+
+        java_executable(f"--runner {runner}")
+    paths = expand_inputs(inputs) if inputs else []
+    if crawl:
+        kind = "warc" if config.read.input_format == "warc" else "wet"
+        paths += crawl_urls(crawl, files, cc_base_url or DEFAULT_BASE_URL, kind=kind)
+        sample_files = sample_files or 1
+    if not paths:
+        raise click.UsageError("give --input files or --crawl")
+    check_input_formats(paths, config.read)
+    if config.badwords_fraction > 0:
+        from c4forge.corpus.steps import PageSteps
+
+        _ = PageSteps(config).badwords_filter  # fetched once, before the timing
+    with filtered_stderr():
+        result = estimate(paths, config, fraction=fraction, groups=groups, runner=runner,
+                          workers=workers, sample_files=sample_files, price=price, log=say)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        for line in report(result):
+            click.echo(line)
+
+
 @cli.command("export")
 @click.option("--input", "-i", "source", required=True, type=click.Path(exists=True, file_okay=False),
               help="Corpus directory.")

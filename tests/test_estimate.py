@@ -1,0 +1,113 @@
+"""`corpus estimate`: the sample it draws, the projection's arithmetic, and the acceptance check:
+on the shared crawl, the projection for the whole input from a 25% sample is within 20% of the
+CPU of the measured build."""
+import gzip
+import json
+import math
+import statistics
+
+import pytest
+from click.testing import CliRunner
+
+from c4forge.cli.corpus import cli
+from c4forge.corpus.config import build_config
+from c4forge.corpus.urls import normalize_url
+from c4forge.corpus.wet import iter_records
+from c4forge.pipelines.estimate import (
+    EngineRun,
+    PartCost,
+    Sample,
+    draw_sample,
+    estimate,
+    interval,
+    project,
+    run_engine,
+    unit_hash,
+)
+from tests.conftest import ROOT, shared_path
+
+SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
+DEMO_BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
+
+
+def urls_of(path):
+    return [normalize_url(r.header("WARC-Target-URI")) for r in iter_records(str(path))
+            if r.type == "conversion"]
+
+
+def test_the_sample_is_the_pages_whose_url_hashes_low_split_in_disjoint_parts(tmp_path):
+    config = build_config("c4", badwords=str(DEMO_BADWORDS))
+    sample = draw_sample([str(SAMPLE)], 0.5, 3, str(tmp_path), config)
+    everything = urls_of(SAMPLE)
+    expected = sorted(u for u in everything if unit_hash(u) < 0.5)
+    parts = [urls_of(p) for p in sample.parts]
+    assert sorted(u for part in parts for u in part) == expected
+    for g, part in enumerate(parts):  # each part is one slice of the hash range
+        assert all(int(unit_hash(u) / 0.5 * 3) == g for u in part)
+    assert sample.part_pages == [len(p) for p in parts] and sample.input_pages == len(everything)
+    tiny = urls_of(sample.tiny)
+    assert len(tiny) == 20 and set(tiny) <= set(expected)
+    # the records are written back whole: every sampled page's text is the original's
+    original = {(r.header("WARC-Target-URI"), r.body) for r in iter_records(str(SAMPLE))}
+    for path in sample.parts:
+        for record in iter_records(path):
+            assert (record.header("WARC-Target-URI"), record.body) in original
+    with gzip.open(sample.parts[0]) as handle:
+        assert handle.read(8) == b"WARC/1.0"
+
+
+def test_projection_arithmetic():
+    sample = Sample("f", ["a", "b"], "t", [10, 10], [1000, 1000], 80, 8000, 2, 4)
+    assert sample.scale == 8000 / 2000 * 4 / 2
+    parts = [PartCost(1.0, 2, 100, 1000), PartCost(1.2, 3, 120, 1000)]
+    tiny = [EngineRun(cpu=5.0, wall=6.0, peak_rss=100, documents=1, output_bytes=10),
+            EngineRun(cpu=5.0, wall=6.5, peak_rss=110, documents=1, output_bytes=10)]
+    whole = EngineRun(cpu=7.0, wall=7.0, peak_rss=300, documents=5, output_bytes=500)
+    est = project(sample, parts, tiny, whole, "DirectRunner", None, 0.25)
+    assert est.fixed_cpu_seconds == 5.0  # the lower tiny run
+    assert est.cpu_seconds.value == pytest.approx(5.0 + 2.0 * 8)
+    assert est.wall_seconds.value == pytest.approx(6.0 + 1.0 * 8)
+    assert est.peak_memory_bytes == 100 + 200 * 8 and est.memory_grows
+    assert est.documents.value == pytest.approx(40) and est.output_bytes.value == pytest.approx(4000)
+    # CPU: the tiny runs agree, so the interval is the parts' spread alone: t(1) x sd/mean/sqrt(2)
+    low, high = interval(16.0, [0.001, 0.0012])
+    assert est.cpu_seconds.low == pytest.approx(5.0 + max(0.0, low))
+    assert est.cpu_seconds.high == pytest.approx(5.0 + high)
+    assert low < 16.0 < high
+    # wall: the tiny runs differ by 0.5 s, which widens the interval (scaled up 8x)
+    _, wall_high = interval(8.0, [0.001, 0.0012])
+    noise = statistics.stdev([6.0, 6.5])
+    half = math.hypot(wall_high - 8.0, 2 * math.sqrt(2) * noise * 8)
+    assert est.wall_seconds.high == pytest.approx(6.0 + 8.0 + half) and half > wall_high - 8.0
+    bounded = project(sample, parts, tiny, whole, "flink-local", 2, 0.25)
+    assert bounded.peak_memory_bytes == 300 and not bounded.memory_grows
+    assert json.loads(json.dumps(est.to_dict()))["core_hours"]["value"] == pytest.approx(21 / 3600)
+
+
+def test_usage_errors():
+    runner = CliRunner()
+    result = runner.invoke(cli, ["estimate", "-i", str(SAMPLE), "--workers", "2"])
+    assert result.exit_code == 2 and "--workers applies to" in result.output
+    result = runner.invoke(cli, ["estimate", "-i", str(SAMPLE), "--sample", "0"])
+    assert result.exit_code == 2
+    result = runner.invoke(cli, ["estimate"])
+    assert result.exit_code == 2 and "give --input files or --crawl" in result.output
+
+
+@pytest.mark.slow
+def test_a_quarter_sample_projects_the_whole_shared_crawl_within_20_percent(tmp_path):
+    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
+    config = build_config("c4", badwords=str(shared_path("badwords")))
+    # the measured build, before and after the estimate (load on the machine drifts alike)
+    first = run_engine(crawl, str(tmp_path), config, "DirectRunner", None)
+    result = estimate(crawl, config, fraction=0.25, groups=4)
+    second = run_engine(crawl, str(tmp_path), config, "DirectRunner", None)
+    measured = (first.cpu + second.cpu) / 2
+    projected = result.cpu_seconds.value
+    print(f"projected {projected:.1f} s ({result.cpu_seconds.low:.1f}-{result.cpu_seconds.high:.1f}), "
+          f"measured {first.cpu:.1f} / {second.cpu:.1f} s; documents {result.documents.value:.0f} "
+          f"vs {first.documents}")
+    assert abs(projected - measured) <= 0.2 * measured
+    assert 0.2 < result.sample_pages / result.input_pages < 0.3
+    assert result.input_pages == 1832
+    assert abs(result.documents.value - first.documents) <= 0.3 * first.documents
