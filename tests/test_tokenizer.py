@@ -1,5 +1,6 @@
 """tokenizer train / encode / inspect on real corpora, and every bad input of the issue."""
 import json
+import re
 import shutil
 
 import numpy as np
@@ -167,6 +168,12 @@ def test_inspect_on_held_out_text(shared_corpora, tmp_path):
     assert report["round_trip_exact"] and report["unk_tokens"] == 0
     assert 3.0 < report["bytes_per_token"] < 4.5 and 1.2 < report["tokens_per_word"] < 2.0
     assert 0 < report["byte_fallback_share"] < 0.05
+    # the figures docs/tokenizer.md quotes are these
+    quoted = re.search(r"gives\s+([\d.]+) bytes/token,\s+([\d.]+) tokens/word,\s+([\d.]+)% byte-fallback",
+                       (ROOT / "docs" / "tokenizer.md").read_text())
+    assert quoted, "docs/tokenizer.md no longer quotes the WikiText-2 figures"
+    assert quoted.groups() == (str(report["bytes_per_token"]), str(report["tokens_per_word"]),
+                               f"{100 * report['byte_fallback_share']:.3f}"), report
     out = CliRunner().invoke(cli, ["inspect", str(tmp_path / "tok"), "--text",
                                    str(shared_path("clean", "wikitext2-test.raw"))])
     assert out.exit_code == 0 and "round trip decode(encode(text)) == text: True" in out.output
