@@ -156,24 +156,70 @@ def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> di
             "shard_format": check_shard_format(shard_format), "config_hash": config_hash(config)}
 
 
+def shard_schema(metadata: Optional[dict] = None) -> pa.Schema:
+    """The shard schema, with ``metadata`` under ``c4forge`` when given."""
+    if metadata is None:
+        return SCHEMA
+    return SCHEMA.with_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+
+
 def to_table(rows: list[dict], metadata: Optional[dict] = None) -> pa.Table:
     """Rows (dicts with the schema's keys) as a table sorted by url."""
-    rows = sorted(rows, key=lambda r: r["url"])
-    schema = SCHEMA
-    if metadata is not None:
-        schema = SCHEMA.with_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+    rows = in_url_order(rows)
     return pa.Table.from_pydict({name: [r.get(name) for r in rows] for name in COLUMNS},
-                                schema=schema)
+                                schema=shard_schema(metadata))
+
+
+def in_url_order(rows: Iterable[dict]) -> list[dict]:
+    """The order of rows in a shard: by url (stable)."""
+    return sorted(rows, key=lambda r: r["url"])
+
+
+def row_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Rows as record batches of BATCH_ROWS, built one at a time (a shard is never held whole)."""
+    chunk: list[dict] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == BATCH_ROWS:
+            yield pa.RecordBatch.from_pydict({n: [r.get(n) for r in chunk] for n in COLUMNS}, schema=schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pydict({n: [r.get(n) for r in chunk] for n in COLUMNS}, schema=schema)
+
+
+def write_batches(sink, schema: pa.Schema, batches: Iterable[pa.RecordBatch],
+                  shard_format: str = DEFAULT_SHARD_FORMAT) -> tuple[int, int]:
+    """Write a shard to an open binary file object, batch by batch: an Arrow IPC stream (one
+    message per batch) or a Parquet file (a row group per 8 batches, zstd). Returns (rows, UTF-8
+    bytes of text)."""
+    rows = text = 0
+
+    def counted(batch: pa.RecordBatch) -> pa.RecordBatch:
+        nonlocal rows, text
+        rows += batch.num_rows
+        text += sum(len(t.encode("utf-8")) for t in batch.column("text").to_pylist())
+        return batch
+
+    if check_shard_format(shard_format) == "parquet":
+        with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
+            group: list[pa.RecordBatch] = []
+            for batch in batches:
+                group.append(counted(batch))
+                if len(group) == 8:
+                    writer.write_table(pa.Table.from_batches(group, schema), row_group_size=BATCH_ROWS * 8)
+                    group = []
+            if group or not rows:
+                writer.write_table(pa.Table.from_batches(group, schema), row_group_size=BATCH_ROWS * 8)
+        return rows, text
+    with ipc.new_stream(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(counted(batch))
+    return rows, text
 
 
 def write_table(sink, table: pa.Table, shard_format: str = DEFAULT_SHARD_FORMAT) -> None:
-    """Write a shard to an open binary file object: an Arrow IPC stream or a Parquet file."""
-    if check_shard_format(shard_format) == "parquet":
-        pq.write_table(table, sink, row_group_size=BATCH_ROWS * 8, compression="zstd")
-        return
-    with ipc.new_stream(sink, table.schema) as writer:
-        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-            writer.write_batch(batch)
+    """Write a table as a shard (:func:`write_batches`, in batches of BATCH_ROWS)."""
+    write_batches(sink, table.schema, table.to_batches(max_chunksize=BATCH_ROWS), shard_format)
 
 
 def table_text_bytes(table: pa.Table) -> int:
@@ -181,35 +227,36 @@ def table_text_bytes(table: pa.Table) -> int:
     return sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
 
 
-def write_shard(path: str, rows: list[dict],
+def write_shard(path: str, rows: Iterable[dict],
                 create: Optional[Callable[[str], BinaryIO]] = None,
                 rename: Optional[Callable[[str, str], None]] = None,
                 metadata: Optional[dict] = None) -> int:
-    """Write rows as one shard atomically (temp name, then rename); returns text bytes written.
-    The shard format follows the name's extension (see :func:`shard_name`).
+    """Write rows, already in url order (:func:`in_url_order`), as one shard atomically (temp
+    name, then rename), streaming them in batches; returns text bytes written. The shard format
+    follows the name's extension (see :func:`shard_name`).
 
     ``create``/``rename`` default to the local filesystem; the Beam pipeline passes its
     FileSystems functions so gs:// and s3:// outputs work the same way.
     """
     info = parse_shard_name(path)
     shard_format = info["format"] if info else DEFAULT_SHARD_FORMAT
-    table = to_table(rows, metadata)
+    schema = shard_schema(metadata)
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
     if create is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(tmp, "wb") as handle:
-            write_table(handle, table, shard_format)
+            _, text = write_batches(handle, schema, row_batches(rows, schema), shard_format)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     else:
         remote = create(tmp)
         try:
-            write_table(remote, table, shard_format)
+            _, text = write_batches(remote, schema, row_batches(rows, schema), shard_format)
         finally:
             remote.close()
         (rename or os.replace)(tmp, path)
-    return table_text_bytes(table)
+    return text
 
 
 def _kind(source) -> str:
@@ -382,7 +429,7 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
                 groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
             for index, group in groups.items():
                 name = shard_name(split, index, count, shard_format)
-                rows = [document_row(d) for d in group]
+                rows = in_url_order(document_row(d) for d in group)
                 files[name] = {"documents": len(rows),
                                "bytes": write_shard(os.path.join(staging, name), rows,
                                                     metadata=metadata)}

@@ -713,20 +713,28 @@ class WriteShardFn(_Counting, beam.DoFn):
         from apache_beam.io.filesystems import FileSystems
 
         (split, index, count), pages = element
-        rows = [document_row(from_bytes(p)) for p in pages]
+        # (url, packed page) pairs: sorted by url without unpacking, then unpacked one batch at
+        # a time as the shard is written, so a worker holds the shard's packed pages, not its rows
+        pages = sorted(pages, key=lambda pair: pair[0])
+        rows = (document_row(from_bytes(packed)) for _, packed in pages)
         name = shard_name(split, index, count, self.shard_format)
         path = FileSystems.join(self.staging, name)
         text_bytes = write_shard(path, rows, create=FileSystems.create,
                                  rename=lambda a, b: FileSystems.rename([a], [b]),
                                  metadata=self.metadata)
-        stats = {"documents": len(rows), "bytes": text_bytes}
+        stats = {"documents": len(pages), "bytes": text_bytes}
         handle = FileSystems.create(path + ".json")
         handle.write(json.dumps(stats).encode("utf-8"))
         handle.close()
         inc = self.inc_for(NS_OUTPUT)
-        inc(f"{split}:documents", len(rows))
+        inc(f"{split}:documents", len(pages))
         inc(f"{split}:bytes", text_bytes)
         yield name, stats
+
+
+def _packed_with_url(kv):
+    """(key, Document) -> (key, (url, bytes)): a shard's pages sort by url while packed."""
+    return kv[0], (kv[1].url, to_bytes(kv[1], SHUFFLE_COMPRESSION))
 
 
 def _assign_shard(page: Document, counts: dict[str, int], docs_per_shard: int,
@@ -747,7 +755,7 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
             | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
                                          docs_per_shard=docs_per_shard, fixed=num_shards,
                                          per_mille=per_mille)
-            | "pack pages for shards" >> beam.Map(_packed)
+            | "pack pages for shards" >> beam.Map(_packed_with_url)
             | "group shards" >> beam.GroupByKey()
             | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {})))
 

@@ -105,19 +105,20 @@ def test_timestamps_that_are_not_dates_become_null():
 
 
 def test_hugging_face_datasets_opens_shards_and_directory(corpora):
-    datasets = pytest.importorskip("datasets", reason="datasets is in the dev extra")
+    """In the side venv that has datasets (it cannot share dill with apache-beam 2.62)."""
+    from tests.sidevenv import hf_python, run_json
+
     directory = corpora["arrow"]
     first = shard_paths(str(directory), "train")[0]
     table = ipc.open_stream(first).read_all()
-    shard = datasets.Dataset.from_file(first)
-    assert shard.num_rows == table.num_rows and shard.column_names == COLUMNS
-    assert shard["text"] == table.column("text").to_pylist()
-    for builder, fmt in (("arrow", "arrow"), ("parquet", "parquet")):
-        loaded = datasets.load_dataset(builder, data_dir=str(corpora[fmt]),
-                                       cache_dir=str(directory.parent / f"hf-cache-{fmt}"))
-        assert set(loaded) == {"train", "validation"}
-        for split in loaded:
-            assert sorted(loaded[split]["url"]) == sorted(d["url"] for d in ours(directory, split))
+    seen = run_json(hf_python(), "datasets_side.py", str(directory), str(corpora["parquet"]), first,
+                    str(directory.parent / "hf-cache"))
+    assert seen["shard"]["rows"] == table.num_rows and seen["shard"]["columns"] == COLUMNS
+    assert seen["shard"]["text"] == table.column("text").to_pylist()
+    for fmt in ("arrow", "parquet"):
+        assert set(seen[fmt]) == {"train", "validation"}
+        for split, urls in seen[fmt].items():
+            assert urls == sorted(d["url"] for d in ours(directory, split))
 
 
 def test_pyarrow_polars_and_duckdb_read_them(corpora):
