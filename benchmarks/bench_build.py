@@ -1,28 +1,38 @@
 """`corpus build` at scale: wall, CPU and peak memory of `corpus clean` (one process), the Beam
 DirectRunner (as `corpus build` runs it by default here, and in multi-processing mode with one
-worker per core) and the portable path (job service + external SDK worker pool, as
-Flink/Spark/Dataflow run Python), on the shared crawl replicated 1x..32x with new URLs; output
-checked identical across engines at every scale.
+worker per core), the portable path (job service + external SDK worker pool, as
+Flink/Spark/Dataflow run Python) and the peer, on N copies of a real crawl; output checked
+identical across engines at every scale.
 
-Each copy k of the crawl rewrites every WARC-Target-URI's host to ``c<k>.<host>`` (so URL dedup
-keeps every copy; line dedup and near-dedup then see exact duplicate text, as they do for
-mirrors in a real crawl). Copies are written once under .cache/bench-build/ and reused.
+Inputs (``--copies``):
+
+- ``distinct`` (the default): copies 0..N-1 of the shared crawl + crawl-extra (5,351 real pages)
+  made distinct by benchmarks/distinct_inputs.py (copy 0 is the real crawl; every other copy
+  maps the vocabulary, digits and hosts through its own bijection, keeping each copy's
+  duplicate structure, line lengths, language mix and rule hits: tests/test_distinct_inputs.py).
+  Every copy costs what new pages cost: line dedup, language ID, bad words and near-dedup see
+  N copies' worth of text.
+- ``hosts`` (the figures published until 2026-11-25, retracted): the shared crawl with every
+  URL's host rewritten per copy. Line dedup then removes every line of every copy after the
+  first, so language ID, bad words and near-dedup ran on one copy's worth of text whatever the
+  scale, and the fitted per-copy cost left them out.
 
 Measured: wall seconds, CPU seconds of every process the command started (user + sys, the
 portable services and their workers included), peak RSS of the whole process tree (sampled every
 0.1 s) and of its largest process, pages/s per core; engines interleaved per repeat (clean,
 direct, ..., clean, direct, ...), every ratio to ``corpus clean`` per repeat as median (min-max).
 Fitted: CPU = fixed + per-copy x copies, least squares over the scales. Extrapolated (stated as
-such): core-hours for one Common Crawl dump of 90,000 WET files from the fitted per-copy cost.
+such): core-hours for one Common Crawl dump of 90,000 WET files from the fitted per-page cost.
 
-The peer: ``datatrove`` (in .venv-bench) runs its own WARC/WET reader, C4QualityFilter and
+The peer: ``datatrove`` (in .venv-peers) runs its own WARC/WET reader, C4QualityFilter and
 fastText LanguageFilter (the same lid.176 model and Punkt parameters as ours, as in
 bench_clean.py) and its JSONL writer over the same copies, in one process. It does no URL or
-line dedup and no bad-word filter (its C4BadWordsFilter downloads its lists), so its cost is a
-lower bound for the same job.
+line dedup, no bad-word filter (its C4BadWordsFilter downloads its lists) and no near-dedup
+(its MinHash pipeline is four separate stages with their own files), so its cost is a lower
+bound for the same job.
 
-Run: make bench  (or: .venv-bench/bin/python benchmarks/bench_build.py [--scales 1,4,16]
-     [--engines clean,direct,datatrove] [--repeat 3] [--write] [--quick])
+Run: make bench  (or: .venv/bin/python benchmarks/bench_build.py [--scales 1,4,16]
+     [--copies distinct|hosts] [--engines clean,direct,datatrove] [--repeat 3] [--write] [--quick])
 """
 from __future__ import annotations
 
@@ -204,9 +214,17 @@ def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
 
 def run_datatrove(inputs: list[str]) -> dict[str, float]:
     """datatrove's reader + C4 quality + language filters + writer on ``inputs``, in a child
-    process (measured like the engines)."""
+    process (measured like the engines). Its reader takes one folder: the inputs are linked
+    into one."""
     with tempfile.TemporaryDirectory() as tmp:
-        return measure([harness.peers_python(), __file__, "--datatrove-worker", tmp, *inputs])
+        folder = os.path.join(tmp, "in")
+        os.makedirs(folder)
+        linked = []
+        for path in inputs:
+            target = os.path.join(folder, os.path.basename(path))
+            os.symlink(os.path.abspath(path), target)
+            linked.append(target)
+        return measure([harness.peers_python(), __file__, "--datatrove-worker", tmp, *linked])
 
 
 def datatrove_worker(out: str, inputs: list[str]) -> None:
@@ -262,7 +280,11 @@ def main() -> int:
         datatrove_worker(sys.argv[2], sys.argv[3:])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input", default=str(harness.SHARED / "crawl" / "*.wet.gz"))
+    parser.add_argument("--input", default=str(harness.SHARED / "crawl" / "*.wet.gz"),
+                        help="the files --copies hosts replicates")
+    parser.add_argument("--copies", choices=("distinct", "hosts"), default="distinct",
+                        help="distinct: benchmarks/distinct_inputs.py's copies of crawl + crawl-extra; "
+                             "hosts: --input with URLs rewritten per copy (retracted figures)")
     parser.add_argument("--badwords", default=str(harness.SHARED / "badwords"))
     parser.add_argument("--preset", default="c4")
     parser.add_argument("--scales", default="1,4,16")
@@ -286,14 +308,19 @@ def main() -> int:
     engines = args.engines.split(",") if args.engines else (
         ["clean", "direct"] + (["datatrove"] if datatrove_available() else []))
     if args.quick:
-        files, args.scales, args.repeat, args.write = files[:2], "1", 1, False
+        files, args.scales, args.repeat, args.write, args.copies = files[:2], "1", 1, False, "hosts"
         engines = [e for e in engines if e in ("clean", "direct")]
     machine = harness.machine()
     common = ["--preset", args.preset, "--badwords", args.badwords]
     scales = [int(s) for s in args.scales.split(",")]
     rows = []
+    if args.copies == "distinct":
+        import distinct_inputs
+
+        files = distinct_inputs.base_files()
     for scale in scales:
-        inputs = make_copies(files, scale)
+        inputs = (distinct_inputs.distinct_copies(scale, log=lambda m: print(m, file=sys.stderr))
+                  if args.copies == "distinct" else make_copies(files, scale))
         pages, n_bytes = text_size(inputs)
         digests: dict[str, set] = {}
         runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
@@ -312,12 +339,15 @@ def main() -> int:
             print(f"x{scale} {engine}: CPU {harness.spread(result['cpu_runs'], '{:.1f}')} s", file=sys.stderr,
                   flush=True)
     default = " ".join(direct_runner_defaults_line())
-    lines = [f"Input: {len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten per "
-             f"copy; preset {args.preset}; direct = `corpus build` as it runs here ({default}); "
+    described = (f"copies 0..N-1 of {len(files)} WET files ({', '.join(sorted({rel(Path(f).parent) for f in files}))}: "
+                 f"{rows[0]['pages'] // scales[0]:,} real pages) made distinct by benchmarks/distinct_inputs.py"
+                 if args.copies == "distinct" else
+                 f"{len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten per copy")
+    lines = [f"Input: {described}; preset {args.preset}; direct = `corpus build` as it runs here ({default}); "
              f"{args.repeat} run(s) per engine and scale, engines interleaved in every run; CPU = user + "
              "sys of every process started, median (min-max); CPU vs clean per run, median (min-max); "
              "peak RSS of the process tree, highest run. datatrove: reader + C4 quality + language "
-             "filters + writer, no dedup or bad words (a lower bound for the same job)"
+             "filters + writer, no URL/line/near dedup or bad words (a lower bound for the same job)"
              + ("; all rows share one fastText build (fasttext-numpy2-wheel, which datatrove needs; "
                 "`.venv`'s fasttext-predict makes c4forge's rows faster)" if "datatrove" in engines else "")
              + ".", "",

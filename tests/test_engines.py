@@ -216,6 +216,45 @@ def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_p
     assert not port_open(ui_port)
 
 
+def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
+    """`python -m c4forge.pipelines.engines.cluster flink`: JobManager + 2 TaskManagers, the
+    master printed as a corpus build flag, every JVM gone after --minutes; SIGTERM stops it too."""
+    command = [sys.executable, "-m", "c4forge.pipelines.engines.cluster"]
+    proc = subprocess.Popen([*command, "flink", "--taskmanagers", "2", "--minutes", "0.75"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert "flink cluster up" in lines[0], (lines, proc.stderr.read() if proc.poll() is not None else "")
+        master = lines[1].split("--flink_master", 1)[1].strip()
+        assert master.startswith("127.0.0.1:") and port_open(int(master.rsplit(":", 1)[1]))
+        jvms = java_children(psutil.Process(proc.pid))
+        assert len(jvms) == 3  # JobManager and two TaskManagers
+        assert proc.wait(timeout=120) == 0  # its lifetime ends
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not alive(jvms) and not port_open(int(master.rsplit(":", 1)[1]))
+
+    proc = subprocess.Popen([*command, "spark", "--cores", "1", "--minutes", "10"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert "spark cluster up" in proc.stdout.readline()
+        assert "spark://127.0.0.1:" in proc.stdout.readline()
+        jvms = java_children(psutil.Process(proc.pid))
+        assert len(jvms) == 2
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and alive(jvms):
+        time.sleep(0.5)
+    assert not alive(jvms)
+    result = subprocess.run([*command, "flink", "--slots", "0"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--slots must be at least 1" in result.stderr
+
+
 def test_engine_usage_errors_come_before_anything_starts():
     with pytest.raises(jars.EngineUsageError, match="--workers applies to"):
         check_engine_options("FlinkRunner", ["--flink_master", "[local]"], 2)
