@@ -78,7 +78,7 @@ SHUFFLE_COMPRESSION = True
 # elements. A bucket is a stable hash of the key modulo ``buckets``; each batch buffer is
 # flushed when it holds BATCH_BYTES, so a bundle's memory stays bounded.
 DEFAULT_BUCKETS = 16
-BUCKET_INPUT_BYTES = 64 << 20  # compressed crawl bytes per bucket (see shuffle_buckets)
+BUCKET_INPUT_BYTES = 8 << 20  # compressed crawl bytes per bucket (see shuffle_buckets)
 BATCH_BYTES = 32 << 20
 
 
