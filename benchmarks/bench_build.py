@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -136,22 +137,53 @@ class TreeSampler(threading.Thread):
             self.stop.wait(0.1)
 
 
-def measure(cmd: list[str], setup=None) -> dict[str, float]:
+class RunFailed(Exception):
+    """A measured command exited non-zero or ran past its time limit (its process group is
+    stopped first)."""
+
+
+def _run_bounded(cmd: list[str], timeout: float | None) -> None:
+    """Run ``cmd`` in its own process group; past ``timeout`` seconds, or on failure, stop the
+    whole group (a build's JVM and SDK workers included) so one bad run does not leave load
+    behind for the next."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            time.sleep(2)
+        proc.wait()
+    if rc is None:
+        raise RunFailed(f"ran past {timeout:.0f} s: {' '.join(cmd[:3])} ...")
+    if rc != 0:
+        raise RunFailed(f"exit status {rc}: {' '.join(cmd[:3])} ...")
+
+
+def measure(cmd: list[str], setup=None, timeout: float | None = None) -> dict[str, float]:
     """Run ``cmd`` (and the services ``setup`` starts, inside this process's children):
-    wall, CPU of everything started, peak RSS."""
+    wall, CPU of everything started, peak RSS. Raises RunFailed on a non-zero exit or past
+    ``timeout`` seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     sampler = TreeSampler(os.getpid())
     sampler.start()
     start = time.perf_counter()
-    if setup is None:
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    else:
-        with setup() as beam_args:
-            subprocess.run(cmd + beam_args, check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    sampler.stop.set()
-    sampler.join()
+    try:
+        if setup is None:
+            _run_bounded(cmd, timeout)
+        else:
+            with setup() as beam_args:
+                _run_bounded(cmd + beam_args, timeout)
+    finally:
+        wall = time.perf_counter() - start
+        sampler.stop.set()
+        sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu": cpu, "peak_total": sampler.peak_total,

@@ -33,15 +33,20 @@ import distinct_inputs  # noqa: E402
 import harness  # noqa: E402
 
 
-def run(engine: str, workers: int, inputs: list[str], common: list[str]) -> tuple[dict, str]:
-    """One build; (measurements, digest of its documents)."""
+def run(engine: str, workers: int, inputs: list[str], common: list[str],
+        timeout: float | None = None) -> tuple[dict, str | None]:
+    """One build; (measurements, digest of its documents). A build that fails or runs past
+    ``timeout`` is a row entry ({"failed": why}, None), not the end of the benchmark."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [str(BIN / "corpus"), "build", "-i", *inputs, "-o", f"{tmp}/b", *common]
         if engine == "direct-mp":
             cmd += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
         else:
             cmd += ["--runner", engine, "--workers", str(workers)]
-        result = bench_build.measure(cmd)
+        try:
+            result = bench_build.measure(cmd, timeout=timeout)
+        except bench_build.RunFailed as failure:
+            return {"failed": str(failure)}, None
         return result, bench_build.digest_of_corpus(f"{tmp}/b")
 
 
@@ -56,6 +61,8 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--engines", default="flink-local,spark-local,direct-mp")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=3600,
+                        help="Seconds one build may run before it is stopped and reported failed.")
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true",
                         help="The shared crawl's sample file, flink-local at 1 worker, nothing written.")
@@ -80,12 +87,16 @@ def main() -> int:
         runs: dict[tuple, list[dict]] = {(e, w): [] for e in engines for w in workers}
         for _ in range(args.repeat):
             for key in runs:
-                result, digest = run(*key, inputs, common)
+                result, digest = run(*key, inputs, common, args.timeout)
                 runs[key].append(result)
+                if digest is None:
+                    print(f"x{scale} {key[0]} {key[1]}w: FAILED ({result['failed']})", file=sys.stderr,
+                          flush=True)
+                    continue
                 digests.add(digest)
                 print(f"x{scale} {key[0]} {key[1]}w: wall {result['wall']:.1f} s, CPU {result['cpu']:.1f} s, "
                       f"peak {result['peak_total'] / 1e9:.2f} GB", file=sys.stderr, flush=True)
-        same = same and len(digests) == 1
+        same = same and len(digests) <= 1
         for key, results in runs.items():
             rows[(scale, *key)] = {"pages": pages, "text_mb": n_bytes / 1e6, "runs": results}
     lines = [f"Input: copies 0..N-1 of the shared crawl + crawl-extra made distinct by "
@@ -98,19 +109,33 @@ def main() -> int:
              "| scale | engine | workers | wall s | CPU s | speedup vs 1 worker | CPU vs 1 worker | "
              "peak RSS GB | peak vs 4x |",
              "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    failures = []
     for (scale, engine, n), row in rows.items():
-        walls = [r["wall"] for r in row["runs"]]
-        cpus = [r["cpu"] for r in row["runs"]]
+        done = [r for r in row["runs"] if "failed" not in r]
+        failed = [r["failed"] for r in row["runs"] if "failed" in r]
+        if failed:
+            failures.append(f"{scale}x {engine} {n} worker(s): {len(failed)} of {len(row['runs'])} "
+                            f"run(s) failed ({failed[0]})")
+        if not done:
+            lines.append(f"| {scale}x | {engine} | {n} | failed | - | - | - | - | - |")
+            continue
+        walls = [r["wall"] for r in done]
+        cpus = [r["cpu"] for r in done]
         one = rows.get((scale, engine, 1))
+        one_done = one and all("failed" not in r for r in one["runs"]) and len(done) == len(one["runs"])
         speedup = (spread(harness.ratios([r["wall"] for r in one["runs"]], walls), "{:.2f}") + "x"
-                   if one and n != 1 else "-")
+                   if one_done and n != 1 else "-")
         cpu_ratio = (spread(harness.ratios(cpus, [r["cpu"] for r in one["runs"]]), "{:.2f}") + "x"
-                     if one and n != 1 else "-")
-        peak = max(r["peak_total"] for r in row["runs"])
+                     if one_done and n != 1 else "-")
+        peak = max(r["peak_total"] for r in done)
         base = rows.get((scales[0], engine, n))
-        growth = f"{peak / max(r['peak_total'] for r in base['runs']):.2f}x" if base and scale != scales[0] else "-"
+        base_done = [r for r in base["runs"] if "failed" not in r] if base else []
+        growth = (f"{peak / max(r['peak_total'] for r in base_done):.2f}x"
+                  if base_done and scale != scales[0] else "-")
         lines.append(f"| {scale}x | {engine} | {n} | {spread(walls)} | {spread(cpus)} | {speedup} | "
                      f"{cpu_ratio} | {peak / 1e9:.2f} | {growth} |")
+    if failures:
+        lines += ["", "Failed runs (stopped after --timeout or non-zero exit): " + "; ".join(failures) + "."]
     harness.publish("engines", lines, args.write, machine)
     if not same:
         print("engines' outputs differ", file=sys.stderr)
