@@ -176,6 +176,7 @@ def test_bad_ablation_configs(tmp_path):
     assert "max_tokens" in result.output
 
 
+@pytest.mark.slow
 def test_ablation_with_t5_span_objective(tmp_path):
     """configs/ablation-span-demo.yaml at a reduced size: encoder-decoder runs, the span loss on
     each variant's validation split and on the held-out text in the report."""

@@ -27,7 +27,7 @@ from c4forge.pipelines.engines.spark import SparkCluster
 from tests.build_golden import GOLDEN, GOLDEN_COPIES, build_shared_crawl, copies_of
 from tests.conftest import ROOT, shared_path
 
-pytestmark = pytest.mark.slow
+# Not marked slow: `make test` runs every engine (issue 37), about 7 minutes of test time.
 LOCKS = ("flink-1.19-job-server", "flink-1.19-cluster", "spark-3-job-server", "spark-3.5-cluster")
 
 
