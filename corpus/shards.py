@@ -42,7 +42,6 @@ import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Optional
 
@@ -51,6 +50,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
 
@@ -241,21 +241,13 @@ def write_shard(path: str, rows: Iterable[dict],
     info = parse_shard_name(path)
     shard_format = info["format"] if info else DEFAULT_SHARD_FORMAT
     schema = shard_schema(metadata)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
     if create is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(tmp, "wb") as handle:
-            _, text = write_batches(handle, schema, row_batches(rows, schema), shard_format)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    else:
-        remote = create(tmp)
-        try:
-            _, text = write_batches(remote, schema, row_batches(rows, schema), shard_format)
-        finally:
-            remote.close()
-        (rename or os.replace)(tmp, path)
+
+    def write(handle) -> int:
+        return write_batches(handle, schema, row_batches(rows, schema), shard_format)[1]
+
+    text = write_then_rename(path, write, create, rename)
     return text
 
 

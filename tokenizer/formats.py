@@ -23,7 +23,6 @@ import hashlib
 import itertools
 import json
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -31,6 +30,7 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write, atomic_write_bytes
 from c4forge.core.outdir import OutputError, OutputKind, check_name, resolve
 from c4forge.core.schemas import problems
 
@@ -53,12 +53,7 @@ def shard_base(split: str, index: int, count: int) -> str:
 
 
 def _atomic_write_array(path: str, array: np.ndarray) -> None:
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-    with open(tmp, "wb") as handle:
-        handle.write(np.ascontiguousarray(array).tobytes())
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, np.ascontiguousarray(array).tobytes())
 
 
 def write_token_shard(directory: str, base: str, documents: Sequence[Sequence[int]],
@@ -176,7 +171,5 @@ def full_manifest(manifest: dict) -> dict:
 def write_manifest(directory: str, manifest: dict) -> None:
     """Write a token manifest in place (tests and tools that build a directory by hand;
     ``tokenizer encode`` goes through the output-directory swap instead)."""
-    from c4forge.core.io import atomic_write
-
     with atomic_write(os.path.join(directory, MANIFEST)) as handle:
         handle.write(json.dumps(full_manifest(manifest), indent=2) + "\n")

@@ -18,12 +18,12 @@ import os
 import random
 import re
 import shutil
-import uuid
 from typing import Optional
 
 import torch
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write, staging_beside, swap_in
 from c4forge.core.outdir import LOCAL, OutputKind, hook_from_env, manifest_text
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 
@@ -70,8 +70,7 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
     os.makedirs(directory, exist_ok=True)
     name = f"step-{step:06d}"
     final = os.path.join(directory, name)
-    tmp = os.path.join(directory, f"{name}.tmp-{uuid.uuid4().hex[:8]}")
-    os.makedirs(tmp)
+    tmp = staging_beside(final)  # step-N.tmp-XXXXXXXX
     try:
         torch.save(model_state, os.path.join(tmp, "model.pt"))
         torch.save(optim_state, os.path.join(tmp, "optimizer.pt"))
@@ -79,22 +78,15 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
                     "loader": loader.state_dict(), "rng": _rng_state()},
                    os.path.join(tmp, "trainer.pt"))
         hook("written")
-        aside = None
-        if os.path.exists(final):  # the same step again: keep it complete until the new one is in
-            aside = os.path.join(directory, f"{name}.tmp-{uuid.uuid4().hex[:8]}")
-            os.replace(final, aside)
-            hook("set-aside")
-        os.replace(tmp, final)
-        if aside:
-            shutil.rmtree(aside, ignore_errors=True)
+        # the same step again: its complete copy is set aside (step-N.tmp-*) until the new one
+        # is in, and latest_checkpoint() finds it there after a kill in between
+        swap_in(tmp, final, hook)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     hook("placed")
-    pointer = os.path.join(directory, "latest")
-    with open(pointer + ".tmp", "w", encoding="utf-8") as handle:
+    with atomic_write(os.path.join(directory, "latest")) as handle:
         handle.write(name + "\n")
-    os.replace(pointer + ".tmp", pointer)
     hook("pointed")
     return final
 
@@ -231,14 +223,16 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
             if os.path.isfile(source):
                 LOCAL.place(source, os.path.join(target, name))
         return target
-    tmp = f"{target}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
-        source = os.path.join(tokenizer_dir, name)
-        if os.path.isfile(source):
-            shutil.copyfile(source, os.path.join(tmp, name))
-    os.replace(tmp, target)
+    tmp = staging_beside(target)
+    try:
+        for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
+            source = os.path.join(tokenizer_dir, name)
+            if os.path.isfile(source):
+                shutil.copyfile(source, os.path.join(tmp, name))
+        swap_in(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return target
 
 
@@ -263,7 +257,8 @@ def _run_files(manifest: dict) -> list:
 # What a run writes inside its folders (c4forge itself, TensorBoard, wandb): the only names
 # ``--overwrite`` removes there, so a user's file in RUN/checkpoints/ or RUN/tensorboard/ stays.
 _RUN_WRITES = {
-    "checkpoints": re.compile(r"^(step-\d{6,}(\.tmp-[0-9a-f]{8})?|latest(\.tmp)?)$"),
+    # latest.tmp: the pointer's temp name before core.io.atomic_write (.latest.XXXXXXXX.tmp)
+    "checkpoints": re.compile(r"^(step-\d{6,}(\.tmp-[0-9a-f]{8})?|latest(\.tmp)?|\.latest\.\w+\.tmp)$"),
     "tensorboard": re.compile(r"^events\.out\.tfevents\..+$"),
     "wandb": re.compile(r"^(latest-run|(offline-)?run-\d{8}_\d{6}-\w+|debug(-internal|-cli\.\w+)?\.log)$"),
 }
