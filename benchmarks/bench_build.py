@@ -199,10 +199,10 @@ def _digest(docs) -> str:
 
 
 def digest_of_corpus(directory: str) -> str:
-    from c4forge.corpus.shards import iter_documents
+    from c4forge.corpus.shards import iter_corpus_documents
 
     return _digest((d["url"], d["text"]) for s in ("train", "validation")
-                   for d in iter_documents(directory, s))
+                   for d in iter_corpus_documents(directory, s))
 
 
 def digest_of_jsonl(path: str) -> str:
@@ -211,11 +211,11 @@ def digest_of_jsonl(path: str) -> str:
 
 
 def text_size(files: list[str]):
-    from c4forge.corpus.wet import iter_documents
+    from c4forge.corpus.wet import iter_crawl_documents
 
     pages = n_bytes = 0
     for path in files:
-        for doc in iter_documents(path):
+        for doc in iter_crawl_documents(path):
             pages += 1
             n_bytes += doc.text_size()
     return pages, n_bytes

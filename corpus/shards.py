@@ -366,7 +366,7 @@ def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> 
         raise CorpusFormatError(f"{directory}: {exc}") from exc
 
 
-def iter_documents(directory: str, split: str = "train",
+def iter_corpus_documents(directory: str, split: str = "train",
                    columns: Optional[Iterable[str]] = None) -> Iterator[dict]:
     """Documents of one split, shard by shard, as dicts (columns a version 1 shard lacks are
     None; its timestamp stays a string)."""

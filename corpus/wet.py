@@ -642,7 +642,7 @@ def url_set(path: str) -> frozenset:
     return _URL_SETS[path]
 
 
-def iter_documents(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),
+def iter_crawl_documents(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),
                    source: Optional[str] = None) -> Iterator[Document]:
     """The pages of one crawl file: ``conversion`` records (WET text) and, from WARC files,
     ``response`` records (main text extracted from the HTML), as ``options.input_format``
@@ -723,7 +723,7 @@ def check_input_formats(paths: Iterable[str], options: ReadOptions) -> None:
 
 def iter_file_documents(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),
                         source: Optional[str] = None) -> Iterator[Document]:
-    """:func:`iter_documents` that never raises for one bad file: a file that cannot be opened
+    """:func:`iter_crawl_documents` that never raises for one bad file: a file that cannot be opened
     is counted ``skipped:unreadable_file``; an I/O error mid-file keeps every document read
     before it and is counted ``skipped:read_error``. ``corpus clean`` and ``corpus build``
     both read through here, so they skip the same files the same way (``--strict`` turns any
@@ -732,7 +732,7 @@ def iter_file_documents(path: str, inc: IncFn = null_inc, options: ReadOptions =
         yield from _remote_file_documents(path, inc, options)
         return
     try:
-        yield from iter_documents(path, inc, options, source)
+        yield from iter_crawl_documents(path, inc, options, source)
     except CrawlReadInterrupted:
         pass  # counted skipped:read_error where it happened
     except CrawlReadError:
@@ -752,7 +752,7 @@ def _remote_file_documents(path: str, inc: IncFn, options: ReadOptions) -> Itera
 
         documents: list[Document] = []
         try:
-            for document in iter_documents(path, local, options):
+            for document in iter_crawl_documents(path, local, options):
                 documents.append(document)
         except ObjectChanged:
             for name in ("read:retries", "read:resumed_bytes"):

@@ -201,11 +201,11 @@ def test_punkt_loads_without_the_rest_of_nltk_and_counts_the_same():
 
 
 def _crawl_pages():
-    from c4forge.corpus.wet import iter_documents
+    from c4forge.corpus.wet import iter_crawl_documents
 
     pages = []
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
-        pages.extend(iter_documents(str(path)))
+        pages.extend(iter_crawl_documents(str(path)))
     return pages
 
 

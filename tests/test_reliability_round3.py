@@ -272,11 +272,11 @@ SWAP_STEPS = ["staged", "pointed", "placed", "superseded-removed", "final", "don
 def corpus_rows(directory: Path) -> tuple[str, int]:
     """(preset, documents) of a complete corpus: every listed shard exists and the rows read
     equal the manifest's counts; anything else fails the test."""
-    from c4forge.corpus.shards import iter_documents, read_manifest
+    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
 
     manifest = read_manifest(str(directory))
     for split, info in manifest["splits"].items():
-        assert sum(1 for _ in iter_documents(str(directory), split)) == info["documents"], split
+        assert sum(1 for _ in iter_corpus_documents(str(directory), split)) == info["documents"], split
     return manifest["config"]["preset"], sum(s["documents"] for s in manifest["splits"].values())
 
 

@@ -12,7 +12,7 @@ from c4forge.corpus.wet import (
     CrawlReadError,
     ReadOptions,
     expand_inputs,
-    iter_documents,
+    iter_crawl_documents,
     iter_records,
     page_text,
 )
@@ -22,7 +22,7 @@ from tests.wetfiles import WARCINFO, gzip_member, page, record, wet_file
 
 def read(path, options=ReadOptions()):
     counters = Counters()
-    docs = list(iter_documents(str(path), counters.inc_fn("r"), options))
+    docs = list(iter_crawl_documents(str(path), counters.inc_fn("r"), options))
     return docs, {k[2:]: v for k, v in counters.as_dict().items()}
 
 
@@ -176,7 +176,7 @@ def test_offsets_point_at_gzip_members(tmp_path):
 
 def test_unreadable_path_is_a_clear_error(tmp_path):
     with pytest.raises(CrawlReadError, match="cannot open"):
-        list(iter_documents(str(tmp_path / "missing.wet.gz")))
+        list(iter_crawl_documents(str(tmp_path / "missing.wet.gz")))
     with pytest.raises(CrawlReadError, match="no such file"):
         expand_inputs([str(tmp_path / "*.nothing")])
 

@@ -156,7 +156,7 @@ def iter_shards(directory: str, split: str, manifest: Optional[dict] = None) -> 
         yield open_token_shard(directory, entry["name"], dtype, manifest)
 
 
-def iter_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]:
+def iter_token_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]:
     """Every document's ids (EOS included), in corpus order."""
     for shard in iter_shards(directory, split):
         for k in range(len(shard)):

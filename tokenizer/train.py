@@ -31,7 +31,7 @@ from typing import Optional
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputKind
-from c4forge.corpus.shards import CorpusFormatError, iter_documents, manifest_path, read_manifest
+from c4forge.corpus.shards import CorpusFormatError, iter_corpus_documents, manifest_path, read_manifest
 from c4forge.tokenizer.formats import file_sha256
 from c4forge.tokenizer.hf import hf_tokenizer_files
 
@@ -78,7 +78,7 @@ def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict
     """Lines of the sampled documents; fills ``stats`` as it goes."""
     share = min(1.0, config.sample_bytes / total_bytes) if total_bytes else 1.0
     limit = int(share * (1 << 64))
-    for doc in iter_documents(corpus, config.split, columns=("text", "url")):
+    for doc in iter_corpus_documents(corpus, config.split, columns=("text", "url")):
         if stats["bytes"] >= config.sample_bytes:
             return
         key = hashlib.md5(f"{config.seed}:{doc['url']}".encode()).digest()[:8]

@@ -427,7 +427,7 @@ def stats_command(given, positional, as_json) -> None:
 @output_options
 def show_command(given, positional, count, split, chars) -> None:
     """Print sample documents of a corpus."""
-    from c4forge.corpus.shards import CorpusFormatError, iter_documents, read_manifest
+    from c4forge.corpus.shards import CorpusFormatError, iter_corpus_documents, read_manifest
 
     directory = one_directory(given, positional)
     splits = read_manifest(directory)["splits"]
@@ -436,7 +436,7 @@ def show_command(given, positional, count, split, chars) -> None:
                           for name, info in splits.items())
         raise CorpusFormatError(f"split {split!r} of {directory} holds no documents "
                                 f"(documents per split: {known or 'none'})")
-    for i, doc in enumerate(iter_documents(directory, split)):
+    for i, doc in enumerate(iter_corpus_documents(directory, split)):
         if i >= count:
             break
         text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"
