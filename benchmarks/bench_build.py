@@ -78,7 +78,7 @@ def rel(path) -> str:
 def make_copies(files: list[str], scale: int) -> list[str]:
     """``scale`` copies of the crawl files, URLs rewritten per copy; one gzip member per record
     (as in Common Crawl). Cached by scale."""
-    from c4forge.corpus.wet import iter_records
+    from c4forge.corpus.records import iter_records
     from tests.wetfiles import renamed_copy
 
     tag = hashlib.sha1("\0".join(os.path.basename(f) for f in files).encode()).hexdigest()[:8]

@@ -22,7 +22,7 @@ from c4forge.corpus.badwords import DEFAULT_SOURCE
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
 from c4forge.corpus.langid import DEFAULT_THRESHOLD
 from c4forge.corpus.minhash import MinHashConfig
-from c4forge.corpus.wet import ReadOptions
+from c4forge.corpus.read_options import ReadOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +126,7 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
 
 def check_read_options(config: CorpusConfig) -> CorpusConfig:
     from c4forge.corpus.extract import EXTRACTORS
-    from c4forge.corpus.wet import INPUT_FORMATS
+    from c4forge.corpus.read_options import INPUT_FORMATS
 
     if config.read.input_format not in INPUT_FORMATS:
         raise ConfigError(f"read.input_format={config.read.input_format!r}: choose {', '.join(INPUT_FORMATS)}")

@@ -12,8 +12,9 @@ import c4forge.corpus.extract as extract
 import c4forge.corpus.router as router_module
 from c4forge.core.counters import Counters
 from c4forge.corpus.extract import cascade_text, fast_pass, response_text
+from c4forge.corpus.read_options import ReadOptions
 from c4forge.corpus.router import ROUTER_FILE, Router, load_router, page_signals
-from c4forge.corpus.wet import ReadOptions, iter_crawl_documents
+from c4forge.corpus.wet import iter_crawl_documents
 from tests.test_extract import ARTICLE, http_block, warc_response
 from tests.wetfiles import wet_file
 

@@ -15,7 +15,10 @@ from c4forge.corpus.extract import (
     response_text,
     run_with_time_limit,
 )
-from c4forge.corpus.wet import InputFormatError, ReadOptions, iter_crawl_documents, iter_records
+from c4forge.corpus.read_options import ReadOptions
+from c4forge.corpus.records import iter_records
+from c4forge.corpus.sniff import InputFormatError
+from c4forge.corpus.wet import iter_crawl_documents
 from tests.conftest import shared_path
 from tests.wetfiles import gzip_member, record, wet_file
 

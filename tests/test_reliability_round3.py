@@ -137,7 +137,9 @@ def test_a_wet_file_read_as_warc_is_refused_naming_the_flag(tmp_path):
 def test_the_reader_refuses_a_mismatch_on_its_own(tmp_path):
     """Remote files are not sniffed up front: the reader stops at the third WARC response, or at
     the end of a file that had responses and no WET record."""
-    from c4forge.corpus.wet import InputFormatError, ReadOptions, iter_file_documents
+    from c4forge.corpus.read_options import ReadOptions
+    from c4forge.corpus.sniff import InputFormatError
+    from c4forge.corpus.wet import iter_file_documents
 
     warc = shared_path("crawl", "warc", "cc-2024-22-whirlwind.warc.gz")
     counted = {}

@@ -18,7 +18,8 @@ from c4forge.corpus.config import PRESETS, build_config
 from c4forge.corpus.extract import EXTRACTORS
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.report import zero_documents_warning
-from c4forge.corpus.wet import STRICT_SKIPS, check_input_formats
+from c4forge.corpus.sniff import check_input_formats
+from c4forge.corpus.wet import STRICT_SKIPS
 
 STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
                "or cut short: the counters split-wet-file/" + ", ".join(STRICT_SKIPS) + ". By "
@@ -119,9 +120,9 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     https://).
     """
     from c4forge.core.counters import Counters
+    from c4forge.corpus.inputs import expand_inputs
     from c4forge.corpus.local import run_chain
     from c4forge.corpus.report import counter_table, page_flow, strict_problem
-    from c4forge.corpus.wet import expand_inputs
 
     inputs = input_paths(inputs, more_inputs)
     if not inputs:
@@ -260,7 +261,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     --temp_location gs://...). An option that is neither ours nor Beam's is an error.
     """
     from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
-    from c4forge.corpus.wet import expand_inputs
+    from c4forge.corpus.inputs import expand_inputs
     from c4forge.pipelines.build import BuildError, run_build, runner_and_args, split_beam_args
 
     try:
@@ -337,7 +338,7 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
     documents, output size, price) by timing the real pipeline on a sample of their pages,
     with 95% intervals."""
     from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
-    from c4forge.corpus.wet import expand_inputs
+    from c4forge.corpus.inputs import expand_inputs
     from c4forge.pipelines.estimate import estimate, report
 
     if workers is not None and runner == "DirectRunner":
