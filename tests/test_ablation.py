@@ -1,5 +1,6 @@
 """`train ablate` at a reduced size: the whole chain on the embedded sample, the report files,
 and re-runs that reuse finished work (the CI check of `make demo`'s last step)."""
+import dataclasses
 import json
 
 import pytest
@@ -7,6 +8,7 @@ import yaml
 from click.testing import CliRunner
 
 from c4forge.ablation import verdict
+from c4forge.ablation.spec import AblationSpec, EvalSpec, Variant
 from c4forge.cli.train import cli
 from tests.conftest import ROOT
 
@@ -266,7 +268,8 @@ def test_variants_may_read_their_own_inputs(tmp_path):
     # Regression: a variant whose settings changed since the last run is rebuilt in place (it
     # used to stop with "already holds a c4forge corpus; pass --overwrite").
     logged = []
-    loaded["variants"]["a"] = {"preset": "c4-noclean", "set": {"max_page_chars": 5000}}
+    loaded = dataclasses.replace(loaded, variants={
+        **loaded.variants, "a": Variant(preset="c4-noclean", set={"max_page_chars": 5000})})
     build_corpora(loaded, logged.append)
     assert any(line.startswith("corpus a: built") for line in logged)
     assert any(line.startswith("corpus b: reusing") for line in logged)
@@ -318,7 +321,7 @@ def test_zero_shot_accuracy_at_chance_is_reported_as_no_signal():
     def summary(piqa: float) -> dict:
         return {"variants": {v: {"metrics": {"piqa accuracy": {"mean": piqa}}} for v in ("a", "b")}}
 
-    spec = {"eval": {"tasks": ["piqa"], "eval_dir": eval_dir, "limit": 200}, "_base": "."}
+    spec = AblationSpec(eval=EvalSpec(tasks=("piqa",), eval_dir=eval_dir, limit=200), base=".")
     at_chance = "\n".join(task_signal_section(spec, summary(0.52)))
     assert "**No signal**" in at_chance
     assert f"0.520 (p = {binomtest(104, 200, 0.5, alternative='greater').pvalue:.2g})" in at_chance

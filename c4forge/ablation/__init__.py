@@ -16,6 +16,7 @@ Parts: :mod:`.spec` (the YAML, checked), :mod:`.stages` (each stage, with the on
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional
 
@@ -31,7 +32,9 @@ from c4forge.ablation.stages import (
     stored_results,
     train_runs,
 )
+from c4forge.core import progress
 from c4forge.core.locks import lock_directory
+from c4forge.train.objectives import LEFT_TO_RIGHT
 
 __all__ = ["AblationError", "build_corpora", "load_ablation", "run_ablation", "verdict"]
 
@@ -40,20 +43,15 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
                  overrides: Optional[list[str]] = None) -> str:
     """Every stage of the ablation; each finished (or reused) unit - a corpus, the tokenizer, a
     variant's tokens, a run, its evaluation - logs one line and moves the stage bar (with ETA)."""
-    from c4forge.core import progress
-
     spec = resolve_inputs(load_ablation(path, overrides))
-    budget = spec.get("budget", "tokens")
-    report_dir = report_dir or os.path.join(spec["out_dir"], "report" if budget == "tokens" else f"report-{budget}")
-    lock_directory(spec["out_dir"])  # one ablation at a time in an out_dir (and its report)
+    budget = spec.budget
+    report_dir = report_dir or os.path.join(spec.out_dir, "report" if budget == "tokens" else f"report-{budget}")
+    lock_directory(spec.out_dir)  # one ablation at a time in an out_dir (and its report)
     lock_directory(report_dir)
     check_report_dir(report_dir)  # refused before hours of work, not after
-    variants, seeds = len(spec["variants"]), len(spec["seeds"])
-    from c4forge.train.objectives import LEFT_TO_RIGHT
-
-    heldout_units = 0 if spec["objective"] in LEFT_TO_RIGHT else len((spec.get("eval") or {}).get("texts") or [])
-    units = (variants + 1 + variants + heldout_units + 2 * variants * seeds
-             + bool((spec.get("eval") or {}).get("glue")))
+    variants, seeds = len(spec.variants), len(spec.seeds)
+    heldout_units = 0 if spec.objective in LEFT_TO_RIGHT else len(spec.eval.texts)
+    units = (variants + 1 + variants + heldout_units + 2 * variants * seeds + bool(spec.eval.glue))
     with progress.bar(total=units, desc="ablation", unit=" stage") as bar:
         def stage_done(message: str) -> None:
             bar.set_description_str(f"ablation: {message.split(':')[0]}", refresh=False)
@@ -76,5 +74,5 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
     for other in BUDGETS:  # the same ablation under the other budget, when it has been run
         stored = stored_results(spec, other) if other != budget else None
         if stored:
-            summary["other_budgets"] = {other: summarise(dict(spec, budget=other), corpora, tokens, stored)}
+            summary["other_budgets"] = {other: summarise(dataclasses.replace(spec, budget=other), corpora, tokens, stored)}
     return write_report(spec, summary, runs, report_dir)

@@ -8,6 +8,8 @@ import os
 import statistics
 from typing import Optional
 
+from c4forge.ablation.spec import AblationSpec, locate
+from c4forge.ablation.stages import run_budgets
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import OutputKind, claim, manifest_text, writing
 from c4forge.corpus.shards import read_manifest
@@ -26,13 +28,11 @@ def _fmt(mean, std, digits=4):
     return "-" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def summarise(spec: dict, corpora, tokens, results) -> dict:
-    from c4forge.ablation.stages import run_budgets
-
-    summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
-               "budget": spec.get("budget", "tokens"), "variants": {}}
+def summarise(spec: AblationSpec, corpora, tokens, results) -> dict:
+    summary = {"name": spec.name, "objective": spec.objective, "seeds": list(spec.seeds),
+               "budget": spec.budget, "variants": {}}
     budgets = run_budgets(spec, tokens)
-    for name in spec["variants"]:
+    for name in spec.variants:
         corpus = read_manifest(corpora[name])
         token = read_token_manifest(tokens[name])
         per_seed = results[name]
@@ -52,7 +52,7 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
                     {(kind, t) for t, m in r["tasks"].items() for kind in ("task_prob", "task_bpb")
                      if {"task_prob": "correct_prob", "task_bpb": "correct_bits_per_byte"}[kind] in m}
         for kind, key in sorted(keys):
-            label, pick, higher, headline = metric_reader(kind, key, spec["objective"])
+            label, pick, higher, headline = metric_reader(kind, key, spec.objective)
             by_seed = {seed: pick(r) for seed, r in per_seed.items() if pick(r) is not None}
             mean, std = _mean_std(list(by_seed.values()))
             entry["metrics"][label] = {"mean": mean, "std": std, "values": list(by_seed.values()),
@@ -111,9 +111,9 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
             f"experiment does not separate {a} and {b}.{more}")
 
 
-def pairing_statement(spec: dict) -> str:
+def pairing_statement(spec: AblationSpec) -> str:
     """What a paired test over seeds pairs in this ablation (issue 28: say what pairing shares)."""
-    data_seed = (spec.get("train") or {}).get("data_seed")
+    data_seed = spec.train.get("data_seed")
     if data_seed is None:
         order = ("the same seed gives both variants the same initial weights and the same "
                  "document-order seed, but the variants' corpora differ, so their document orders "
@@ -172,23 +172,22 @@ def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str
     return lines, signal
 
 
-def task_signal_section(spec: dict, summary: dict, alpha: float = 0.05) -> list[str]:
+def task_signal_section(spec: AblationSpec, summary: dict, alpha: float = 0.05) -> list[str]:
     """Markdown: every zero-shot task's accuracy against guessing (issue 28: a metric at chance is
     "no signal", not a result). One-sided exact binomial test of each variant's mean accuracy over
     the task's items (the seeds score the same items, so they are not pooled as independent)."""
     from scipy.stats import binomtest
 
-    from c4forge.ablation.spec import locate
     from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
 
-    ev = spec.get("eval") or {}
-    tasks = [t for t in ev.get("tasks") or [] if t != "blimp"]
-    if not tasks or not ev.get("eval_dir"):
+    ev = spec.eval
+    tasks = [t for t in ev.tasks if t != "blimp"]
+    if not tasks or not ev.eval_dir:
         return []
     rows, any_signal = [], False
     for task in tasks:
         try:
-            items = load_task(locate(spec, ev["eval_dir"]), task, ev.get("limit"), 0)
+            items = load_task(locate(spec, ev.eval_dir), task, ev.limit, 0)
         except EvaluationError:
             continue
         chance = chance_accuracy(task, items)
@@ -284,7 +283,7 @@ def check_report_dir(directory: str) -> None:
     claim(directory, REPORT_KIND, overwrite=True)
 
 
-def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
+def write_report(spec: AblationSpec, summary: dict, runs, directory: str) -> str:
     """``report.md``, ``results.json`` and the charts, swapped into ``directory`` as one output
     (the output-directory rule: a new or empty directory, or an earlier report, whose own files
     alone are replaced; a directory holding anything else is refused)."""
@@ -294,7 +293,7 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
     return os.path.join(directory, "report.md")
 
 
-def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict:
+def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str) -> dict:
     with atomic_write(os.path.join(directory, "results.json")) as handle:
         json.dump(summary, handle, indent=2)
     charts = plot(summary, runs, directory)
@@ -305,27 +304,27 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
             if m not in metrics:
                 metrics.append(m)
     entries = summary["variants"].values()
-    trained = {e.get("train_tokens", spec["train"]["max_tokens"]) for e in entries}
+    trained = {e.get("train_tokens", spec.max_tokens) for e in entries}
     text_mb = [e.get("train_bytes", 0) / 1e6 for e in entries]
     if summary.get("budget", "tokens") == "bytes":
         budget = (f"byte budget: every variant trains on about {text_mb[0]:.2f} MB of text "
                   f"({min(trained):,}-{max(trained):,} tokens, by its bytes per token)")
     else:
-        budget = (f"token budget ({spec['train']['max_tokens']:,} tokens; T5's protocol), which is "
+        budget = (f"token budget ({spec.max_tokens:,} tokens; T5's protocol), which is "
                   f"{min(text_mb):.2f}-{max(text_mb):.2f} MB of text depending on the variant's "
                   "bytes per token (`budget: bytes` matches the text instead)")
     lines = [f"# Ablation: {summary['name']}", "",
              f"Objective {summary['objective']}. Seeds {summary['seeds']}; the same model and hyper-parameters "
              f"for every variant, a {budget}; one tokenizer "
-             f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
-             f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
+             f"({spec.tokenizer.get('model_type', 'bpe')} {spec.tokenizer.get('vocab_size', 8000)}, "
+             f"trained on {spec.tokenizer.get('train_on', 'c4-noclean')}). Mean ± standard deviation "
              "over seeds; bits per byte and losses are lower-is-better, accuracy and GLUE higher-is-better.", "",
              "| variant | preset | train docs | validation docs | bytes/token | tokens trained | text MB trained | " + " | ".join(metrics) + " |",
              "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(metrics)]
     for name in names:
         e = summary["variants"][name]
         cells = [_fmt(e["metrics"].get(m, {}).get("mean"), e["metrics"].get(m, {}).get("std")) for m in metrics]
-        tokens_trained = e.get("train_tokens", spec["train"]["max_tokens"])
+        tokens_trained = e.get("train_tokens", spec.max_tokens)
         lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
                      f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | {tokens_trained:,} | "
                      f"{e.get('train_bytes', 0) / 1e6:.2f} | " + " | ".join(cells) + " |")
