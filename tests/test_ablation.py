@@ -77,6 +77,41 @@ def test_ablation_report_and_reuse(tmp_path):
     assert "| tokens-matched | bytes-matched |" in (report / "report.md").read_text()
 
 
+@pytest.mark.slow
+def test_sequential_seeds_add_rounds_and_reuse_every_finished_seed(tmp_path):
+    """`train ablate --until-decided --max-seeds 3` from a 2-seed spec: the first look is at 2
+    seeds; an undecided headline test adds seed 2 (every run of the first round reused), and the
+    report says which look decided or that none did, with the plan's boundaries."""
+    config = small_config(tmp_path)
+    first = CliRunner().invoke(cli, ["ablate", "--config", str(config)])
+    assert first.exit_code == 0, first.output
+    result = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--until-decided", "--max-seeds", "3"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "ablation" / "report" / "results.json").read_text())
+    outcome = summary["sequential"]
+    assert outcome["plan"]["looks"] == [2, 3] and len(outcome["plan"]["levels"]) == 2
+    for seed in (0, 1):
+        assert f"run c4 seed {seed}: reusing" in result.output
+        assert f"eval c4-noclean seed {seed}: reusing" in result.output
+    if all(t["decided"] for t in outcome["tests"]):  # decided at the first look: nothing added
+        assert outcome["seeds"] == 2 and "seed 2" not in result.output
+    else:
+        assert outcome["seeds"] == 3 and "run c4 seed 2: " in result.output
+        assert "undecided at 2 seeds" in result.output
+    text = (tmp_path / "ablation" / "report" / "report.md").read_text()
+    assert "## Sequential seeds" in text and "obrien-fleming-type alpha spending" in text
+    # the headline test's differences in the report come from the same seeds as results.json
+    test = outcome["tests"][0]
+    values = {v: dict(zip(summary["variants"][v]["metrics"][test["metric"]]["seeds"],
+                          summary["variants"][v]["metrics"][test["metric"]]["values"])) for v in (test["a"], test["b"])}
+    diffs = [values[test["b"]][s] - values[test["a"]][s] for s in values[test["a"]]]
+    assert test["difference"] == pytest.approx(sum(diffs) / len(diffs))
+    again = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--until-decided", "--max-seeds", "3"])
+    assert again.exit_code == 0
+    units = [line for line in again.output.splitlines()
+             if line.startswith(("corpus ", "tokenizer:", "tokens ", "run ", "eval ", "held-out "))]
+    assert units and all(": reusing" in line for line in units)
+
 def test_pairing_statement_says_what_data_seed_shares():
     from c4forge.ablation.report import pairing_statement
 

@@ -8,6 +8,7 @@ import os
 import statistics
 from typing import Optional
 
+from c4forge.ablation.sequential import sequential_section
 from c4forge.ablation.spec import AblationSpec, locate
 from c4forge.ablation.stages import run_budgets
 from c4forge.core.io import atomic_write
@@ -293,6 +294,26 @@ def write_report(spec: AblationSpec, summary: dict, runs, directory: str) -> str
     return os.path.join(directory, "report.md")
 
 
+def headline_tests(summary: dict) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(headline metrics, variant pairs, the (metric, a, b) tests the report decides): every
+    headline metric (GLUE only when its reference rows show signal) for every pair of
+    variants, C4 vs C4-unfiltered first."""
+    names = list(summary["variants"])
+    metrics: list[str] = []
+    for entry in summary["variants"].values():
+        for m in entry["metrics"]:
+            if m not in metrics:
+                metrics.append(m)
+    headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
+    pairs = [(a, b) for a in names for b in names if a < b]
+    if "c4" in names and "c4-noclean" in names:
+        pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
+    glue_lines, glue_signal = glue_reference_section(summary)
+    if glue_lines and not glue_signal:
+        headline = [m for m in headline if not m.startswith("GLUE")]
+    return headline, pairs, [(metric, a, b) for metric in headline for a, b in pairs]
+
+
 def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str) -> dict:
     with atomic_write(os.path.join(directory, "results.json")) as handle:
         json.dump(summary, handle, indent=2)
@@ -329,24 +350,18 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
                      f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | {tokens_trained:,} | "
                      f"{e.get('train_bytes', 0) / 1e6:.2f} | " + " | ".join(cells) + " |")
     lines += ["", "## Result", ""]
-    headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
-    pairs = [(a, b) for a in names for b in names if a < b]
-    if "c4" in names and "c4-noclean" in names:
-        pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
+    headline, pairs, tests = headline_tests(summary)
     lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
                  "and GLUE), each from a paired t-test over seeds at the 5% level (scipy), with the "
                  "Holm-adjusted p across all headline tests of this report beside it (statsmodels). "
                  + pairing_statement(spec) + " Seed counts are for 80% power. "
                  "A variant's own validation split is in-distribution for that variant, so it gets no verdict.")
     lines.append("")
-    if not headline:
+    if not any(e["metrics"].get(m, {}).get("headline") for e in entries for m in metrics):
         lines.append("- No headline metric: set `eval.texts` (held-out clean text such as "
                      "WikiText-2: bits per byte, or the objective's own loss for span, BART and MLM) or "
                      "`eval.glue` to compare the variants.")
-    glue_lines, glue_signal = glue_reference_section(summary)
-    if glue_lines and not glue_signal:
-        headline = [m for m in headline if not m.startswith("GLUE")]
-    tests = [(metric, a, b) for metric in headline for a, b in pairs]
+    glue_lines, _ = glue_reference_section(summary)
     raw = [comparison(summary, metric, a, b) for metric, a, b in tests]
     tested = [i for i, r in enumerate(raw) if r is not None]
     adjusted = dict(zip(tested, holm([raw[i]["p"] for i in tested])))
@@ -356,6 +371,8 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     lines += glue_lines
     lines += task_signal_section(spec, summary)
     lines += budget_section(summary, headline, pairs)
+    if summary.get("sequential"):
+        lines += sequential_section(summary["sequential"])
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     with atomic_write(os.path.join(directory, "report.md")) as handle:
         handle.write("\n".join(lines) + "\n")

@@ -11,6 +11,7 @@ import json
 import os
 from typing import Optional
 
+from c4forge.ablation.sequential import SPENDING
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, check_name
 from c4forge.core.settings import (
@@ -90,6 +91,18 @@ class EvalSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class SequentialSpec:
+    """Seeds added in rounds until every headline test is decided (``train ablate
+    --until-decided``; c4forge/ablation/sequential.py): the first look is at the spec's
+    ``seeds``, then every ``step`` seeds up to ``max_seeds``."""
+
+    max_seeds: int = 10
+    step: int = 1
+    spending: str = "obrien-fleming"  # or pocock
+    alpha: float = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
 class AblationSpec:
     """The ablation YAML (plus ``--set``), checked: see configs/ablation-*.yaml for examples.
 
@@ -110,6 +123,7 @@ class AblationSpec:
     badwords: str = ""
     validation_per_mille: int = 50
     curve_validation: str = ""  # the variant whose validation split every loss curve uses
+    sequential: Optional[SequentialSpec] = None  # seeds until decided; None: the fixed seeds
     base: str = ""  # the config file's folder: relative paths resolve against it
 
     @property
@@ -123,8 +137,17 @@ class AblationSpec:
 REQUIRED = ("inputs", "variants", "train", "out_dir")
 
 
-def load_ablation(path: str, overrides: Optional[list[str]] = None) -> AblationSpec:
+def load_ablation(path: str, overrides: Optional[list[str]] = None, until_decided: bool = False,
+                  max_seeds: Optional[int] = None) -> AblationSpec:
+    """The spec from ``path`` and ``--set`` overrides; ``until_decided`` / ``max_seeds``
+    (``train ablate --until-decided --max-seeds N``) switch sequential seeds on over the file."""
     written = apply_spec_overrides(load_yaml_mapping(path), list(overrides or []))
+    if until_decided or max_seeds is not None:
+        sequential = written.get("sequential")
+        sequential = dict(sequential) if isinstance(sequential, dict) else {}
+        if max_seeds is not None:
+            sequential["max_seeds"] = max_seeds
+        written["sequential"] = sequential
     for key in REQUIRED:
         if key not in written:
             raise AblationError(f"{path}: missing '{key}'")
@@ -158,8 +181,28 @@ def load_ablation(path: str, overrides: Optional[list[str]] = None) -> AblationS
     spec = dataclasses.replace(
         spec, variants={str(name): _variant(str(name), v) for name, v in variants.items()},
         train=train, objective=objective, budget=budget, tokenizer=dict(written.get("tokenizer") or {}),
-        eval=_eval(written.get("eval") or {}), base=os.path.dirname(os.path.abspath(path)))
+        eval=_eval(written.get("eval") or {}), base=os.path.dirname(os.path.abspath(path)),
+        sequential=_sequential(path, written.get("sequential"), len(seeds)))
     check_settings(spec)
+    return spec
+
+
+def _sequential(path: str, written, seeds: int) -> Optional[SequentialSpec]:
+    if written is None or written is False:
+        return None
+    if written is True:
+        written = {}
+    if not isinstance(written, dict):
+        raise AblationError(f"{path}: sequential: a mapping (max_seeds, step, spending, alpha) or true")
+    check_keys(written, SEQUENTIAL_KEYS, "sequential.")
+    spec = apply_settings(SequentialSpec(), written, "sequential.")
+    if spec.spending not in SPENDING:
+        raise AblationError(f"{path}: sequential.spending {spec.spending!r}: choose {', '.join(SPENDING)}")
+    if spec.max_seeds < seeds or spec.step < 1 or not 0 < spec.alpha < 1:
+        raise AblationError(f"{path}: sequential: max_seeds ({spec.max_seeds}) must be at least the "
+                            f"{seeds} seeds of the first look, step at least 1, alpha in (0, 1)")
+    if seeds < 2:
+        raise AblationError(f"{path}: sequential: the first look needs at least 2 seeds (a paired t-test)")
     return spec
 
 
@@ -199,7 +242,8 @@ def token_budgets(budget: str, max_tokens: int, bytes_per_token: dict[str, float
 
 
 SPEC_KEYS = ("name", "inputs", "variants", "train", "out_dir", "seeds", "objective", "tokenizer", "budget",
-             "eval", "badwords", "validation_per_mille", "curve_validation")
+             "eval", "badwords", "validation_per_mille", "curve_validation", "sequential")
+SEQUENTIAL_KEYS = ("max_seeds", "step", "spending", "alpha")
 VARIANT_KEYS = ("preset", "set", "inputs")
 EVAL_KEYS = ("texts", "tasks", "eval_dir", "limit", "glue")
 GLUE_KEYS = ("tasks", "glue_dir", "seeds", "set")

@@ -226,14 +226,22 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
 @set_option
 @click.option("--output", "-o", "--report-dir", "report_dir", type=click.Path(file_okay=False),
               help="Report directory. Default: OUT_DIR/report (OUT_DIR/report-bytes for `budget: bytes`).")
+@click.option("--until-decided", is_flag=True,
+              help="Add seeds in rounds until every headline comparison is decided (a group-sequential "
+                   "test that keeps the error rate over the repeated looks) or --max-seeds is reached; "
+                   "the spec's seeds are the first look.")
+@click.option("--max-seeds", type=click.IntRange(min=2), default=None,
+              help="With --until-decided: the most seeds per variant (default 10, or the spec's "
+                   "sequential.max_seeds).")
 @output_options
-def ablate_command(config_file, overrides, report_dir) -> None:
+def ablate_command(config_file, overrides, report_dir, until_decided, max_seeds) -> None:
     """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
     the same evaluations, and a report with tables and charts. Re-runs reuse finished work."""
     from c4forge.ablation import run_ablation
 
     path = run_ablation(config_file, log=say, report_dir=report_dir,
-                        overrides=check_overrides(overrides))
+                        overrides=check_overrides(overrides), until_decided=until_decided,
+                        max_seeds=max_seeds)
     say(f"report: {path}")
 
 
