@@ -47,6 +47,7 @@ BENCHMARKS = (
               "../shared/data/crawl-extra"),
     Benchmark("engines", "bench_engines.py", ("--scales", "4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl-extra"),
+    Benchmark("sequential", "bench_sequential.py", ("--trials", "20000", "--write"), "examples/"),
     Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
     Benchmark("tokenizer", "bench_tokenizer.py", ("--repeat", "3", "--write"), "../shared/data/crawl"),
 )

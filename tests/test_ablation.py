@@ -2,6 +2,7 @@
 and re-runs that reuse finished work (the CI check of `make demo`'s last step)."""
 import dataclasses
 import json
+import statistics
 
 import pytest
 import yaml
@@ -43,6 +44,15 @@ def test_ablation_report_and_reuse(tmp_path):
     assert len(metric["values"]) == 2 and metric["mean"] > 0
     text = (report / "report.md").read_text()
     assert "| c4 | c4 |" in text and "## Result" in text and "![loss_curves.png]" in text
+    # every headline test's signal-to-noise ratio, recomputed here from results.json (issue 40)
+    snr_rows = [line for line in text.splitlines() if line.startswith("| c4-noclean - c4 on ")]
+    assert snr_rows and "Most signal: **" in text
+    for row in snr_rows:
+        metric = row.split(" on ", 1)[1].rsplit(" |", 2)[0]
+        a, b = (results["variants"][v]["metrics"][metric] for v in ("c4", "c4-noclean"))
+        diffs = [y - x for x, y in zip(a["values"], b["values"])]
+        snr = abs(statistics.fmean(diffs)) / statistics.stdev(diffs)
+        assert float(row.rsplit("|", 2)[1]) == pytest.approx(snr, abs=0.006)
     # the same tokenizer for both variants
     manifests = [json.loads((tmp_path / "ablation" / "tokens" / v / "manifest.json").read_text()) for v in ("c4", "c4-noclean")]
     assert manifests[0]["tokenizer"]["model_sha256"] == manifests[1]["tokenizer"]["model_sha256"]

@@ -4,11 +4,12 @@ headline metrics only (held-out clean text, GLUE), ``report.md``, ``results.json
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from typing import Optional
 
-from c4forge.ablation.sequential import sequential_section
+from c4forge.ablation.sequential import seed_differences, sequential_section
 from c4forge.ablation.spec import AblationSpec, locate
 from c4forge.ablation.stages import run_budgets
 from c4forge.core.io import atomic_write
@@ -294,6 +295,34 @@ def write_report(spec: AblationSpec, summary: dict, runs, directory: str) -> str
     return os.path.join(directory, "report.md")
 
 
+def signal_to_noise(summary: dict, metric: str, a: str, b: str) -> Optional[float]:
+    """|mean paired difference| / the seeds' standard deviation of the differences: how many
+    seed-noise widths apart the variants are on ``metric`` (None below 2 paired seeds)."""
+    diffs = seed_differences(summary, metric, a, b)
+    if len(diffs) < 2:
+        return None
+    sd = statistics.stdev(diffs)
+    return math.inf if sd == 0 else abs(statistics.fmean(diffs)) / sd
+
+
+def signal_to_noise_section(summary: dict, tests: list[tuple[str, str, str]]) -> list[str]:
+    """Markdown: every headline test's signal-to-noise ratio over seeds, and the metric with the
+    most signal (the one to watch when choosing how many seeds to run)."""
+    rows = [(metric, a, b, signal_to_noise(summary, metric, a, b)) for metric, a, b in tests]
+    rows = [r for r in rows if r[3] is not None]
+    if not rows:
+        return []
+    lines = ["", "### Signal to noise", "",
+             "|mean paired difference| / the seeds' standard deviation of the differences, per headline "
+             "test (from results.json): the larger, the fewer seeds a verdict needs.", "",
+             "| test | SNR |", "|---|---:|"]
+    for metric, a, b, snr in sorted(rows, key=lambda r: -r[3]):
+        lines.append(f"| {b} - {a} on {metric} | {snr:.2f} |")
+    best = max(rows, key=lambda r: r[3])
+    lines += ["", f"Most signal: **{best[0]}** ({best[2]} - {best[1]}, SNR {best[3]:.2f})."]
+    return lines
+
+
 def headline_tests(summary: dict) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str, str]]]:
     """(headline metrics, variant pairs, the (metric, a, b) tests the report decides): every
     headline metric (GLUE only when its reference rows show signal) for every pair of
@@ -368,6 +397,7 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     for i, (metric, a, b) in enumerate(tests):
         lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
                                                     family=len(tested), result=raw[i]))
+    lines += signal_to_noise_section(summary, tests)
     lines += glue_lines
     lines += task_signal_section(spec, summary)
     lines += budget_section(summary, headline, pairs)
@@ -470,9 +500,12 @@ def metric_reader(kind: str, key: str, objective: str):
     if kind == "glue":
         return ("GLUE average" if key == "average" else f"GLUE {key}",
                 lambda r: r.get("glue", {}).get(key), True, key == "average")
-    if kind == "task_prob":  # continuous early-signal metrics (DataDecide): move before accuracy
-        return (f"{key} correct prob", lambda r: r["tasks"].get(key, {}).get("correct_prob"), True, False)
+    # Continuous task metrics are headlines (issue 40): they move before accuracy does and carry
+    # more signal per seed at small scale (DataDecide; "Signal and Noise", 2025); accuracy stays
+    # beside them, tested against chance, without a verdict.
+    if kind == "task_prob":
+        return (f"{key} correct prob", lambda r: r["tasks"].get(key, {}).get("correct_prob"), True, True)
     if kind == "task_bpb":
         return (f"{key} correct bits/byte",
-                lambda r: r["tasks"].get(key, {}).get("correct_bits_per_byte"), False, False)
+                lambda r: r["tasks"].get(key, {}).get("correct_bits_per_byte"), False, True)
     return f"{key} accuracy", lambda r: r["tasks"].get(key, {}).get("accuracy"), True, False
