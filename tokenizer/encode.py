@@ -20,6 +20,7 @@ from typing import Optional
 import pyarrow.compute as pc
 
 from c4forge.core import progress
+from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
 from c4forge.corpus.shards import (
     CorpusFormatError,
     manifest_path,
@@ -106,7 +107,6 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         raise TokenizerError(str(exc)) from exc
     if not any(s.get("documents") for s in corpus_manifest["splits"].values()):
         raise TokenizerError(f"corpus {corpus} has no documents to encode")
-    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
     from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
 
     try:
@@ -195,7 +195,6 @@ def encode_text_file(path: str, tokenizer_dir: str, output: str, split: str = "v
     ``split``, EOS appended as for every corpus document: what an objective that does not score
     text left to right (span corruption, BART, MLM) is evaluated on, with its own loss. The
     manifest names the file and its sha256 in place of a corpus. Returns the manifest."""
-    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
     from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
 
     sp, info = load_tokenizer(tokenizer_dir)

@@ -24,7 +24,16 @@ import torch
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write, staging_beside, swap_in
-from c4forge.core.outdir import LOCAL, OutputKind, hook_from_env, manifest_text
+from c4forge.core.outdir import (
+    LOCAL,
+    OutputError,
+    OutputKind,
+    claim,
+    hook_from_env,
+    manifest_text,
+    output_path,
+    read_manifest_json,
+)
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 
 
@@ -306,7 +315,6 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
     """The output-directory rule for a run (written in place, not swapped): a new or empty
     directory starts a run; one holding a run is continued with ``resume`` or wiped of its own
     files with ``overwrite``; anything else is refused. Returns the run manifest."""
-    from c4forge.core.outdir import OutputError, claim, output_path, read_manifest_json
 
     directory = output_path(directory)
     existing = read_manifest_json(directory, RUN_KIND)
@@ -335,7 +343,6 @@ def undo_unstarted_run(directory: str, created: bool) -> bool:
     manifest; the directory itself when the run created it), so the same command can be
     retried as it was. A run with a checkpoint stays (``--resume`` continues it). True when
     something was undone."""
-    from c4forge.core.outdir import output_path
 
     directory = output_path(directory)
     checkpoints = os.path.join(directory, "checkpoints")
@@ -353,7 +360,6 @@ def undo_unstarted_run(directory: str, created: bool) -> bool:
 
 def run_manifest(directory: str) -> Optional[dict]:
     """The run manifest of ``directory`` (None if it holds no run)."""
-    from c4forge.core.outdir import read_manifest_json
 
     return read_manifest_json(directory, RUN_KIND)
 

@@ -24,7 +24,9 @@ import torch
 import torch.distributed as dist
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write
 from c4forge.core.outdir import output_path
+from c4forge.core.progress import bar
 from c4forge.train.checkpoint import (
     NonFiniteState,
     copy_run_tokenizer,
@@ -294,7 +296,6 @@ class Trainer:
                  f"device {self.device}, world {self.world}, {self.steps} steps x "
                  f"{self.tokens_per_step:,} tokens; packing {describe_packing(self.loader.stats())}")
         if config.progress:
-            from c4forge.core.progress import bar
 
             self.progress = bar(total=self.steps, initial=start_step, unit="step", desc="training",
                                 leave=True)
@@ -433,7 +434,6 @@ def _truncate_metrics(path: str, step: int) -> None:
     """On resume, drop records of steps after the checkpoint (they are trained again)."""
     if not os.path.exists(path):
         return
-    from c4forge.core.io import atomic_write
 
     with open(path, encoding="utf-8") as handle:
         lines = handle.readlines()

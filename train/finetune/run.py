@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from c4forge.core.settings import apply_settings
 from c4forge.train.finetune.classifier import Classifier
 from c4forge.train.finetune.glue import TASKS, load_split
 from c4forge.train.finetune.metrics import glue_average, task_metrics, task_score
@@ -60,7 +61,6 @@ TASK_DEFAULTS: dict[str, dict[str, object]] = {
 def task_configs(tasks: Iterable[str], settings: dict[str, object]) -> dict[str, FinetuneConfig]:
     """Per task: the defaults, then the settings' top-level keys (every task), then the task's
     own block (``{lr: 1e-3, sst2: {epochs: 3}}``)."""
-    from c4forge.core.settings import apply_settings
 
     shared = {k: v for k, v in settings.items() if k not in TASKS}
     return {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS.get(t, {}), **shared}),
@@ -147,7 +147,6 @@ def random_init(saved: dict) -> torch.nn.Module:
     """The pretraining run's model as it was before its first step: built from the saved model
     config after seeding torch with the run's seed, as the trainer builds it (train/trainer.py
     ``_build``; the objectives built before the model draw nothing from torch's generator)."""
-    from c4forge.core.settings import apply_settings
     from c4forge.train.config import ModelConfig
     from c4forge.train.models import build_model
 
