@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.read_options import CrawlReadError, ReadOptions
+from c4forge.corpus.remote import RemotePolicy, RemoteReadError, ResumingReader
 
 
 def remote_policy(options: ReadOptions):
     """The remote-reading policy the read settings give (corpus.remote.RemotePolicy)."""
-    from c4forge.corpus.remote import RemotePolicy
 
     return RemotePolicy(retries=options.retries, retry_seconds=options.retry_seconds,
                         backoff_base=options.retry_backoff, timeout=options.timeout)
@@ -18,8 +18,6 @@ def open_raw(path: str, options: ReadOptions = ReadOptions(), inc: IncFn = null_
     """A binary stream of the file's bytes as stored (no decompression). Remote files are read
     through :class:`corpus.remote.ResumingReader` (retries, resume at the byte, politeness)."""
     if "://" in path and not path.startswith("file://"):
-        from c4forge.corpus.remote import RemoteReadError, ResumingReader
-
         try:
             return ResumingReader(path, remote_policy(options), inc)
         except RemoteReadError as exc:

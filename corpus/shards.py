@@ -53,6 +53,8 @@ from c4forge.core.errors import C4forgeError
 from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
+from c4forge.corpus.extract import extraction_info
+from c4forge.corpus.urls import split_of
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -403,8 +405,7 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - through the output-directory rule and swap of
     :mod:`c4forge.core.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
-    from c4forge.corpus.near_dedup import doc_id
-    from c4forge.corpus.urls import split_of
+    from c4forge.corpus.near_dedup import doc_id  # lazy: numpy: reading a corpus does not need MinHash
 
     check_shard_format(shard_format)
     metadata = shard_metadata(manifest.get("config") or {}, shard_format)
@@ -470,7 +471,6 @@ def corpus_manifest(config, inputs: Sequence[str], counters: dict[str, int], run
     the Beam build, the ablation): when, the command, the config, the runner and its
     ``build`` details, the inputs, the extraction settings, the counters. The writer adds the
     shard format and the splits (:func:`write_corpus`, ``pipelines.build``)."""
-    from c4forge.corpus.extract import extraction_info
 
     return {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "command": list(command) if command is not None else list(sys.argv),

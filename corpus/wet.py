@@ -17,6 +17,7 @@ from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.document import Document
+from c4forge.corpus.extract import response_text
 from c4forge.corpus.inputs import CRAWL_SUFFIXES
 from c4forge.corpus.read_options import CrawlReadError, CrawlReadInterrupted, ReadOptions
 from c4forge.corpus.records import iter_records
@@ -80,7 +81,6 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
                          options: ReadOptions = ReadOptions()) -> Optional[Document]:
     """A WARC ``response`` record (HTML) as a Document of its extracted main text, or None
     with a counted reason (corpus.extract lists them)."""
-    from c4forge.corpus.extract import response_text
 
     url = record.header("WARC-Target-URI")
     extracted = response_text(record.body, url, record.header, extractor=options.extractor,

@@ -65,6 +65,7 @@ from c4forge.corpus.steps import (
 )
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id, split_of
 from c4forge.corpus.wet import iter_file_documents
+from c4forge.pipelines.progress import ProgressReporter
 
 NS_OUTPUT = "output"
 # Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
@@ -251,8 +252,6 @@ class ReadCleanFn(StepsFn):
     def setup(self) -> None:
         super().setup()
         if self.progress_dir:
-            from c4forge.pipelines.progress import ProgressReporter
-
             self.reporter = ProgressReporter(self.progress_dir)
 
     def start_bundle(self) -> None:

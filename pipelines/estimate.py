@@ -194,7 +194,7 @@ class EngineRun:
 def run_engine(inputs: Sequence[str], folder: str, config: CorpusConfig, runner: str,
                workers: Optional[int]) -> EngineRun:
     """`corpus build` on ``inputs`` with ``runner``, the config passed whole as YAML."""
-    from c4forge.corpus.shards import read_manifest
+    from c4forge.corpus.shards import read_manifest  # lazy: pyarrow, only once a build has been measured
 
     settings = os.path.join(folder, "config.yaml")
     if not os.path.exists(settings):

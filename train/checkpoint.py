@@ -34,7 +34,10 @@ from c4forge.core.outdir import (
     output_path,
     read_manifest_json,
 )
+from c4forge.tokenizer.formats import read_token_manifest
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
+from c4forge.train.data import mixture_entries
+from c4forge.train.models import build_model
 
 
 class CheckpointError(C4forgeError, RuntimeError):
@@ -217,7 +220,10 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
     """Copy the tokenizer's own files into RUN/tokenizer (once; atomically: a temporary folder
     renamed into place), so a run exports and evaluates after being moved or copied to another
     machine. Returns the copy's path, or None if the tokenizer directory is gone."""
-    from c4forge.tokenizer.train import TokenizerError, load_tokenizer
+    from c4forge.tokenizer.train import (  # lazy: pyarrow (corpus shards), only for the tokenizer's files
+        TokenizerError,
+        load_tokenizer,
+    )
 
     target = os.path.join(run_dir, RUN_TOKENIZER)
     if os.path.exists(os.path.join(target, "c4forge-tokenizer.json")):
@@ -248,9 +254,6 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
 def run_tokenizer_dir(checkpoint: str, config: dict) -> str:
     """The tokenizer of a run: its own copy (RUN/tokenizer) if there, else the directory named
     by the token manifest of its (first) training source."""
-    from c4forge.tokenizer.formats import read_token_manifest
-    from c4forge.train.data import mixture_entries
-
     step = resolve_checkpoint(checkpoint)
     copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
     if os.path.exists(os.path.join(copy, "c4forge-tokenizer.json")):
@@ -366,7 +369,6 @@ def run_manifest(directory: str) -> Optional[dict]:
 
 def load_model(path: str, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
-    from c4forge.train.models import build_model
 
     path = resolve_checkpoint(path)
     trainer = _load(path, "trainer.pt")

@@ -16,7 +16,9 @@ from c4forge.core.io import atomic_write
 from c4forge.core.outdir import OutputKind, claim, manifest_text, writing
 from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
-from c4forge.train.stats import holm
+from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
+from c4forge.train.objectives import LEFT_TO_RIGHT
+from c4forge.train.stats import compare, holm, t_quantile
 
 
 def _mean_std(values: list[float]):
@@ -65,7 +67,6 @@ def summarise(spec: AblationSpec, corpora, tokens, results) -> dict:
 
 def comparison(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> Optional[dict]:
     """The test of b - a on ``metric`` over seeds (train.stats.compare), or None without one."""
-    from c4forge.train.stats import compare
 
     ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
     if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
@@ -132,7 +133,6 @@ def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str
     """(Markdown lines, whether GLUE carries signal): the reference rows (majority class, TF-IDF,
     random initialisation) and each variant's pretraining gain over random initialisation,
     paired by seed. GLUE has signal only when some variant's gain is positive beyond noise."""
-    from c4forge.train.stats import compare
 
     reference = summary.get("glue_reference")
     if not reference:
@@ -180,7 +180,6 @@ def task_signal_section(spec: AblationSpec, summary: dict, alpha: float = 0.05) 
     the task's items (the seeds score the same items, so they are not pooled as independent)."""
     from scipy.stats import binomtest
 
-    from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
 
     ev = spec.eval
     tasks = [t for t in ev.tasks if t != "blimp"]
@@ -420,7 +419,6 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from c4forge.train.stats import t_quantile
 
     files = []
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
@@ -484,7 +482,6 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
 
 def metric_reader(kind: str, key: str, objective: str):
     """(label, read(eval result) -> value or None, higher is better, headline) of one metric."""
-    from c4forge.train.objectives import LEFT_TO_RIGHT
 
     if kind == "text" and objective not in LEFT_TO_RIGHT:  # the objective's loss, same masks for all
         return (f"{key} {objective} loss", lambda r: r["texts"].get(key, {}).get("loss"), False, True)

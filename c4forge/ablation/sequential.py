@@ -35,6 +35,8 @@ from typing import Optional, Union
 import numpy as np
 from scipy import optimize, stats
 
+from c4forge.train.stats import seeds_for_power
+
 SPENDING = ("obrien-fleming", "pocock")
 Spending = Union[str, Callable[[float], float]]
 
@@ -240,7 +242,6 @@ def sequential_section(outcome: dict, trials: int = 2000) -> list[str]:
     """Markdown: the plan, which look decided each headline test (and at what boundary), or
     that it stayed undecided at the most seeds with what a fixed design would need; and what
     the early stops cost in power at the observed effect (simulated beside the fixed design)."""
-    from c4forge.train.stats import seeds_for_power
 
     plan_info = outcome["plan"]
     plan = Plan(tuple(plan_info["looks"]), plan_info["alpha"], plan_info["spending"], plan_info["comparisons"])

@@ -23,14 +23,22 @@ from c4forge.corpus.shards import (
     read_manifest,
     write_corpus,
 )
-from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.encode import encode_corpus, encode_text_file
 from c4forge.tokenizer.formats import (
     TokenFormatError,
     file_sha256,
     read_token_manifest,
     token_manifest_sha256,
 )
-from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
+from c4forge.tokenizer.train import TokenizerConfig, load_tokenizer, tokenizer_settings, train_tokenizer
+from c4forge.train.checkpoint import finished_steps, latest_checkpoint, run_manifest
+from c4forge.train.config import DataConfig, build_train_config
+from c4forge.train.evaluate import evaluate_checkpoint
+from c4forge.train.finetune.baselines import reference_rows
+from c4forge.train.finetune.metrics import glue_average
+from c4forge.train.finetune.run import run_glue, task_configs
+from c4forge.train.objectives import LEFT_TO_RIGHT
+from c4forge.train.trainer import total_steps, train
 
 # What an evaluation computes beyond its spec: bump when the scoring or fine-tuning code changes
 # what a stored eval.json would say, so re-runs recompute instead of reusing stale numbers.
@@ -103,8 +111,6 @@ def build_tokenizer(spec: AblationSpec, corpora: dict[str, str], log) -> str:
 
 
 def encode_variants(spec: AblationSpec, corpora: dict[str, str], tokenizer: str, log) -> dict[str, str]:
-    from c4forge.tokenizer.train import load_tokenizer
-
     model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
     out = {}
     for name, corpus in corpora.items():
@@ -132,9 +138,6 @@ def encode_heldout_texts(spec: AblationSpec, tokenizer: str, log) -> dict[str, s
     shared tokenizer, so every variant's model gets its own objective's loss on the same
     neutral tokens, with the same masks (the evaluation's objective seed is fixed). Left-to-right
     objectives score the raw texts in bits per byte instead: nothing to encode."""
-    from c4forge.tokenizer.encode import encode_text_file
-    from c4forge.tokenizer.train import load_tokenizer
-    from c4forge.train.objectives import LEFT_TO_RIGHT
 
     if spec.objective in LEFT_TO_RIGHT:
         return {}
@@ -162,10 +165,6 @@ def encode_heldout_texts(spec: AblationSpec, tokenizer: str, log) -> dict[str, s
 
 
 def train_runs(spec: AblationSpec, tokens: dict[str, str], log) -> dict[str, dict[int, str]]:
-    from c4forge.train.checkpoint import finished_steps, run_manifest
-    from c4forge.train.config import build_train_config
-    from c4forge.train.trainer import total_steps, train
-
     runs: dict[str, dict[int, str]] = {}
     # One held-out set for every run's loss curve, so the curves compare: the validation split
     # of the tokenizer's variant (by default the unfiltered one; the split is chosen by URL hash,
@@ -220,7 +219,6 @@ def stored_results(spec: AblationSpec, budget: str) -> Optional[dict[str, dict[i
     ``train ablate`` of this spec with that budget, or None unless all of them are there and
     current (their run trained the same tokens with the same settings; recipe and eval spec as
     now). What the report uses to set the two budgets side by side."""
-    from c4forge.train.checkpoint import latest_checkpoint, run_manifest
 
     results: dict[str, dict[int, dict]] = {}
     for name in spec.variants:
@@ -242,7 +240,6 @@ def stored_results(spec: AblationSpec, budget: str) -> Optional[dict[str, dict[i
 
 def run_budgets(spec: AblationSpec, tokens: dict[str, str]) -> dict[str, int]:
     """Training tokens per variant under the spec's ``budget`` (spec.token_budgets)."""
-    from c4forge.train.config import DataConfig
 
     train = spec.train
     data = train.get("data") or {}
@@ -264,9 +261,6 @@ def evaluate_runs(spec: AblationSpec, runs: dict[str, dict[int, str]], tokens: d
     the held-out texts (raw, in bits per byte; or for other objectives their encoding from
     :func:`encode_heldout_texts`, in the objective's loss), every variant's validation split,
     the zero-shot tasks, and GLUE."""
-    from c4forge.train.checkpoint import latest_checkpoint
-    from c4forge.train.evaluate import evaluate_checkpoint
-    from c4forge.train.objectives import LEFT_TO_RIGHT
 
     ev = spec.eval
     left_to_right = spec.objective in LEFT_TO_RIGHT
@@ -325,7 +319,6 @@ def evaluate_runs(spec: AblationSpec, runs: dict[str, dict[int, str]], tokens: d
 def _glue(spec: AblationSpec, checkpoint: str) -> dict:
     """GLUE fine-tuning of one pretrained run: {task: mean score over fine-tuning seeds,
     "average": T5's GLUE average}."""
-    from c4forge.train.finetune.run import run_glue, task_configs
 
     glue = spec.eval.glue
     tasks = list(glue.tasks)
@@ -342,10 +335,6 @@ def glue_references(spec: AblationSpec, runs: dict, log) -> dict:
     majority class and TF-IDF logistic regression (no model), and the same model from random
     initialisation for every pretraining seed (the weights a run starts from depend on its seed
     and model config only, which all variants share, so one run per seed stands for all)."""
-    from c4forge.train.checkpoint import latest_checkpoint
-    from c4forge.train.finetune.baselines import reference_rows
-    from c4forge.train.finetune.metrics import glue_average
-    from c4forge.train.finetune.run import run_glue, task_configs
 
     glue = spec.eval.glue
     if not glue:

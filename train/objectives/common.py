@@ -74,7 +74,9 @@ def load_vocabulary(tokenizer_dir: str) -> Vocabulary:
     """The Vocabulary of a c4forge tokenizer directory."""
     import sentencepiece as spm
 
-    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.tokenizer.train import (
+        load_tokenizer,  # lazy: pyarrow (corpus shards), only for the tokenizer's files
+    )
 
     _, info = load_tokenizer(tokenizer_dir)
     sp = spm.SentencePieceProcessor(model_file=resolve(tokenizer_dir, info, "tokenizer.model"))
