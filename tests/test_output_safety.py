@@ -1,5 +1,5 @@
-"""Reliability, round 3 (issue 27): one regression test per case that failed on the landed code
-- user files inside run and report directories, a --jsonl file overwritten, WARC/WET mismatches
+"""Outputs that never destroy what they do not own, and inputs refused before work (issue 27,
+one regression test per case that failed): user files inside run and report directories, a --jsonl file overwritten, WARC/WET mismatches
 read as zero documents, --strict that passed a truncated input, catch-all messages, odd paths,
 and the output swap killed at every step."""
 from __future__ import annotations
