@@ -251,7 +251,6 @@ def _first_batch_and_weights(tokens, out, *extra):
 
     trainer = Trainer(build_train_config(overrides=settings(tokens, out, "steps=2", *extra)),
                       log=lambda *_: None)
-    trainer._build()
     batch = next(iter(trainer.loader))
     weights = next(trainer.model.parameters()).detach().clone()
     return np.asarray(batch.input_ids), weights

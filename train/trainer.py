@@ -193,6 +193,7 @@ class Trainer:
                                 * self.config.data.grad_accum * self.world)
         self.use_bf16 = self.config.precision == "bf16" or (
             self.config.precision == "auto" and self.device.type == "cuda")
+        self._build()  # complete after __init__: model, loaders, optimizer and schedule
 
     # ------------------------------------------------------------------ set-up
 
@@ -304,7 +305,6 @@ class Trainer:
 
     def run(self) -> dict[str, float]:
         """Train to the last step (or a stop signal); returns the last step's metrics."""
-        self._build()
         step = self._restore()
         train_model = self._wrap()
         stop = _Stop()
