@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_VERSION := 2.13.0
 
-.PHONY: demo test test-slow test-all lint venv clean-venv bench
+.PHONY: demo test test-slow test-all lint venv clean-venv bench fuzz
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -88,3 +88,16 @@ bench:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# `make fuzz`: every harness of tests/fuzz/harnesses.py under atheris (coverage-guided), from its
+# seeds, FUZZ_SECONDS each (default 180; docs/reliability.md has the runs and what they found).
+FUZZ_SECONDS ?= 180
+FUZZ_HARNESSES := records resync response manifests settings
+fuzz: $(STAMP)
+	$(BIN)/pip install -q "atheris==2.3.0"
+	mkdir -p .cache/fuzz
+	for h in $(FUZZ_HARNESSES); do \
+		$(BIN)/python tests/fuzz/run.py $$h -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 \
+			-print_final_stats=1 .cache/fuzz/$$h || exit 1; \
+	done
+

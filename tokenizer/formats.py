@@ -137,7 +137,7 @@ def read_token_manifest(directory: str) -> dict:
                                "its encode did not finish") from exc
     except (OSError, ValueError) as exc:
         raise TokenFormatError(f"{path} is not readable JSON: {exc}") from exc
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         raise TokenFormatError(f"{path} is not a c4forge token manifest (version {VERSION})")
     found = problems("token-manifest", manifest)
     if found:
