@@ -13,7 +13,8 @@ probability of crossing at some look, when there is no difference, is ``alpha``.
   (seeds at look k over the most seeds allowed). Each c_k solves
   P(|Z_1| < c_1, ..., |Z_{k-1}| < c_{k-1}, |Z_k| >= c_k) = a(t_k) - a(t_{k-1})
   for the canonical joint normal of the looks' statistics (corr(Z_i, Z_j) = sqrt(t_i / t_j)),
-  the rectangle probabilities from scipy's multivariate normal (Genz's algorithm).
+  by recursive numerical integration (Armitage, McPherson and Rowe 1969; Simpson's rule on a
+  grid per look, scipy's normal distribution), as gsDesign and ldbounds compute them.
 - The statistic is a paired t over seeds with few degrees of freedom, not a z: each look's
   boundary is used at its nominal two-sided level p_k = 2 (1 - Phi(c_k)), i.e. the paired
   t-test's p-value at look k is compared with p_k (the usual small-sample adjustment; its type I
@@ -57,37 +58,64 @@ def spent(t: float, alpha: float, kind: Spending = "obrien-fleming") -> float:
     raise ValueError(f"spending {kind!r}: choose {', '.join(SPENDING)}")
 
 
+GRID = 401  # Simpson points per look: boundary crossing probabilities to about 1e-7
+
+
+def _simpson(b: float, n: int = GRID) -> tuple[np.ndarray, np.ndarray]:
+    """Points and Simpson weights on [-b, b] (n odd)."""
+    x = np.linspace(-b, b, n)
+    w = np.ones(n)
+    w[1:-1:2], w[2:-1:2] = 4, 2
+    return x, w * (x[1] - x[0]) / 3
+
+
+def _look(state: Optional[tuple[np.ndarray, np.ndarray, float]], t: float, c: float,
+          keep: bool = True) -> tuple[float, Optional[tuple[np.ndarray, np.ndarray, float]]]:
+    """(P(crossing at this look and not before), the state to go on from). The looks'
+    statistics are Z_k = S_k / sqrt(t_k) for a Brownian motion S (independent increments of
+    variance t_k - t_(k-1)); ``state`` holds the sub-density of S at the last look on its
+    continuation region as (points, masses, t): the recursive numerical integration of
+    Armitage, McPherson and Rowe (1969), with the crossing probability in closed form per point."""
+    b = c * math.sqrt(t)
+    if state is None:
+        crossing = float(2 * stats.norm.sf(c))
+        density = None
+        if keep:
+            x, w = _simpson(b)
+            density = (x, w * stats.norm.pdf(x, scale=math.sqrt(t)), t)
+        return crossing, density
+    x0, m0, t0 = state
+    sigma = math.sqrt(t - t0)
+    crossing = float(np.sum(m0 * (stats.norm.cdf((-b - x0) / sigma) + stats.norm.sf((b - x0) / sigma))))
+    if not keep:
+        return crossing, None
+    x, w = _simpson(b)
+    f = stats.norm.pdf((x[:, None] - x0[None, :]) / sigma) @ m0 / sigma
+    return crossing, (x, w * f, t)
+
+
 def _continue_probability(bounds: Sequence[float], fractions: Sequence[float]) -> float:
-    """P(|Z_i| < bounds[i] for every look i) for the canonical joint normal of the looks."""
-    k = len(bounds)
-    if k == 1:
-        return float(2 * stats.norm.cdf(bounds[0]) - 1)
-    t = np.asarray(fractions, dtype=float)
-    cov = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
-    upper = np.asarray(bounds, dtype=float)
-    mvn = stats.multivariate_normal(mean=np.zeros(k), cov=cov, maxpts=50_000 * k, abseps=1e-6,
-                                    releps=1e-6)
-    return float(mvn.cdf(upper, lower_limit=-upper, rng=np.random.default_rng(0)))
+    """P(|Z_i| < bounds[i] for every look i) under no difference."""
+    state, crossed = None, 0.0
+    for c, t in zip(bounds, fractions):
+        p, state = _look(state, t, min(c, 40.0))
+        crossed += p
+    return 1.0 - crossed
 
 
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float, kind: Spending) -> tuple[float, ...]:
     bounds: list[float] = []
-    stay = 1.0  # P(no boundary crossed so far) under no difference
+    state = None
     for k, t in enumerate(fractions):
-        target = spent(t, alpha, kind) - spent(fractions[k - 1], alpha, kind) if k else spent(t, alpha, kind)
+        target = spent(t, alpha, kind) - (spent(fractions[k - 1], alpha, kind) if k else 0.0)
         if target <= 1e-12:
-            bounds.append(math.inf)
-            continue
-        finite = [(b, f) for b, f in zip(bounds, fractions) if math.isfinite(b)]
-
-        def exit_gap(c: float, finite=finite, t=t, stay=stay, target=target) -> float:
-            through = _continue_probability([b for b, _ in finite] + [c], [f for _, f in finite] + [t])
-            return (stay - through) - target
-
-        c = optimize.brentq(exit_gap, 0.5, 12.0, xtol=1e-6)
+            c = math.inf
+        else:
+            c = optimize.brentq(lambda c, state=state, t=t, target=target: _look(state, t, c, keep=False)[0] - target,
+                                0.1, 40.0, xtol=1e-7)
+        _, state = _look(state, t, min(c, 40.0))
         bounds.append(float(c))
-        stay -= target
     return tuple(bounds)
 
 
@@ -109,7 +137,7 @@ def constant_boundaries(looks: int, alpha: float = 0.05, kind: str = "pocock") -
     def error(c: float) -> float:
         return 1 - _continue_probability([c * s for s in shape], fractions) - alpha
 
-    c = optimize.brentq(error, 1.0, 6.0, xtol=1e-6)
+    c = optimize.brentq(error, 1.0, 6.0, xtol=1e-7)
     return [c * s for s in shape]
 
 
