@@ -50,6 +50,7 @@ demo: $(STAMP)
 	$(BIN)/corpus build -i $(SAMPLE) --preset c4-noclean -o demo-out/c4-noclean --overwrite
 	$(BIN)/corpus stats demo-out/c4
 	$(BIN)/corpus show demo-out/c4 -n 2
+	$(BIN)/corpus inspect demo-out/c4 demo-out/c4-noclean -o demo-out/inspect.html --overwrite
 	$(BIN)/tokenizer train -i demo-out/c4 --vocab-size 1000 -o demo-out/tokenizer --overwrite
 	$(BIN)/tokenizer encode -i demo-out/c4 --tokenizer demo-out/tokenizer -o demo-out/c4-tokens --overwrite
 	$(BIN)/tokenizer encode -i demo-out/c4-noclean --tokenizer demo-out/tokenizer \
@@ -60,7 +61,8 @@ demo: $(STAMP)
 		-o demo-out/run/eval.json
 	$(BIN)/train ablate --config configs/ablation-demo.yaml
 	$(BIN)/train ablate --config configs/ablation-span-demo.yaml
-	@echo "demo output in demo-out/: corpora, tokenizer, token shards, a model (run/) and the"
+	@echo "demo output in demo-out/: corpora and what C4's rules did to them (inspect.html: open it"
+	@echo "in a browser), tokenizer, token shards, a model (run/) and the"
 	@echo "filtered-vs-unfiltered ablation reports: demo-out/ablation/report/report.md (causal LM)"
 	@echo "and demo-out/ablation-span/report/report.md (T5's span corruption)"
 

@@ -438,6 +438,49 @@ def stats_command(given, positional, as_json) -> None:
         click.echo(manifest_report(manifest))
 
 
+REPORT_MARK = "<title>corpus inspect: "
+
+
+@cli.command("inspect")
+@click.argument("directories", nargs=-1, required=True, metavar="DIR [DIR2]")
+@click.option("--output", "-o", "output", metavar="FILE.html",
+              help="Write the report here: one self-contained HTML file (no script, no network).")
+@click.option("--text", "as_text", is_flag=True, help="Print the report for a terminal instead.")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier `corpus inspect` report at --output.")
+@output_options
+def inspect_command(directories, output, as_text, overwrite) -> None:
+    """What the rules did, to look at: the page flow, every rule's removals, kept documents by
+    language, domain, length and near-duplicate cluster; with two corpora (C4 and
+    C4-unfiltered, two extractors), the pages one kept and the other did not and the lines one
+    removed, struck out in their page."""
+    from c4forge.corpus.inspect import html_report, inspect, text_report  # lazy: pyarrow
+
+    if len(directories) > 2:
+        raise click.UsageError("give one corpus directory, or two to compare")
+    if not output and not as_text:
+        raise click.UsageError("give -o FILE.html, or --text for the terminal")
+    if output:
+        if not output.endswith(".html"):
+            raise click.UsageError(f"--output {output}: the report is one HTML file; name it *.html")
+        if os.path.lexists(output):
+            if not overwrite:
+                raise OutputError(f"{output} already exists; pass --overwrite to replace it")
+            try:
+                with open(output, encoding="utf-8") as handle:
+                    ours = REPORT_MARK in handle.read(4096)
+            except (OSError, UnicodeDecodeError):
+                ours = False
+            if not ours:
+                raise OutputError(f"{output} is not a `corpus inspect` report: refusing to replace it")
+    views, comparison = inspect(list(directories))
+    if as_text:
+        click.echo(text_report(views, comparison))
+    if output:
+        with atomic_write(output) as handle:
+            handle.write(html_report(views, comparison))
+        say(f"report: {output}")
+
+
 @cli.command("show")
 @click.option("--input", "-i", "given", metavar="DIR", help="Corpus directory.")
 @click.argument("positional", required=False, metavar="[DIR]")
