@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_VERSION := 2.13.0
 
-.PHONY: demo test test-slow test-all lint venv clean-venv bench
+.PHONY: demo test test-slow test-all lint venv clean-venv bench fuzz
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -50,6 +50,7 @@ demo: $(STAMP)
 	$(BIN)/corpus build -i $(SAMPLE) --preset c4-noclean -o demo-out/c4-noclean --overwrite
 	$(BIN)/corpus stats demo-out/c4
 	$(BIN)/corpus show demo-out/c4 -n 2
+	$(BIN)/corpus inspect demo-out/c4 demo-out/c4-noclean -o demo-out/inspect.html --overwrite
 	$(BIN)/tokenizer train -i demo-out/c4 --vocab-size 1000 -o demo-out/tokenizer --overwrite
 	$(BIN)/tokenizer encode -i demo-out/c4 --tokenizer demo-out/tokenizer -o demo-out/c4-tokens --overwrite
 	$(BIN)/tokenizer encode -i demo-out/c4-noclean --tokenizer demo-out/tokenizer \
@@ -60,7 +61,8 @@ demo: $(STAMP)
 		-o demo-out/run/eval.json
 	$(BIN)/train ablate --config configs/ablation-demo.yaml
 	$(BIN)/train ablate --config configs/ablation-span-demo.yaml
-	@echo "demo output in demo-out/: corpora, tokenizer, token shards, a model (run/) and the"
+	@echo "demo output in demo-out/: corpora and what C4's rules did to them (inspect.html: open it"
+	@echo "in a browser), tokenizer, token shards, a model (run/) and the"
 	@echo "filtered-vs-unfiltered ablation reports: demo-out/ablation/report/report.md (causal LM)"
 	@echo "and demo-out/ablation-span/report/report.md (T5's span corruption)"
 
@@ -88,3 +90,16 @@ bench:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# `make fuzz`: every harness of tests/fuzz/harnesses.py under atheris (coverage-guided), from its
+# seeds, FUZZ_SECONDS each (default 180; docs/reliability.md has the runs and what they found).
+FUZZ_SECONDS ?= 180
+FUZZ_HARNESSES := records resync response manifests settings
+fuzz: $(STAMP)
+	$(BIN)/pip install -q "atheris==2.3.0"
+	mkdir -p .cache/fuzz
+	for h in $(FUZZ_HARNESSES); do \
+		$(BIN)/python tests/fuzz/run.py $$h -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 \
+			-print_final_stats=1 .cache/fuzz/$$h || exit 1; \
+	done
+

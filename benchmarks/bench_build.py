@@ -78,7 +78,7 @@ def rel(path) -> str:
 def make_copies(files: list[str], scale: int) -> list[str]:
     """``scale`` copies of the crawl files, URLs rewritten per copy; one gzip member per record
     (as in Common Crawl). Cached by scale."""
-    from c4forge.corpus.wet import iter_records
+    from c4forge.corpus.records import iter_records
     from tests.wetfiles import renamed_copy
 
     tag = hashlib.sha1("\0".join(os.path.basename(f) for f in files).encode()).hexdigest()[:8]
@@ -199,10 +199,10 @@ def _digest(docs) -> str:
 
 
 def digest_of_corpus(directory: str) -> str:
-    from c4forge.corpus.shards import iter_documents
+    from c4forge.corpus.shards import iter_corpus_documents
 
     return _digest((d["url"], d["text"]) for s in ("train", "validation")
-                   for d in iter_documents(directory, s))
+                   for d in iter_corpus_documents(directory, s))
 
 
 def digest_of_jsonl(path: str) -> str:
@@ -211,11 +211,11 @@ def digest_of_jsonl(path: str) -> str:
 
 
 def text_size(files: list[str]):
-    from c4forge.corpus.wet import iter_documents
+    from c4forge.corpus.wet import iter_crawl_documents
 
     pages = n_bytes = 0
     for path in files:
-        for doc in iter_documents(path):
+        for doc in iter_crawl_documents(path):
             pages += 1
             n_bytes += doc.text_size()
     return pages, n_bytes

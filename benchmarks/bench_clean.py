@@ -47,7 +47,7 @@ import harness
 
 from c4forge.corpus import langid, sentences
 from c4forge.corpus.clean import clean_page
-from c4forge.corpus.wet import iter_documents
+from c4forge.corpus.wet import iter_crawl_documents
 from tests import reference_c4
 
 THRESHOLD = 0.65
@@ -56,7 +56,7 @@ THRESHOLD = 0.65
 def load_pages(crawl: Path):
     pages = []
     for path in sorted(crawl.glob("*.wet.gz")):
-        pages.extend(iter_documents(str(path)))
+        pages.extend(iter_crawl_documents(str(path)))
     return pages
 
 

@@ -53,7 +53,7 @@ from c4forge.corpus.minhash import (
     word_hashes,
 )
 from c4forge.corpus.near_dedup import bucket_edges, clusters_in_memory
-from c4forge.corpus.wet import iter_documents
+from c4forge.corpus.wet import iter_crawl_documents
 
 THRESHOLD = 0.8
 # datasketch 2.0 changed its default permutation scheme; name it so results stay comparable.
@@ -64,7 +64,7 @@ SCHEME = "affine32"
 def load_texts(crawl: Path, min_words: int = 100):
     texts = []
     for path in sorted(crawl.glob("*.wet.gz")):
-        texts.extend(d.text for d in iter_documents(str(path)))
+        texts.extend(d.text for d in iter_crawl_documents(str(path)))
     return [t for t in texts if len(normalize(t).split()) >= min_words]
 
 

@@ -42,7 +42,8 @@ import harness
 
 from c4forge.core.counters import Counters, null_inc
 from c4forge.corpus.extract import decode_html, html_bytes, response_text
-from c4forge.corpus.wet import iter_records, page_text
+from c4forge.corpus.records import iter_records
+from c4forge.corpus.wet import page_text
 
 SHARED = harness.SHARED
 WORD = re.compile(r"\w+")

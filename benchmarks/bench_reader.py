@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness
 
-from c4forge.corpus.wet import iter_records
+from c4forge.corpus.records import iter_records
 
 SHARED = harness.SHARED
 FILES = {"WET, 3,519 pages (crawl-extra/web-benchmarks.warc.wet.gz)": SHARED / "crawl-extra" / "web-benchmarks.warc.wet.gz",

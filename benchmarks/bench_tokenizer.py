@@ -31,7 +31,7 @@ import harness  # noqa: E402
 from c4forge.core.counters import Counters
 from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import iter_documents, write_corpus
+from c4forge.corpus.shards import iter_corpus_documents, write_corpus
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer
 
@@ -63,7 +63,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = os.path.join(tmp, "corpus")
         write_corpus(corpus, docs, {"config": {"preset": "c4-noclean"}, "counters": {}})
-        texts = [d["text"] for s in ("train", "validation") for d in iter_documents(corpus, s)]
+        texts = [d["text"] for s in ("train", "validation") for d in iter_corpus_documents(corpus, s)]
         megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
 
         lines += [f"Training on {base_mb:.1f} MB ({len(base):,} documents, c4-noclean of the shared crawl), "

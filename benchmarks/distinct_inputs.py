@@ -89,7 +89,7 @@ def unspaced(char: str) -> bool:
 
 
 def page_records(files: list[str]):
-    from c4forge.corpus.wet import iter_records
+    from c4forge.corpus.records import iter_records
 
     for path in files:
         for record in iter_records(path):

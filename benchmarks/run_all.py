@@ -43,8 +43,11 @@ BENCHMARKS = (
     Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
     Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
+    Benchmark("stages", "bench_stages.py", ("--scale", "4", "--repeat", "3", "--write"),
+              "../shared/data/crawl-extra"),
     Benchmark("engines", "bench_engines.py", ("--scales", "4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl-extra"),
+    Benchmark("sequential", "bench_sequential.py", ("--trials", "20000", "--write"), "examples/"),
     Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
     Benchmark("tokenizer", "bench_tokenizer.py", ("--repeat", "3", "--write"), "../shared/data/crawl"),
 )

@@ -20,6 +20,7 @@ from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write_bytes
 from c4forge.corpus.document import Document
 from c4forge.corpus.urls import md5_int
 
@@ -55,10 +56,7 @@ def _fetch(url: str, timeout: float = 30.0) -> bytes:
             "with --badwords DIR (one file per language code, e.g. DIR/en), or switch the "
             "filter off with --badwords-fraction 0."
         ) from exc
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    atomic_write_bytes(str(target), data)
     return data
 
 

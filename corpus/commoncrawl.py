@@ -5,6 +5,7 @@ import gzip
 import re
 
 from c4forge.core.errors import C4forgeError
+from c4forge.corpus.remote import RemotePolicy, RemoteReadError, read_remote
 
 DEFAULT_BASE_URL = "https://data.commoncrawl.org"
 _CRAWL_ID = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
@@ -30,7 +31,6 @@ def crawl_urls(crawl: str, files: str = "0:1", base_url: str = DEFAULT_BASE_URL,
     """URLs of a slice of a crawl's WET (``kind="wet"``) or WARC (``"warc"``) files, from its
     ``wet.paths.gz`` / ``warc.paths.gz`` listing (read through corpus.remote: retries,
     politeness)."""
-    from c4forge.corpus.remote import RemotePolicy, RemoteReadError, read_remote
 
     if kind not in ("wet", "warc"):
         raise CrawlListingError(f"listing kind {kind!r}: wet or warc")

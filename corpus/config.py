@@ -20,9 +20,10 @@ from typing import Any, Optional
 from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 from c4forge.corpus.badwords import DEFAULT_SOURCE
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
+from c4forge.corpus.extract import EXTRACTORS
 from c4forge.corpus.langid import DEFAULT_THRESHOLD
 from c4forge.corpus.minhash import MinHashConfig
-from c4forge.corpus.wet import ReadOptions
+from c4forge.corpus.read_options import INPUT_FORMATS, ReadOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,9 +126,6 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
 
 
 def check_read_options(config: CorpusConfig) -> CorpusConfig:
-    from c4forge.corpus.extract import EXTRACTORS
-    from c4forge.corpus.wet import INPUT_FORMATS
-
     if config.read.input_format not in INPUT_FORMATS:
         raise ConfigError(f"read.input_format={config.read.input_format!r}: choose {', '.join(INPUT_FORMATS)}")
     if config.read.extractor not in EXTRACTORS:

@@ -19,6 +19,7 @@ from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import shown_path
 from c4forge.corpus.document import Document
 
 DEFAULT_THRESHOLD = 0.65
@@ -106,6 +107,5 @@ def self_check_model(model_path: Optional[str] = None) -> str:
         ) from exc
     if en[0] != "en" or de[0] != "de":
         raise LangidError(f"fastText LID gave unexpected answers: {en}, {de}")
-    from c4forge.core.io import shown_path
 
     return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({shown_path(model_path or default_model_path())})"

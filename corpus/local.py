@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from c4forge.core import progress
 from c4forge.core.counters import Counters
+from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.line_dedup import LineOwners, dedupe_page_lines
@@ -68,67 +69,78 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters) -> list[Document]
 
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
-              steps: PageSteps = None) -> list[Document]:
-    """Read, filter and dedup; returns the surviving documents in input order."""
+              steps: PageSteps = None, clock: StageClock | NoClock = NO_CLOCK) -> list[Document]:
+    """Read, filter and dedup; returns the surviving documents in input order. ``clock`` (a
+    StageClock) collects the CPU seconds of each stage (benchmarks/bench_stages.py)."""
     steps = steps or PageSteps(config).setup()
     inc_len = counters.inc_fn(NS_LENGTH)
-    pages = (p for p in read_pages(paths, config, counters) if steps.length_ok(p, inc_len))
+    pages = clock.timed("length", (p for p in clock.timed("read", read_pages(paths, config, counters))
+                                   if steps.length_ok(p, inc_len)))
     if config.dedupe_urls:
-        pages = dedupe_urls(pages, counters)
+        with clock.stage("url-dedup"):
+            pages = dedupe_urls(pages, counters)
     inc_par = counters.inc_fn(NS_PARAGRAPH)
     inc_clean = counters.inc_fn(NS_CLEAN)
     kept = []
     for page in pages:
-        if not steps.paragraphs_ok(page, inc_par):
-            continue
-        cleaned = steps.clean(page, inc_clean)
+        with clock.stage("clean-page"):
+            if not steps.paragraphs_ok(page, inc_par):
+                continue
+            cleaned = steps.clean(page, inc_clean)
         if cleaned is not None:
             kept.append(cleaned)
     if config.dedupe_lines:
-        owners = LineOwners()
-        for page in kept:
-            owners.add(page)
-        inc_lines = counters.inc_fn(NS_LINES)
-        deduped = []
-        for page in kept:
-            result = dedupe_page_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
-                                       inc_lines)
-            if result is not None:
-                deduped.append(result)
+        with clock.stage("line-dedup", len(kept)):
+            owners = LineOwners()
+            for page in kept:
+                owners.add(page)
+            inc_lines = counters.inc_fn(NS_LINES)
+            deduped = []
+            for page in kept:
+                result = dedupe_page_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
+                                           inc_lines)
+                if result is not None:
+                    deduped.append(result)
         kept = deduped
     inc_lang = counters.inc_fn(NS_LANG)
     inc_bad = counters.inc_fn(NS_BADWORDS)
     out = []
     for page in progress.bar(kept, desc="language ID and bad words", unit=" pages"):
-        page = steps.identify_language(page, inc_lang)
-        if page is not None and steps.badwords_ok(page, inc_bad, counters.inc_fn):
-            out.append(page)
+        with clock.stage("language-id", 1):
+            page = steps.identify_language(page, inc_lang)
+        if page is None:
+            continue
+        with clock.stage("bad-words", 1):
+            if steps.badwords_ok(page, inc_bad, counters.inc_fn):
+                out.append(page)
     if config.near_dedup:
-        out = near_dedup(out, config, counters)
+        out = near_dedup(out, config, counters, clock=clock)
     return out
 
 
 def near_dedup(pages: list[Document], config: CorpusConfig, counters: Counters,
-               batch_size: int = 512) -> list[Document]:
+               batch_size: int = 512, clock: StageClock | NoClock = NO_CLOCK) -> list[Document]:
     """Keep one page per MinHash cluster (the smallest id) and record each cluster's size."""
     inc = counters.inc_fn(NS_NEAR)
     hasher = MinHasher(config.minhash)
     ids = [doc_id(p.normalized_url) for p in pages]
     buckets: dict[bytes, list] = {}
-    for start, batch in zip(range(0, len(pages), batch_size), batched(pages, batch_size)):
-        signatures = hasher.signatures([p.text for p in batch])
-        for offset, signature in enumerate(signatures):
-            member = (ids[start + offset], signature)
-            for key in hasher.band_keys(signature):
-                buckets.setdefault(key, []).append(member)
-    threshold = config.minhash.threshold
-    labels = clusters_in_memory(
-        edge for members in buckets.values() for edge in bucket_edges(members, threshold))
-    sizes = cluster_sizes(labels)
-    kept = []
-    for page, node in zip(pages, ids):
-        survives = labels.get(node, node) == node
-        count_near_dedup(inc, page.text_size(), survives, sizes.get(node, 1))
-        if survives:
-            kept.append(page.replace(near_dup_cluster_size=sizes.get(node, 1)))
+    with clock.stage("minhash-signatures", len(pages)):
+        for start, batch in zip(range(0, len(pages), batch_size), batched(pages, batch_size)):
+            signatures = hasher.signatures([p.text for p in batch])
+            for offset, signature in enumerate(signatures):
+                member = (ids[start + offset], signature)
+                for key in hasher.band_keys(signature):
+                    buckets.setdefault(key, []).append(member)
+    with clock.stage("near-dup-clusters", len(pages)):
+        threshold = config.minhash.threshold
+        labels = clusters_in_memory(
+            edge for members in buckets.values() for edge in bucket_edges(members, threshold))
+        sizes = cluster_sizes(labels)
+        kept = []
+        for page, node in zip(pages, ids):
+            survives = labels.get(node, node) == node
+            count_near_dedup(inc, page.text_size(), survives, sizes.get(node, 1))
+            if survives:
+                kept.append(page.replace(near_dup_cluster_size=sizes.get(node, 1)))
     return kept

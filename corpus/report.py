@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from c4forge.corpus.steps import STAGE_ORDER
+from c4forge.corpus.steps import NS_READ, STAGE_ORDER
+from c4forge.corpus.wet import STRICT_SKIPS
 
 
 def _stage_key(name: str) -> tuple:
@@ -120,8 +121,6 @@ def manifest_report(manifest: dict) -> str:
 
 def strict_problem(counters: Mapping[str, int]) -> Optional[str]:
     """What --strict refuses: any input file skipped whole or cut short (``STRICT_SKIPS``)."""
-    from c4forge.corpus.steps import NS_READ
-    from c4forge.corpus.wet import STRICT_SKIPS
 
     found = {name: counters.get(f"{NS_READ}/{name}", 0) for name in STRICT_SKIPS}
     found = {k: v for k, v in found.items() if v}

@@ -42,7 +42,6 @@ import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Optional
 
@@ -51,8 +50,11 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
+from c4forge.corpus.extract import extraction_info
+from c4forge.corpus.urls import split_of
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -241,21 +243,13 @@ def write_shard(path: str, rows: Iterable[dict],
     info = parse_shard_name(path)
     shard_format = info["format"] if info else DEFAULT_SHARD_FORMAT
     schema = shard_schema(metadata)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
     if create is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(tmp, "wb") as handle:
-            _, text = write_batches(handle, schema, row_batches(rows, schema), shard_format)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    else:
-        remote = create(tmp)
-        try:
-            _, text = write_batches(remote, schema, row_batches(rows, schema), shard_format)
-        finally:
-            remote.close()
-        (rename or os.replace)(tmp, path)
+
+    def write(handle) -> int:
+        return write_batches(handle, schema, row_batches(rows, schema), shard_format)[1]
+
+    text = write_then_rename(path, write, create, rename)
     return text
 
 
@@ -374,7 +368,7 @@ def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> 
         raise CorpusFormatError(f"{directory}: {exc}") from exc
 
 
-def iter_documents(directory: str, split: str = "train",
+def iter_corpus_documents(directory: str, split: str = "train",
                    columns: Optional[Iterable[str]] = None) -> Iterator[dict]:
     """Documents of one split, shard by shard, as dicts (columns a version 1 shard lacks are
     None; its timestamp stays a string)."""
@@ -411,8 +405,7 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - through the output-directory rule and swap of
     :mod:`c4forge.core.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
-    from c4forge.corpus.near_dedup import doc_id
-    from c4forge.corpus.urls import split_of
+    from c4forge.corpus.near_dedup import doc_id  # lazy: numpy: reading a corpus does not need MinHash
 
     check_shard_format(shard_format)
     metadata = shard_metadata(manifest.get("config") or {}, shard_format)
@@ -478,7 +471,6 @@ def corpus_manifest(config, inputs: Sequence[str], counters: dict[str, int], run
     the Beam build, the ablation): when, the command, the config, the runner and its
     ``build`` details, the inputs, the extraction settings, the counters. The writer adds the
     shard format and the splits (:func:`write_corpus`, ``pipelines.build``)."""
-    from c4forge.corpus.extract import extraction_info
 
     return {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "command": list(command) if command is not None else list(sys.argv),

@@ -12,6 +12,7 @@ from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus import clean as clean_rules
+from c4forge.corpus import langid
 from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
@@ -63,8 +64,6 @@ class PageSteps:
     @property
     def language_filter(self) -> LanguageFilter:
         if self._lid is None:
-            from c4forge.corpus import langid
-
             self._lid = LanguageFilter(self.config.languages or None, self.config.lid_threshold,
                                        self.config.lid_model)
             langid.load_model(self.config.lid_model)

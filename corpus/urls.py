@@ -5,7 +5,7 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Iterable
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.document import Document
@@ -72,6 +72,22 @@ def select_newest_page(pages: Iterable[Document], inc: IncFn = null_inc) -> Opti
         inc("filtered", count - 1)
         inc("passed")
     return selected
+
+
+class UrlCandidate(NamedTuple):
+    """What URL dedup needs of one crawl of a normalised URL, carried to the URL's group: the
+    group keeps the newest (:func:`replaces`), counts every crawl, and goes on with the winner's
+    clean counters, cleaned page (by ``rank``) and line keys."""
+
+    timestamp: str  # WARC-Date, ISO: compares in time order
+    raw_bytes: int  # text bytes before cleaning (URL dedup's bytes-in)
+    counts: str  # the paragraph and clean_page counters this crawl recorded, packed
+    rank: bytes  # md5 of the cleaned page's URL; b"" when cleaning dropped the page
+    record_id: bytes  # :func:`page_record_id`: breaks ties between equally new crawls
+    line_keys: bytes  # the cleaned page's line keys, packed (b"" without line dedup)
+
+    def replaces(self, other: UrlCandidate) -> bool:
+        return replaces(self.timestamp, self.record_id, other.timestamp, other.record_id)
 
 
 def count_url_group(inc: IncFn, pages: int, bytes_in: int, bytes_out: int) -> None:

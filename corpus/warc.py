@@ -1,9 +1,10 @@
 """WARC records and the HTTP messages inside them: the parsing both readers share.
 
-``corpus.wet`` splits a (gzipped) WARC/WET file into :class:`WarcRecord` s; ``corpus.extract``
+``corpus.records`` splits a (gzipped) WARC/WET file into :class:`WarcRecord` s; ``corpus.extract``
 takes a ``response`` record's HTTP block apart (:func:`split_http_block`, :func:`http_status`)
-to reach the HTML. Neither imports the other for this, so the reader and the extractor stay
-independent (tests/test_architecture.py checks there is no import circle).
+to reach the HTML. Both read header lines through :func:`header_block_fields`. Neither imports
+the other for this, so the reader and the extractor stay independent (tests/test_architecture.py
+checks there is no import circle).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import dataclasses
 import re
 from typing import Optional
 
-_NEWLINES = re.compile(r"\r\n|\r|\n")
+NEWLINES = re.compile(r"\r\n|\r|\n")  # universal newlines, as str.splitlines() minus the rare ones
 _STATUS = re.compile(rb"^HTTP/\d(?:\.\d)?\s+(\d{3})")
 
 
@@ -47,13 +48,21 @@ def split_http_block(body: bytes) -> tuple[dict[str, str], bytes]:
         end, sep = body.find(b"\n\n"), 2
     if end < 0:
         return {}, body
-    head = body[:end].decode("latin-1")
-    headers = {}
-    for line in _NEWLINES.split(head)[1:]:
+    _, headers = header_block_fields(body[:end].decode("latin-1"))
+    return headers, body[end + sep:]
+
+
+def header_block_fields(block: str) -> tuple[str, dict[str, str]]:
+    """(first line, {name: value}) of a header block (a WARC record's or an HTTP message's):
+    one field per ``name: value`` line, names as written, both stripped; lines without a colon
+    are ignored; a repeated name keeps its last value."""
+    lines = NEWLINES.split(block)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
         name, colon, value = line.partition(":")
         if colon:
             headers[name.strip()] = value.strip()
-    return headers, body[end + sep:]
+    return lines[0], headers
 
 
 def http_status(block: bytes) -> Optional[int]:

@@ -14,7 +14,6 @@ import os
 import platform
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from importlib import metadata
 from typing import Optional
@@ -24,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env, writing
 from c4forge.corpus.config import CorpusConfig, worker_path
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
@@ -206,11 +206,8 @@ class BeamFS:
         if "://" not in path:
             LOCAL.write_text(path, text)
             return
-        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        handle = FileSystems.create(tmp)
-        handle.write(text.encode("utf-8"))
-        handle.close()
-        FileSystems.rename([tmp], [path])
+        write_then_rename(path, lambda handle: handle.write(text.encode("utf-8")),
+                          FileSystems.create, lambda a, b: FileSystems.rename([a], [b]))
 
     def place(self, source: str, target: str) -> None:
         if "://" not in target:

@@ -8,11 +8,12 @@ MinHash near-dedup -> train/validation split -> Arrow shards.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -62,8 +63,9 @@ from c4forge.corpus.steps import (
     PageSteps,
     text_bytes,
 )
-from c4forge.corpus.urls import count_url_group, page_record_id, replaces, split_of
+from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id, split_of
 from c4forge.corpus.wet import iter_file_documents
+from c4forge.pipelines.progress import ProgressReporter
 
 NS_OUTPUT = "output"
 # Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
@@ -97,6 +99,42 @@ def url_bucket(normalized_url: str, buckets: int) -> int:
 def digest_bucket(digest: bytes, buckets: int) -> int:
     """Bucket of an md5 digest (a line key or an md5(url) rank)."""
     return int.from_bytes(digest[:8], "little") % buckets
+
+
+class Count(NamedTuple):
+    """One counter increment recorded on a worker and applied where the page's fate is known."""
+
+    namespace: str
+    name: str
+    n: int
+
+
+def pack_counts(counts: dict[tuple[str, str], int]) -> str:
+    """Counts as one string on the wire (``namespace TAB name TAB n`` per line): the runner
+    decodes and re-encodes every grouped value, and one string is the cheapest value to carry."""
+    return "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
+
+
+def unpack_counts(packed: str) -> Iterator[Count]:
+    for line in packed.split("\n") if packed else ():
+        namespace, name, n = line.split("\t")
+        yield Count(namespace, name, int(n))
+
+
+def on_the_wire(record: tuple) -> tuple:
+    """A NamedTuple as the plain tuple it is: Beam's FastPrimitivesCoder encodes tuples natively
+    and would pickle a NamedTuple, class reference included, per element. The reader rebuilds
+    it with ``Record._make``."""
+    return tuple(record)
+
+
+@dataclasses.dataclass
+class UrlGroup:
+    """The crawls of one normalised URL met so far: the newest, how many, their text bytes."""
+
+    newest: UrlCandidate
+    crawls: int
+    raw_bytes: int
 
 
 class Batcher:
@@ -214,8 +252,6 @@ class ReadCleanFn(StepsFn):
     def setup(self) -> None:
         super().setup()
         if self.progress_dir:
-            from c4forge.pipelines.progress import ProgressReporter
-
             self.reporter = ProgressReporter(self.progress_dir)
 
     def start_bundle(self) -> None:
@@ -254,23 +290,21 @@ class ReadCleanFn(StepsFn):
         cleaned = None
         if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
             cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
-        # one string, not tuples: the runner decodes and re-encodes every grouped value
-        counters = "\n".join(f"{ns}\t{name}\t{n}" for (ns, name), n in counts.items())
         rank = keys = b""
-        candidate = page_record_id(page)  # every page: it breaks ties between equally new crawls
+        record = page_record_id(page)  # every page: it breaks ties between equally new crawls
         if cleaned is not None:
             rank = url_rank(cleaned.url)
             lines = cleaned.text.split("\n")
             if self.keys:
                 keys = pack_keys(map(line_key, lines))
             packed = to_bytes(cleaned, SHUFFLE_COMPRESSION)
-            for batch in self.pages.add(digest_bucket(rank, self.buckets), (rank, candidate, packed, len(lines)),
+            for batch in self.pages.add(digest_bucket(rank, self.buckets), (rank, record, packed, len(lines)),
                                         len(packed) + 64):
                 yield beam.pvalue.TaggedOutput(self.PAGES, batch)
         url = page.normalized_url
-        yield from self.batcher.add(url_bucket(url, self.buckets),
-                                    (url, (page.timestamp, text_bytes(page), counters, rank, candidate, keys)),
-                                    len(url) + len(counters) + len(keys) + 96)
+        candidate = UrlCandidate(page.timestamp, text_bytes(page), pack_counts(counts), rank, record, keys)
+        yield from self.batcher.add(url_bucket(url, self.buckets), (url, on_the_wire(candidate)),
+                                    len(url) + len(candidate.counts) + len(keys) + 96)
 
 
 class NewestPagesFn(_Counting, beam.DoFn):
@@ -304,32 +338,32 @@ class NewestPagesFn(_Counting, beam.DoFn):
 
     def process(self, element):
         _, batches = element
-        groups: dict[str, list] = {}  # url -> [best candidate, candidates, raw bytes]
+        groups: dict[str, UrlGroup] = {}
         for batch in batches:
-            for url, candidate in batch:
+            for url, wire in batch:
+                candidate = UrlCandidate._make(wire)
                 group = groups.get(url)
                 if group is None:
-                    groups[url] = [candidate, 1, candidate[1]]
+                    groups[url] = UrlGroup(candidate, 1, candidate.raw_bytes)
                     continue
-                if replaces(candidate[0], candidate[4], group[0][0], group[0][4]):
-                    group[0] = candidate
-                group[1] += 1
-                group[2] += candidate[1]
+                if candidate.replaces(group.newest):
+                    group.newest = candidate
+                group.crawls += 1
+                group.raw_bytes += candidate.raw_bytes
         url_inc = self.inc_for(NS_URL)
-        for best, count, size in groups.values():
-            count_url_group(url_inc, count, size, best[1])
-            _, raw_size, counters, rank, candidate, keys = best
-            for line in counters.split("\n") if counters else ():
-                namespace, name, amount = line.split("\t")
-                self.inc_for(namespace)(name, int(amount))
-            if not rank:  # the newest crawl was cleaned away
+        for group in groups.values():
+            best = group.newest
+            count_url_group(url_inc, group.crawls, group.raw_bytes, best.raw_bytes)
+            for count in unpack_counts(best.counts):
+                self.inc_for(count.namespace)(count.name, count.n)
+            if not best.rank:  # the newest crawl was cleaned away
                 continue
             if self.lines:
-                claim_keys(self.table, rank, unpack_keys(keys))
+                claim_keys(self.table, best.rank, unpack_keys(best.line_keys))
                 if len(self.table) >= self.max_keys:
                     for claims in _claim_batches(self._drain(), self.buckets):
                         yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
-            yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, candidate), 40)
+            yield from self.batcher.add(digest_bucket(best.rank, self.buckets), (best.rank, best.record_id), 40)
 
     def _drain(self) -> dict[bytes, bytes]:
         table, self.table = self.table, {}
@@ -443,7 +477,7 @@ class FilterPagesFn(StepsFn):
     (``owned_lines``)] -> language ID -> bad words.
 
     With either, elements are (page bucket, {"pages", "winners", "lines"}) from the join:
-    batches of (md5(url), candidate id, packed page, line count), of (md5(url), candidate id)
+    batches of (md5(url), record id, packed page, line count), of (md5(url), record id)
     the URL groups' winners, and of (md5(url), owned line key). A crawl that lost its URL group
     is dropped unread (the URL groups counted it); a page that owns none of its lines is counted
     from its line count and packed header (count_page_owning_nothing), never unpacked. Without

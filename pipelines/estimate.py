@@ -46,10 +46,10 @@ from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.local import run_chain
+from c4forge.corpus.records import iter_records
 from c4forge.corpus.steps import PageSteps, text_bytes
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import WarcRecord
-from c4forge.corpus.wet import iter_records
 
 PAGE_RECORDS = ("conversion", "response")
 TINY_PAGES = 20
@@ -194,7 +194,7 @@ class EngineRun:
 def run_engine(inputs: Sequence[str], folder: str, config: CorpusConfig, runner: str,
                workers: Optional[int]) -> EngineRun:
     """`corpus build` on ``inputs`` with ``runner``, the config passed whole as YAML."""
-    from c4forge.corpus.shards import read_manifest
+    from c4forge.corpus.shards import read_manifest  # lazy: pyarrow, only once a build has been measured
 
     settings = os.path.join(folder, "config.yaml")
     if not os.path.exists(settings):

@@ -17,6 +17,7 @@ import uuid
 from typing import Optional
 
 from c4forge.core import progress
+from c4forge.core.io import atomic_write
 
 FOLDER = ".progress"
 INTERVAL_S = 0.5
@@ -53,11 +54,8 @@ class ProgressReporter:
     def flush(self) -> None:
         self._written = time.monotonic()
         try:
-            os.makedirs(self.directory, exist_ok=True)
-            tmp = f"{self.path}.tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
+            with atomic_write(self.path, durable=False) as handle:
                 json.dump(self.totals, handle)
-            os.replace(tmp, self.path)
         except OSError:  # progress is best effort; the build's outputs do not depend on it
             pass
 

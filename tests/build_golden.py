@@ -49,7 +49,7 @@ def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
     (new URLs, same text: line dedup and near-dedup see mirrors, as in benchmarks/bench_build.py)."""
     import gzip
 
-    from c4forge.corpus.wet import iter_records
+    from c4forge.corpus.records import iter_records
     from tests.wetfiles import renamed_copy
 
     out = list(crawl)

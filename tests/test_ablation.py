@@ -1,12 +1,15 @@
 """`train ablate` at a reduced size: the whole chain on the embedded sample, the report files,
 and re-runs that reuse finished work (the CI check of `make demo`'s last step)."""
+import dataclasses
 import json
+import statistics
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from c4forge.ablation import verdict
+from c4forge.ablation.spec import AblationSpec, EvalSpec, Variant
 from c4forge.cli.train import cli
 from tests.conftest import ROOT
 
@@ -41,6 +44,15 @@ def test_ablation_report_and_reuse(tmp_path):
     assert len(metric["values"]) == 2 and metric["mean"] > 0
     text = (report / "report.md").read_text()
     assert "| c4 | c4 |" in text and "## Result" in text and "![loss_curves.png]" in text
+    # every headline test's signal-to-noise ratio, recomputed here from results.json (issue 40)
+    snr_rows = [line for line in text.splitlines() if line.startswith("| c4-noclean - c4 on ")]
+    assert snr_rows and "Most signal: **" in text
+    for row in snr_rows:
+        metric = row.split(" on ", 1)[1].rsplit(" |", 2)[0]
+        a, b = (results["variants"][v]["metrics"][metric] for v in ("c4", "c4-noclean"))
+        diffs = [y - x for x, y in zip(a["values"], b["values"])]
+        snr = abs(statistics.fmean(diffs)) / statistics.stdev(diffs)
+        assert float(row.rsplit("|", 2)[1]) == pytest.approx(snr, abs=0.006)
     # the same tokenizer for both variants
     manifests = [json.loads((tmp_path / "ablation" / "tokens" / v / "manifest.json").read_text()) for v in ("c4", "c4-noclean")]
     assert manifests[0]["tokenizer"]["model_sha256"] == manifests[1]["tokenizer"]["model_sha256"]
@@ -74,6 +86,41 @@ def test_ablation_report_and_reuse(tmp_path):
     assert set(by_tokens["other_budgets"]) == {"bytes"}
     assert "| tokens-matched | bytes-matched |" in (report / "report.md").read_text()
 
+
+@pytest.mark.slow
+def test_sequential_seeds_add_rounds_and_reuse_every_finished_seed(tmp_path):
+    """`train ablate --until-decided --max-seeds 3` from a 2-seed spec: the first look is at 2
+    seeds; an undecided headline test adds seed 2 (every run of the first round reused), and the
+    report says which look decided or that none did, with the plan's boundaries."""
+    config = small_config(tmp_path)
+    first = CliRunner().invoke(cli, ["ablate", "--config", str(config)])
+    assert first.exit_code == 0, first.output
+    result = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--until-decided", "--max-seeds", "3"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "ablation" / "report" / "results.json").read_text())
+    outcome = summary["sequential"]
+    assert outcome["plan"]["looks"] == [2, 3] and len(outcome["plan"]["levels"]) == 2
+    for seed in (0, 1):
+        assert f"run c4 seed {seed}: reusing" in result.output
+        assert f"eval c4-noclean seed {seed}: reusing" in result.output
+    if all(t["decided"] for t in outcome["tests"]):  # decided at the first look: nothing added
+        assert outcome["seeds"] == 2 and "seed 2" not in result.output
+    else:
+        assert outcome["seeds"] == 3 and "run c4 seed 2: " in result.output
+        assert "undecided at 2 seeds" in result.output
+    text = (tmp_path / "ablation" / "report" / "report.md").read_text()
+    assert "## Sequential seeds" in text and "obrien-fleming-type alpha spending" in text
+    # the headline test's differences in the report come from the same seeds as results.json
+    test = outcome["tests"][0]
+    values = {v: dict(zip(summary["variants"][v]["metrics"][test["metric"]]["seeds"],
+                          summary["variants"][v]["metrics"][test["metric"]]["values"])) for v in (test["a"], test["b"])}
+    diffs = [values[test["b"]][s] - values[test["a"]][s] for s in values[test["a"]]]
+    assert test["difference"] == pytest.approx(sum(diffs) / len(diffs))
+    again = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--until-decided", "--max-seeds", "3"])
+    assert again.exit_code == 0
+    units = [line for line in again.output.splitlines()
+             if line.startswith(("corpus ", "tokenizer:", "tokens ", "run ", "eval ", "held-out "))]
+    assert units and all(": reusing" in line for line in units)
 
 def test_pairing_statement_says_what_data_seed_shares():
     from c4forge.ablation.report import pairing_statement
@@ -266,7 +313,8 @@ def test_variants_may_read_their_own_inputs(tmp_path):
     # Regression: a variant whose settings changed since the last run is rebuilt in place (it
     # used to stop with "already holds a c4forge corpus; pass --overwrite").
     logged = []
-    loaded["variants"]["a"] = {"preset": "c4-noclean", "set": {"max_page_chars": 5000}}
+    loaded = dataclasses.replace(loaded, variants={
+        **loaded.variants, "a": Variant(preset="c4-noclean", set={"max_page_chars": 5000})})
     build_corpora(loaded, logged.append)
     assert any(line.startswith("corpus a: built") for line in logged)
     assert any(line.startswith("corpus b: reusing") for line in logged)
@@ -318,7 +366,7 @@ def test_zero_shot_accuracy_at_chance_is_reported_as_no_signal():
     def summary(piqa: float) -> dict:
         return {"variants": {v: {"metrics": {"piqa accuracy": {"mean": piqa}}} for v in ("a", "b")}}
 
-    spec = {"eval": {"tasks": ["piqa"], "eval_dir": eval_dir, "limit": 200}, "_base": "."}
+    spec = AblationSpec(eval=EvalSpec(tasks=("piqa",), eval_dir=eval_dir, limit=200), base=".")
     at_chance = "\n".join(task_signal_section(spec, summary(0.52)))
     assert "**No signal**" in at_chance
     assert f"0.520 (p = {binomtest(104, 200, 0.5, alternative='greater').pvalue:.2g})" in at_chance

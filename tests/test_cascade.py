@@ -12,8 +12,9 @@ import c4forge.corpus.extract as extract
 import c4forge.corpus.router as router_module
 from c4forge.core.counters import Counters
 from c4forge.corpus.extract import cascade_text, fast_pass, response_text
+from c4forge.corpus.read_options import ReadOptions
 from c4forge.corpus.router import ROUTER_FILE, Router, load_router, page_signals
-from c4forge.corpus.wet import ReadOptions, iter_documents
+from c4forge.corpus.wet import iter_crawl_documents
 from tests.test_extract import ARTICLE, http_block, warc_response
 from tests.wetfiles import wet_file
 
@@ -101,7 +102,7 @@ def test_a_crashing_fast_pass_is_a_counted_skip_and_the_good_pages_are_kept(tmp_
 
     monkeypatch.setattr(extract, "fast_pass", flaky)
     counters = Counters()
-    docs = list(iter_documents(str(path), counters.inc_fn("r"), ReadOptions(input_format="warc")))
+    docs = list(iter_crawl_documents(str(path), counters.inc_fn("r"), ReadOptions(input_format="warc")))
     assert [d.url for d in docs] == ["https://example.org/0", "https://example.org/2", "https://example.org/3"]
     assert counters["r/skipped:extract_error"] == 1
     assert counters["r/extract:kept_fast"] + counters["r/extract:kept_slow"] == 3

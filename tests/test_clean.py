@@ -170,12 +170,42 @@ def test_has_at_least_matches_full_count():
             assert sentences.has_at_least(text, n) == (full >= n), (text, n)
 
 
+_PUNKT_IMPORT_CHECK = """
+import json, sys
+from c4forge.corpus import sentences
+pages = json.load(sys.stdin)
+ours = [list(sentences.tokenizer().span_tokenize(t)) for t in pages]
+light = sorted(m for m in sys.modules if m == "nltk" or m.startswith(("nltk.", "scipy")))
+import nltk  # the real package, imported after ours: whole, and the same sentences
+from nltk.tokenize.punkt import PunktSentenceTokenizer
+real = PunktSentenceTokenizer(sentences.tokenizer()._params)
+same = ours == [list(real.span_tokenize(t)) for t in pages]
+print(json.dumps({"left_loaded": light, "same": same, "full_nltk": hasattr(nltk, "collocations")
+                  and nltk.tokenize.punkt.PunktSentenceTokenizer is PunktSentenceTokenizer}))
+"""
+
+
+def test_punkt_loads_without_the_rest_of_nltk_and_counts_the_same():
+    """Worker start-up (issue 43): the sentence counter imports NLTK's punkt module alone, not
+    NLTK's package (which imports scipy.stats), leaves nothing of NLTK behind in sys.modules, and
+    splits real pages exactly as NLTK's own tokenizer imported the usual way."""
+    import json
+    import subprocess
+    import sys
+
+    pages = [page.text for page in _crawl_pages()[:300]]
+    out = subprocess.run([sys.executable, "-c", _PUNKT_IMPORT_CHECK], input=json.dumps(pages),
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert result == {"left_loaded": [], "same": True, "full_nltk": True}
+
+
 def _crawl_pages():
-    from c4forge.corpus.wet import iter_documents
+    from c4forge.corpus.wet import iter_crawl_documents
 
     pages = []
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
-        pages.extend(iter_documents(str(path)))
+        pages.extend(iter_crawl_documents(str(path)))
     return pages
 
 

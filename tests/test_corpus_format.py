@@ -21,7 +21,7 @@ from c4forge.corpus.shards import (
     MANIFEST,
     CorpusFormatError,
     config_hash,
-    iter_documents,
+    iter_corpus_documents,
     parse_timestamp,
     read_manifest,
     shard_info,
@@ -55,7 +55,7 @@ def corpora(sample_docs, tmp_path_factory):
 
 
 def ours(directory, split="train"):
-    return list(iter_documents(str(directory), split))
+    return list(iter_corpus_documents(str(directory), split))
 
 
 def test_arrow_and_parquet_hold_the_same_documents(corpora):

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
 from c4forge.corpus.config import build_config
+from c4forge.corpus.records import iter_records
 from c4forge.corpus.urls import normalize_url
-from c4forge.corpus.wet import iter_records
 from c4forge.pipelines.estimate import (
     EngineRun,
     PartCost,

@@ -15,7 +15,10 @@ from c4forge.corpus.extract import (
     response_text,
     run_with_time_limit,
 )
-from c4forge.corpus.wet import InputFormatError, ReadOptions, iter_documents, iter_records
+from c4forge.corpus.read_options import ReadOptions
+from c4forge.corpus.records import iter_records
+from c4forge.corpus.sniff import InputFormatError
+from c4forge.corpus.wet import iter_crawl_documents
 from tests.conftest import shared_path
 from tests.wetfiles import gzip_member, record, wet_file
 
@@ -167,7 +170,7 @@ def test_a_warc_file_with_every_fault_keeps_the_good_pages(tmp_path, monkeypatch
 
     monkeypatch.setattr(extract, "extract_main_text", flaky)
     counters = Counters()
-    docs = list(iter_documents(str(path), counters.inc_fn("r"), ReadOptions(
+    docs = list(iter_crawl_documents(str(path), counters.inc_fn("r"), ReadOptions(
         input_format="warc", extractor="trafilatura", max_html_bytes=1 << 20)))
     assert [d.url for d in docs] == [f"https://example.org/good/{i}" for i in range(3)]
     assert all("river" in d.text and "Home | About" not in d.text for d in docs)
@@ -179,7 +182,7 @@ def test_a_warc_file_with_every_fault_keeps_the_good_pages(tmp_path, monkeypatch
     # auto reads WET text and WARC responses alike; wet ignores the responses
     # read as WET, a file of WARC responses is refused by name (it used to yield 0 documents)
     with pytest.raises(InputFormatError, match="--input-format warc"):
-        list(iter_documents(str(path), Counters().inc_fn("r"), ReadOptions(input_format="wet")))
+        list(iter_crawl_documents(str(path), Counters().inc_fn("r"), ReadOptions(input_format="wet")))
 
 
 def test_corpus_clean_on_a_real_cc_warc_with_the_c4_warc_preset(tmp_path):
@@ -231,7 +234,7 @@ def test_urls_from_keeps_the_same_pages_as_another_file(tmp_path):
     listing = tmp_path / "urls.txt"
     listing.write_text("https://example.org/1\nhttp://example.org/3\n")
     counters = Counters()
-    docs = list(iter_documents(str(wet), counters.inc_fn("r"), ReadOptions(urls_from=str(listing))))
+    docs = list(iter_crawl_documents(str(wet), counters.inc_fn("r"), ReadOptions(urls_from=str(listing))))
     assert [d.url for d in docs] == ["https://example.org/1", "https://example.org/3"]
     assert counters.as_dict()["r/skipped:not_in_urls_from"] == 3
     assert len(url_set(str(wet))) == 5  # a crawl file gives its records' URLs

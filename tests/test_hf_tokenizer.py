@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from c4forge.corpus.shards import iter_documents
+from c4forge.corpus.shards import iter_corpus_documents
 from tests.conftest import ROOT, shared_path
 
 CHECK = ROOT / "scripts" / "hf_tokenizer_check.py"
@@ -19,7 +19,7 @@ SIDE_VENV = ROOT / ".cache" / "venv-transformers5"
 
 
 def cases(tokens_root: Path, tmp_path: Path) -> Path:
-    texts = [d["text"] for d in iter_documents(str(tokens_root / "corpus"), "train", columns=("text",))]
+    texts = [d["text"] for d in iter_corpus_documents(str(tokens_root / "corpus"), "train", columns=("text",))]
     try:
         wiki = shared_path("clean", "wikitext2-test.raw").read_text(encoding="utf-8")[:50_000]
         texts += [wiki[i:i + 5000] for i in range(0, len(wiki), 5000)]

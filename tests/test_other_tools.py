@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from c4forge.corpus.shards import iter_documents
+from c4forge.corpus.shards import iter_corpus_documents
 from c4forge.train.data import TokenDocuments
 from tests.sidevenv import hf_python, run_json
 
@@ -16,7 +16,7 @@ def test_pyarrow_reads_a_corpus_shard(sample_tokens):
     manifest = json.loads((corpus / "_manifest.json").read_text())
     name = manifest["splits"]["train"]["files"][0]
     table = pa.ipc.open_stream(str(corpus / name)).read_all()
-    ours = [d["text"] for d in iter_documents(str(corpus), "train", columns=("text",))]
+    ours = [d["text"] for d in iter_corpus_documents(str(corpus), "train", columns=("text",))]
     assert table.column("text").to_pylist() == ours[:table.num_rows]
     assert {"url", "text", "timestamp"} <= set(table.column_names)
 

@@ -14,7 +14,7 @@ from c4forge.core.counters import Counters
 from c4forge.corpus.config import build_config
 from c4forge.corpus.line_dedup import owner_of
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import iter_documents, read_manifest, shard_info, shard_paths, write_corpus
+from c4forge.corpus.shards import iter_corpus_documents, read_manifest, shard_info, shard_paths, write_corpus
 from c4forge.pipelines.build import BuildError, counters_of, run_build
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path
@@ -117,7 +117,7 @@ def test_build_equals_single_process_chain_on_sample(tmp_path):
     counters = Counters()
     docs = run_chain([str(SAMPLE)], cfg, counters)
     local = {d.url: d for d in docs}
-    built = list(iter_documents(str(out), "train")) + list(iter_documents(str(out), "validation"))
+    built = list(iter_corpus_documents(str(out), "train")) + list(iter_corpus_documents(str(out), "validation"))
     assert len(built) == len(local) == manifest["counters"]["near-dedup/passed"]
     for doc in built:
         mine = local[doc["url"]]
@@ -128,7 +128,7 @@ def test_build_equals_single_process_chain_on_sample(tmp_path):
         beam_paths = shard_paths(str(out), split)
         assert [p.replace(".parquet", ".arrow").rsplit("/", 1)[1] for p in beam_paths] == \
             [p.rsplit("/", 1)[1] for p in shard_paths(str(tmp_path / "single"), split)]
-        assert list(iter_documents(str(out), split)) == list(iter_documents(str(tmp_path / "single"), split))
+        assert list(iter_corpus_documents(str(out), split)) == list(iter_corpus_documents(str(tmp_path / "single"), split))
     assert manifest["shard_format"] == "parquet"
     assert shard_info(shard_paths(str(out), "train")[0])["config_hash"] == manifest["config_hash"]
     expected = counters.as_dict()
@@ -157,7 +157,7 @@ def test_clean_and_build_write_the_same_bytes_from_relative_paths(tmp_path, monk
     assert manifest["config"]["badwords"] == "words"
     assert shard_info(shard_paths("build", "train")[0])["config_hash"] == manifest["config_hash"] \
         == read_manifest("clean")["config_hash"]
-    assert {d["source"] for d in iter_documents("build", "train")} == {"sample.warc.wet.gz"}
+    assert {d["source"] for d in iter_corpus_documents("build", "train")} == {"sample.warc.wet.gz"}
 
 
 def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
@@ -174,7 +174,7 @@ def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
         run_build([str(SAMPLE)], str(out), config(lid_model=str(bogus)), overwrite=True,
                   log=lambda *_: None, beam_args=IN_MEMORY)
     assert read_manifest(str(out)) == first
-    assert sum(1 for _ in iter_documents(str(out))) == first["splits"]["train"]["documents"]
+    assert sum(1 for _ in iter_corpus_documents(str(out))) == first["splits"]["train"]["documents"]
     run_build([str(SAMPLE)], str(out), config(), overwrite=True, log=lambda *_: None, beam_args=IN_MEMORY)
     assert read_manifest(str(out))["config"]["near_dedup"] is True
     assert not list(out.glob(".c4forge-staging-*"))  # the failed run's staging is cleaned up too
@@ -192,7 +192,7 @@ def test_bad_files_inside_a_build_are_counted(tmp_path, local_server):
     counters = manifest["counters"]
     assert counters["split-wet-file/skipped:unreadable_file"] == 1
     assert counters["split-wet-file/skipped:corrupt_gzip_member"] >= 1
-    urls = {d["url"] for d in iter_documents(str(tmp_path / "out"))}
+    urls = {d["url"] for d in iter_corpus_documents(str(tmp_path / "out"))}
     assert "https://www.a.example.com/one/" in urls
 
 
@@ -259,7 +259,7 @@ def test_build_equals_chain_on_shared_crawl(tmp_path):
                          beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
     counters = Counters()
     local = {d.url: d.text for d in run_chain(crawl, cfg, counters)}
-    built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_documents(str(tmp_path / "c4"), s)}
+    built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_corpus_documents(str(tmp_path / "c4"), s)}
     assert built == local and len(built) > 300
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
     # The single-process writer produces the very same shard files.
@@ -282,7 +282,7 @@ def test_beam_build_from_warc_equals_the_chain(tmp_path):
                          beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
     counters = Counters()
     local = {d.url: d.text for d in run_chain(warcs, cfg, counters)}
-    built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_documents(str(tmp_path / "warc"), s)}
+    built = {d["url"]: d["text"] for s in ("train", "validation") for d in iter_corpus_documents(str(tmp_path / "warc"), s)}
     assert built == local and len(built) >= 10
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
     assert manifest["extraction"]["extractor"] == "cascade"  # the WARC default

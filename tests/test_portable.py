@@ -7,7 +7,7 @@ import os
 import pytest
 
 from c4forge.corpus.config import build_config
-from c4forge.corpus.shards import iter_documents, read_manifest
+from c4forge.corpus.shards import iter_corpus_documents, read_manifest
 from c4forge.pipelines.build import run_build
 from c4forge.pipelines.worker_pool import local_portable_services
 from tests.conftest import ROOT, shared_path
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 def _corpus(directory):
-    return {d["url"]: d for s in ("train", "validation") for d in iter_documents(str(directory), s)}
+    return {d["url"]: d for s in ("train", "validation") for d in iter_corpus_documents(str(directory), s)}
 
 
 def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):

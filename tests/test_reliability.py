@@ -22,8 +22,14 @@ from c4forge.core.counters import Counters
 from c4forge.core.settings import ConfigError
 from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import CORPUS_KIND, CorpusFormatError, iter_documents, read_manifest, write_corpus
-from c4forge.corpus.wet import iter_documents as wet_documents
+from c4forge.corpus.shards import (
+    CORPUS_KIND,
+    CorpusFormatError,
+    iter_corpus_documents,
+    read_manifest,
+    write_corpus,
+)
+from c4forge.corpus.wet import iter_crawl_documents as wet_documents
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
 from c4forge.train.config import build_train_config
@@ -205,7 +211,7 @@ def test_swap_is_crash_safe_at_every_step(docs, tmp_path, step):
     manifest = read_manifest(str(target))
     expected = {"old": old_docs, "new": new_docs}[manifest["config"]["preset"]]
     assert manifest["config"]["preset"] == ("old" if step == "staged" else "new")
-    urls = sorted(d["url"] for split in ("train", "validation") for d in iter_documents(str(target), split))
+    urls = sorted(d["url"] for split in ("train", "validation") for d in iter_corpus_documents(str(target), split))
     assert urls == sorted(d.url for d in expected)
     assert_untouched(target)
     # The next run cleans up whatever the crash left, and nothing else.
@@ -225,7 +231,7 @@ def test_killed_cli_swap_leaves_a_complete_corpus(stages, tmp_path):
     assert proc.returncode == 99, proc.stderr
     manifest = read_manifest(str(target))
     assert manifest["config"]["preset"] == "c4-noclean" and manifest.get("location")
-    count = sum(1 for split in ("train", "validation") for _ in iter_documents(str(target), split))
+    count = sum(1 for split in ("train", "validation") for _ in iter_corpus_documents(str(target), split))
     assert count == sum(s["documents"] for s in manifest["splits"].values())
 
 
@@ -391,10 +397,10 @@ def test_manifest_file_entry_cannot_read_outside_the_corpus(stages, tmp_path):
     result = invoke(corpus_cli, ["show", corpus])
     assert result.exit_code != 0 and "unsafe shard name" in result.output
     with pytest.raises(CorpusFormatError):
-        list(iter_documents(str(corpus)))
+        list(iter_corpus_documents(str(corpus)))
     point = hostile_corpus(stages, tmp_path / "2", lambda m: m.update(location="../../etc"))
     with pytest.raises(CorpusFormatError, match="unsafe location"):
-        list(iter_documents(str(point)))
+        list(iter_corpus_documents(str(point)))
 
 
 def test_hostile_variant_and_pointer_names(tmp_path):

@@ -16,7 +16,7 @@ from c4forge.core.counters import Counters
 from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.remote import RemotePolicy, RemoteReadError, ResumingReader
-from c4forge.corpus.shards import iter_documents, read_manifest
+from c4forge.corpus.shards import iter_corpus_documents, read_manifest
 from tests.conftest import ROOT, shared_path
 from tests.faultserver import FaultServer
 
@@ -60,7 +60,7 @@ def run(command: str, inputs: list[str], out: Path, *extra: str):
 def outcome(out: Path) -> tuple[list, dict]:
     manifest = read_manifest(str(out))
     documents = sorted((d["url"], d["text"]) for split in manifest["splits"]
-                       for d in iter_documents(str(out), split))
+                       for d in iter_corpus_documents(str(out), split))
     counters = {k: v for k, v in manifest["counters"].items() if not is_read_counter(k)}
     return documents, counters
 

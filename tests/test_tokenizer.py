@@ -15,8 +15,7 @@ from c4forge.corpus.document import Document
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.shards import write_corpus
 from c4forge.tokenizer.encode import encode_corpus
-from c4forge.tokenizer.formats import iter_documents as iter_token_documents
-from c4forge.tokenizer.formats import read_token_manifest
+from c4forge.tokenizer.formats import iter_token_documents, read_token_manifest
 from c4forge.tokenizer.inspect import inspect_tokenizer
 from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, load_tokenizer, train_tokenizer
 from tests.conftest import ROOT, shared_path
@@ -72,9 +71,9 @@ def test_token_shards_round_trip(shared_corpora, tmp_path):
     manifest = encode_corpus(str(root / "c4"), str(tmp_path / "tok"), str(tmp_path / "ids"), workers=2,
                              max_docs_per_shard=100, log=lambda *_: None)
     sp, info = load_tokenizer(str(tmp_path / "tok"))
-    from c4forge.corpus.shards import iter_documents
+    from c4forge.corpus.shards import iter_corpus_documents
 
-    texts = [d["text"] for d in iter_documents(str(root / "c4"), "train")]
+    texts = [d["text"] for d in iter_corpus_documents(str(root / "c4"), "train")]
     docs = list(iter_token_documents(str(tmp_path / "ids"), "train"))
     assert len(docs) == len(texts) == manifest["splits"]["train"]["documents"]
     for ids, text in zip(docs, texts):

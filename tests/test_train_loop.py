@@ -155,10 +155,10 @@ def test_tiny_model_learns_below_unigram_entropy(tmp_path):
         encode_corpus(str(tmp_path / name), str(tmp_path / "tok"), str(tmp_path / f"{name}-ids"),
                       workers=1, log=lambda *_: None)
     # unigram cross-entropy: token frequencies of train (add-one), evaluated on validation (nats)
-    from c4forge.tokenizer.formats import iter_documents
+    from c4forge.tokenizer.formats import iter_token_documents
 
-    train_ids = np.concatenate(list(iter_documents(str(tmp_path / "train-ids"), "train")))
-    val_ids = np.concatenate(list(iter_documents(str(tmp_path / "val-ids"), "train")))
+    train_ids = np.concatenate(list(iter_token_documents(str(tmp_path / "train-ids"), "train")))
+    val_ids = np.concatenate(list(iter_token_documents(str(tmp_path / "val-ids"), "train")))
     counts = np.bincount(train_ids, minlength=2000) + 1.0
     unigram = float(-np.log(counts[val_ids] / counts.sum()).mean())
     last = train(build_train_config(overrides=[
@@ -251,7 +251,6 @@ def _first_batch_and_weights(tokens, out, *extra):
 
     trainer = Trainer(build_train_config(overrides=settings(tokens, out, "steps=2", *extra)),
                       log=lambda *_: None)
-    trainer._build()
     batch = next(iter(trainer.loader))
     weights = next(trainer.model.parameters()).detach().clone()
     return np.asarray(batch.input_ids), weights

@@ -7,22 +7,18 @@ import zlib
 import pytest
 
 from c4forge.core.counters import Counters
+from c4forge.corpus.inputs import expand_inputs
+from c4forge.corpus.read_options import CrawlReadError, ReadOptions
+from c4forge.corpus.records import iter_records
 from c4forge.corpus.warc import http_payload
-from c4forge.corpus.wet import (
-    CrawlReadError,
-    ReadOptions,
-    expand_inputs,
-    iter_documents,
-    iter_records,
-    page_text,
-)
+from c4forge.corpus.wet import iter_crawl_documents, page_text
 from tests.conftest import shared_path
 from tests.wetfiles import WARCINFO, gzip_member, page, record, wet_file
 
 
 def read(path, options=ReadOptions()):
     counters = Counters()
-    docs = list(iter_documents(str(path), counters.inc_fn("r"), options))
+    docs = list(iter_crawl_documents(str(path), counters.inc_fn("r"), options))
     return docs, {k[2:]: v for k, v in counters.as_dict().items()}
 
 
@@ -176,7 +172,7 @@ def test_offsets_point_at_gzip_members(tmp_path):
 
 def test_unreadable_path_is_a_clear_error(tmp_path):
     with pytest.raises(CrawlReadError, match="cannot open"):
-        list(iter_documents(str(tmp_path / "missing.wet.gz")))
+        list(iter_crawl_documents(str(tmp_path / "missing.wet.gz")))
     with pytest.raises(CrawlReadError, match="no such file"):
         expand_inputs([str(tmp_path / "*.nothing")])
 
@@ -227,8 +223,8 @@ def _faulty_file():
 def test_buffer_sizes_do_not_change_what_is_read(tmp_path, monkeypatch, read_chunk, feed_chunk):
     path = write(tmp_path, _faulty_file())
     expected = read(path)
-    monkeypatch.setattr("c4forge.corpus.wet.READ_CHUNK", read_chunk)
-    monkeypatch.setattr("c4forge.corpus.wet.FEED_CHUNK", feed_chunk)
+    monkeypatch.setattr("c4forge.corpus.gzip_members.READ_CHUNK", read_chunk)
+    monkeypatch.setattr("c4forge.corpus.gzip_members.FEED_CHUNK", feed_chunk)
     docs, counters = read(path)
     assert docs == expected[0]
     # How much of the corrupt member zlib decodes before the fault depends on the feed size, so

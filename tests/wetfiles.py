@@ -43,7 +43,7 @@ def page(i: int) -> str:
 
 
 def renamed_copy(record, copy: int) -> bytes:
-    """A parsed WET record (corpus.wet.iter_records) written back with its host renamed
+    """A parsed WET record (corpus.records.iter_records) written back with its host renamed
     ``c<copy>.<host>``: the same text under a new URL, as a mirror in a real crawl (benchmarks
     and tests build scaled inputs from the shared crawl with it)."""
     headers = dict(record.headers)

@@ -20,6 +20,7 @@ from typing import Optional
 import pyarrow.compute as pc
 
 from c4forge.core import progress
+from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
 from c4forge.corpus.shards import (
     CorpusFormatError,
     manifest_path,
@@ -28,7 +29,16 @@ from c4forge.corpus.shards import (
     shard_paths,
     shard_rows,
 )
-from c4forge.tokenizer.formats import shard_base, token_dtype, write_token_shard
+from c4forge.tokenizer.formats import (
+    TOKENS_KIND,
+    TokenFormatError,
+    file_sha256,
+    full_manifest,
+    read_token_manifest,
+    shard_base,
+    token_dtype,
+    write_token_shard,
+)
 from c4forge.tokenizer.train import TokenizerError, load_tokenizer
 
 _WORKER: dict[str, object] = {}
@@ -60,8 +70,6 @@ def _encode_task(task: tuple[str, int, int, str, str]) -> dict[str, int]:
 
 
 def _existing_manifest(directory: str):
-    from c4forge.tokenizer.formats import TokenFormatError, read_token_manifest
-
     try:
         return read_token_manifest(directory)
     except (TokenFormatError, KeyError):
@@ -106,8 +114,6 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
         raise TokenizerError(str(exc)) from exc
     if not any(s.get("documents") for s in corpus_manifest["splits"].values()):
         raise TokenizerError(f"corpus {corpus} has no documents to encode")
-    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
-    from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
 
     try:
         target = claim(output, TOKENS_KIND, overwrite)
@@ -195,8 +201,6 @@ def encode_text_file(path: str, tokenizer_dir: str, output: str, split: str = "v
     ``split``, EOS appended as for every corpus document: what an objective that does not score
     text left to right (span corruption, BART, MLM) is evaluated on, with its own loss. The
     manifest names the file and its sha256 in place of a corpus. Returns the manifest."""
-    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
-    from c4forge.tokenizer.formats import TOKENS_KIND, file_sha256, full_manifest
 
     sp, info = load_tokenizer(tokenizer_dir)
     try:

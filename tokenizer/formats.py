@@ -23,7 +23,6 @@ import hashlib
 import itertools
 import json
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -31,6 +30,7 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write, atomic_write_bytes
 from c4forge.core.outdir import OutputError, OutputKind, check_name, resolve
 from c4forge.core.schemas import problems
 
@@ -53,12 +53,7 @@ def shard_base(split: str, index: int, count: int) -> str:
 
 
 def _atomic_write_array(path: str, array: np.ndarray) -> None:
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-    with open(tmp, "wb") as handle:
-        handle.write(np.ascontiguousarray(array).tobytes())
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, np.ascontiguousarray(array).tobytes())
 
 
 def write_token_shard(directory: str, base: str, documents: Sequence[Sequence[int]],
@@ -142,7 +137,7 @@ def read_token_manifest(directory: str) -> dict:
                                "its encode did not finish") from exc
     except (OSError, ValueError) as exc:
         raise TokenFormatError(f"{path} is not readable JSON: {exc}") from exc
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         raise TokenFormatError(f"{path} is not a c4forge token manifest (version {VERSION})")
     found = problems("token-manifest", manifest)
     if found:
@@ -161,7 +156,7 @@ def iter_shards(directory: str, split: str, manifest: Optional[dict] = None) -> 
         yield open_token_shard(directory, entry["name"], dtype, manifest)
 
 
-def iter_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]:
+def iter_token_documents(directory: str, split: str = "train") -> Iterator[np.ndarray]:
     """Every document's ids (EOS included), in corpus order."""
     for shard in iter_shards(directory, split):
         for k in range(len(shard)):
@@ -176,7 +171,5 @@ def full_manifest(manifest: dict) -> dict:
 def write_manifest(directory: str, manifest: dict) -> None:
     """Write a token manifest in place (tests and tools that build a directory by hand;
     ``tokenizer encode`` goes through the output-directory swap instead)."""
-    from c4forge.core.io import atomic_write
-
     with atomic_write(os.path.join(directory, MANIFEST)) as handle:
         handle.write(json.dumps(full_manifest(manifest), indent=2) + "\n")

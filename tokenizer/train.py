@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from typing import Optional
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.outdir import OutputKind
-from c4forge.corpus.shards import CorpusFormatError, iter_documents, manifest_path, read_manifest
+from c4forge.core.outdir import OutputError, OutputKind, claim, hook_from_env, resolve, writing
+from c4forge.corpus.shards import CorpusFormatError, iter_corpus_documents, manifest_path, read_manifest
 from c4forge.tokenizer.formats import file_sha256
 from c4forge.tokenizer.hf import hf_tokenizer_files
 
@@ -78,7 +78,7 @@ def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict
     """Lines of the sampled documents; fills ``stats`` as it goes."""
     share = min(1.0, config.sample_bytes / total_bytes) if total_bytes else 1.0
     limit = int(share * (1 << 64))
-    for doc in iter_documents(corpus, config.split, columns=("text", "url")):
+    for doc in iter_corpus_documents(corpus, config.split, columns=("text", "url")):
         if stats["bytes"] >= config.sample_bytes:
             return
         key = hashlib.md5(f"{config.seed}:{doc['url']}".encode()).digest()[:8]
@@ -131,7 +131,6 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if not split.get("documents"):
         raise TokenizerError(f"corpus {corpus} has no documents in split {config.split!r}: "
                              "nothing to train on")
-    from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
 
     try:  # refuse before spending time on training
         target = claim(output, TOKENIZER_KIND, overwrite)
@@ -245,7 +244,6 @@ def load_tokenizer(directory: str):
 
     import sentencepiece as spm
 
-    from c4forge.core.outdir import OutputError, resolve
 
     config_path = os.path.join(directory, CONFIG_FILE)
     try:

@@ -18,14 +18,26 @@ import os
 import random
 import re
 import shutil
-import uuid
 from typing import Optional
 
 import torch
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.outdir import LOCAL, OutputKind, hook_from_env, manifest_text
+from c4forge.core.io import atomic_write, staging_beside, swap_in
+from c4forge.core.outdir import (
+    LOCAL,
+    OutputError,
+    OutputKind,
+    claim,
+    hook_from_env,
+    manifest_text,
+    output_path,
+    read_manifest_json,
+)
+from c4forge.tokenizer.formats import read_token_manifest
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
+from c4forge.train.data import mixture_entries
+from c4forge.train.models import build_model
 
 
 class CheckpointError(C4forgeError, RuntimeError):
@@ -70,8 +82,7 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
     os.makedirs(directory, exist_ok=True)
     name = f"step-{step:06d}"
     final = os.path.join(directory, name)
-    tmp = os.path.join(directory, f"{name}.tmp-{uuid.uuid4().hex[:8]}")
-    os.makedirs(tmp)
+    tmp = staging_beside(final)  # step-N.tmp-XXXXXXXX
     try:
         torch.save(model_state, os.path.join(tmp, "model.pt"))
         torch.save(optim_state, os.path.join(tmp, "optimizer.pt"))
@@ -79,22 +90,15 @@ def save_checkpoint(directory: str, step: int, config: TrainConfig, model, optim
                     "loader": loader.state_dict(), "rng": _rng_state()},
                    os.path.join(tmp, "trainer.pt"))
         hook("written")
-        aside = None
-        if os.path.exists(final):  # the same step again: keep it complete until the new one is in
-            aside = os.path.join(directory, f"{name}.tmp-{uuid.uuid4().hex[:8]}")
-            os.replace(final, aside)
-            hook("set-aside")
-        os.replace(tmp, final)
-        if aside:
-            shutil.rmtree(aside, ignore_errors=True)
+        # the same step again: its complete copy is set aside (step-N.tmp-*) until the new one
+        # is in, and latest_checkpoint() finds it there after a kill in between
+        swap_in(tmp, final, hook)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     hook("placed")
-    pointer = os.path.join(directory, "latest")
-    with open(pointer + ".tmp", "w", encoding="utf-8") as handle:
+    with atomic_write(os.path.join(directory, "latest")) as handle:
         handle.write(name + "\n")
-    os.replace(pointer + ".tmp", pointer)
     hook("pointed")
     return final
 
@@ -216,7 +220,10 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
     """Copy the tokenizer's own files into RUN/tokenizer (once; atomically: a temporary folder
     renamed into place), so a run exports and evaluates after being moved or copied to another
     machine. Returns the copy's path, or None if the tokenizer directory is gone."""
-    from c4forge.tokenizer.train import TokenizerError, load_tokenizer
+    from c4forge.tokenizer.train import (  # lazy: pyarrow (corpus shards), only for the tokenizer's files
+        TokenizerError,
+        load_tokenizer,
+    )
 
     target = os.path.join(run_dir, RUN_TOKENIZER)
     if os.path.exists(os.path.join(target, "c4forge-tokenizer.json")):
@@ -231,23 +238,22 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
             if os.path.isfile(source):
                 LOCAL.place(source, os.path.join(target, name))
         return target
-    tmp = f"{target}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
-        source = os.path.join(tokenizer_dir, name)
-        if os.path.isfile(source):
-            shutil.copyfile(source, os.path.join(tmp, name))
-    os.replace(tmp, target)
+    tmp = staging_beside(target)
+    try:
+        for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
+            source = os.path.join(tokenizer_dir, name)
+            if os.path.isfile(source):
+                shutil.copyfile(source, os.path.join(tmp, name))
+        swap_in(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return target
 
 
 def run_tokenizer_dir(checkpoint: str, config: dict) -> str:
     """The tokenizer of a run: its own copy (RUN/tokenizer) if there, else the directory named
     by the token manifest of its (first) training source."""
-    from c4forge.tokenizer.formats import read_token_manifest
-    from c4forge.train.data import mixture_entries
-
     step = resolve_checkpoint(checkpoint)
     copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
     if os.path.exists(os.path.join(copy, "c4forge-tokenizer.json")):
@@ -263,7 +269,8 @@ def _run_files(manifest: dict) -> list:
 # What a run writes inside its folders (c4forge itself, TensorBoard, wandb): the only names
 # ``--overwrite`` removes there, so a user's file in RUN/checkpoints/ or RUN/tensorboard/ stays.
 _RUN_WRITES = {
-    "checkpoints": re.compile(r"^(step-\d{6,}(\.tmp-[0-9a-f]{8})?|latest(\.tmp)?)$"),
+    # latest.tmp: the pointer's temp name before core.io.atomic_write (.latest.XXXXXXXX.tmp)
+    "checkpoints": re.compile(r"^(step-\d{6,}(\.tmp-[0-9a-f]{8})?|latest(\.tmp)?|\.latest\.\w+\.tmp)$"),
     "tensorboard": re.compile(r"^events\.out\.tfevents\..+$"),
     "wandb": re.compile(r"^(latest-run|(offline-)?run-\d{8}_\d{6}-\w+|debug(-internal|-cli\.\w+)?\.log)$"),
 }
@@ -311,7 +318,6 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
     """The output-directory rule for a run (written in place, not swapped): a new or empty
     directory starts a run; one holding a run is continued with ``resume`` or wiped of its own
     files with ``overwrite``; anything else is refused. Returns the run manifest."""
-    from c4forge.core.outdir import OutputError, claim, output_path, read_manifest_json
 
     directory = output_path(directory)
     existing = read_manifest_json(directory, RUN_KIND)
@@ -340,7 +346,6 @@ def undo_unstarted_run(directory: str, created: bool) -> bool:
     manifest; the directory itself when the run created it), so the same command can be
     retried as it was. A run with a checkpoint stays (``--resume`` continues it). True when
     something was undone."""
-    from c4forge.core.outdir import output_path
 
     directory = output_path(directory)
     checkpoints = os.path.join(directory, "checkpoints")
@@ -358,14 +363,12 @@ def undo_unstarted_run(directory: str, created: bool) -> bool:
 
 def run_manifest(directory: str) -> Optional[dict]:
     """The run manifest of ``directory`` (None if it holds no run)."""
-    from c4forge.core.outdir import read_manifest_json
 
     return read_manifest_json(directory, RUN_KIND)
 
 
 def load_model(path: str, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     """(LM in eval mode, saved config dict) from a checkpoint, run or checkpoints directory."""
-    from c4forge.train.models import build_model
 
     path = resolve_checkpoint(path)
     trainer = _load(path, "trainer.pt")

@@ -199,7 +199,10 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     if config.data.packing not in ("concat", "best_fit"):
         raise ConfigError("data.packing must be concat or best_fit")
     if config.data.train not in ("", None):
-        from c4forge.train.data.mixture import MixtureError, mixture_entries
+        from c4forge.train.data.mixture import (  # lazy: numpy: the train CLI reads configs without it
+            MixtureError,
+            mixture_entries,
+        )
 
         try:
             mixture_entries(config.data.train)
@@ -278,7 +281,7 @@ def validate_numbers(config: TrainConfig) -> None:
                           f"model.n_kv_heads {config.model.kv_heads}")
     if config.precision not in ("auto", "bf16", "fp32"):
         raise ConfigError(f"precision={config.precision!r}: choose auto, bf16 or fp32")
-    from c4forge.train.objectives import OBJECTIVES
+    from c4forge.train.objectives import OBJECTIVES  # lazy: numpy: the train CLI reads configs without it
 
     if config.objective not in OBJECTIVES:
         raise ConfigError(f"objective={config.objective!r}: choose from {', '.join(OBJECTIVES)}")

@@ -10,6 +10,7 @@ import os
 from typing import Any, Optional
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +96,6 @@ def _wandb_id(out_dir: str, new: bool = False) -> str:
         with open(path, encoding="utf-8") as handle:
             return handle.read().strip()
     run_id = uuid.uuid4().hex[:12]
-    from c4forge.core.io import atomic_write
 
     with atomic_write(path) as handle:
         handle.write(run_id + "\n")

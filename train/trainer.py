@@ -24,7 +24,9 @@ import torch
 import torch.distributed as dist
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import atomic_write
 from c4forge.core.outdir import output_path
+from c4forge.core.progress import bar
 from c4forge.train.checkpoint import (
     NonFiniteState,
     copy_run_tokenizer,
@@ -191,6 +193,7 @@ class Trainer:
                                 * self.config.data.grad_accum * self.world)
         self.use_bf16 = self.config.precision == "bf16" or (
             self.config.precision == "auto" and self.device.type == "cuda")
+        self._build()  # complete after __init__: model, loaders, optimizer and schedule
 
     # ------------------------------------------------------------------ set-up
 
@@ -294,7 +297,6 @@ class Trainer:
                  f"device {self.device}, world {self.world}, {self.steps} steps x "
                  f"{self.tokens_per_step:,} tokens; packing {describe_packing(self.loader.stats())}")
         if config.progress:
-            from c4forge.core.progress import bar
 
             self.progress = bar(total=self.steps, initial=start_step, unit="step", desc="training",
                                 leave=True)
@@ -303,7 +305,6 @@ class Trainer:
 
     def run(self) -> dict[str, float]:
         """Train to the last step (or a stop signal); returns the last step's metrics."""
-        self._build()
         step = self._restore()
         train_model = self._wrap()
         stop = _Stop()
@@ -433,7 +434,6 @@ def _truncate_metrics(path: str, step: int) -> None:
     """On resume, drop records of steps after the checkpoint (they are trained again)."""
     if not os.path.exists(path):
         return
-    from c4forge.core.io import atomic_write
 
     with open(path, encoding="utf-8") as handle:
         lines = handle.readlines()

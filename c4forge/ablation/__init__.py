@@ -12,15 +12,18 @@ contains every page the filtered variants keep, so no variant gets a vocabulary 
 alone, and bits per byte keeps the comparison independent of how text is split.
 
 Parts: :mod:`.spec` (the YAML, checked), :mod:`.stages` (each stage, with the one re-run rule
-``reuse_or_build``), :mod:`.report` (statistics, Markdown, charts).
+``reuse_or_build``), :mod:`.report` (statistics, Markdown, charts), :mod:`.sequential` (seeds
+added until the headline tests are decided, with alpha spending).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional
 
-from c4forge.ablation.report import check_report_dir, summarise, verdict, write_report
-from c4forge.ablation.spec import BUDGETS, AblationError, load_ablation, resolve_inputs
+from c4forge.ablation.report import check_report_dir, headline_tests, summarise, verdict, write_report
+from c4forge.ablation.sequential import decide, plan_for
+from c4forge.ablation.spec import BUDGETS, AblationError, AblationSpec, load_ablation, resolve_inputs
 from c4forge.ablation.stages import (
     build_corpora,
     build_tokenizer,
@@ -31,29 +34,60 @@ from c4forge.ablation.stages import (
     stored_results,
     train_runs,
 )
+from c4forge.core import progress
 from c4forge.core.locks import lock_directory
+from c4forge.train.objectives import LEFT_TO_RIGHT
 
 __all__ = ["AblationError", "build_corpora", "load_ablation", "run_ablation", "verdict"]
 
 
 def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
-                 overrides: Optional[list[str]] = None) -> str:
+                 overrides: Optional[list[str]] = None, until_decided: bool = False,
+                 max_seeds: Optional[int] = None) -> str:
     """Every stage of the ablation; each finished (or reused) unit - a corpus, the tokenizer, a
-    variant's tokens, a run, its evaluation - logs one line and moves the stage bar (with ETA)."""
-    from c4forge.core import progress
-
-    spec = resolve_inputs(load_ablation(path, overrides))
-    budget = spec.get("budget", "tokens")
-    report_dir = report_dir or os.path.join(spec["out_dir"], "report" if budget == "tokens" else f"report-{budget}")
-    lock_directory(spec["out_dir"])  # one ablation at a time in an out_dir (and its report)
+    variant's tokens, a run, its evaluation - logs one line and moves the stage bar (with ETA).
+    With sequential seeds (``until_decided``, or ``sequential:`` in the spec) the seeds are
+    run in rounds until every headline test is decided or the most seeds are reached; each
+    round reuses every run of the rounds before it."""
+    spec = resolve_inputs(load_ablation(path, overrides, until_decided, max_seeds))
+    budget = spec.budget
+    report_dir = report_dir or os.path.join(spec.out_dir, "report" if budget == "tokens" else f"report-{budget}")
+    lock_directory(spec.out_dir)  # one ablation at a time in an out_dir (and its report)
     lock_directory(report_dir)
     check_report_dir(report_dir)  # refused before hours of work, not after
-    variants, seeds = len(spec["variants"]), len(spec["seeds"])
-    from c4forge.train.objectives import LEFT_TO_RIGHT
+    first_look = len(spec.seeds)
+    while True:
+        corpora, tokens, runs, results, references = _run_stages(spec, log)
+        summary = summarise(spec, corpora, tokens, results)
+        if references:
+            summary["glue_reference"] = {k: v for k, v in references.items() if k != "spec"}
+        if spec.sequential is None:
+            break
+        tests = headline_tests(summary)[2]
+        rules = spec.sequential
+        outcome = decide(summary, tests, plan_for(first_look, rules.max_seeds, rules.step, rules.spending,
+                                                  rules.alpha, len(tests)))
+        summary["sequential"] = outcome
+        if outcome["next"] is None:
+            break
+        undecided = sum(not t["decided"] for t in outcome["tests"])
+        log(f"sequential: {undecided} of {len(tests)} headline test(s) undecided at {outcome['seeds']} "
+            f"seeds; running seeds up to {outcome['next']}")
+        start = max(spec.seeds) + 1
+        spec = dataclasses.replace(spec, seeds=(*spec.seeds, *range(start, start + outcome["next"] - len(spec.seeds))))
+    for other in BUDGETS:  # the same ablation under the other budget, when it has been run
+        stored = stored_results(spec, other) if other != budget else None
+        if stored:
+            summary["other_budgets"] = {other: summarise(dataclasses.replace(spec, budget=other), corpora, tokens, stored)}
+    return write_report(spec, summary, runs, report_dir)
 
-    heldout_units = 0 if spec["objective"] in LEFT_TO_RIGHT else len((spec.get("eval") or {}).get("texts") or [])
-    units = (variants + 1 + variants + heldout_units + 2 * variants * seeds
-             + bool((spec.get("eval") or {}).get("glue")))
+
+def _run_stages(spec: AblationSpec, log):
+    """(corpora, tokens, runs, results, GLUE references) of every variant and seed of ``spec``,
+    reusing what is finished."""
+    variants, seeds = len(spec.variants), len(spec.seeds)
+    heldout_units = 0 if spec.objective in LEFT_TO_RIGHT else len(spec.eval.texts)
+    units = (variants + 1 + variants + heldout_units + 2 * variants * seeds + bool(spec.eval.glue))
     with progress.bar(total=units, desc="ablation", unit=" stage") as bar:
         def stage_done(message: str) -> None:
             bar.set_description_str(f"ablation: {message.split(':')[0]}", refresh=False)
@@ -70,11 +104,4 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
         runs = train_runs(spec, tokens, stage_done)
         results = evaluate_runs(spec, runs, tokens, tokenizer, stage_done, heldout)
         references = glue_references(spec, runs, stage_done)
-    summary = summarise(spec, corpora, tokens, results)
-    if references:
-        summary["glue_reference"] = {k: v for k, v in references.items() if k != "spec"}
-    for other in BUDGETS:  # the same ablation under the other budget, when it has been run
-        stored = stored_results(spec, other) if other != budget else None
-        if stored:
-            summary["other_budgets"] = {other: summarise(dict(spec, budget=other), corpora, tokens, stored)}
-    return write_report(spec, summary, runs, report_dir)
+    return corpora, tokens, runs, results, references

@@ -4,15 +4,21 @@ headline metrics only (held-out clean text, GLUE), ``report.md``, ``results.json
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from typing import Optional
 
+from c4forge.ablation.sequential import seed_differences, sequential_section
+from c4forge.ablation.spec import AblationSpec, locate
+from c4forge.ablation.stages import run_budgets
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import OutputKind, claim, manifest_text, writing
 from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
-from c4forge.train.stats import holm
+from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
+from c4forge.train.objectives import LEFT_TO_RIGHT
+from c4forge.train.stats import compare, holm, t_quantile
 
 
 def _mean_std(values: list[float]):
@@ -26,13 +32,11 @@ def _fmt(mean, std, digits=4):
     return "-" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def summarise(spec: dict, corpora, tokens, results) -> dict:
-    from c4forge.ablation.stages import run_budgets
-
-    summary = {"name": spec.get("name", "ablation"), "objective": spec["objective"], "seeds": spec["seeds"],
-               "budget": spec.get("budget", "tokens"), "variants": {}}
+def summarise(spec: AblationSpec, corpora, tokens, results) -> dict:
+    summary = {"name": spec.name, "objective": spec.objective, "seeds": list(spec.seeds),
+               "budget": spec.budget, "variants": {}}
     budgets = run_budgets(spec, tokens)
-    for name in spec["variants"]:
+    for name in spec.variants:
         corpus = read_manifest(corpora[name])
         token = read_token_manifest(tokens[name])
         per_seed = results[name]
@@ -52,7 +56,7 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
                     {(kind, t) for t, m in r["tasks"].items() for kind in ("task_prob", "task_bpb")
                      if {"task_prob": "correct_prob", "task_bpb": "correct_bits_per_byte"}[kind] in m}
         for kind, key in sorted(keys):
-            label, pick, higher, headline = metric_reader(kind, key, spec["objective"])
+            label, pick, higher, headline = metric_reader(kind, key, spec.objective)
             by_seed = {seed: pick(r) for seed, r in per_seed.items() if pick(r) is not None}
             mean, std = _mean_std(list(by_seed.values()))
             entry["metrics"][label] = {"mean": mean, "std": std, "values": list(by_seed.values()),
@@ -63,7 +67,6 @@ def summarise(spec: dict, corpora, tokens, results) -> dict:
 
 def comparison(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05) -> Optional[dict]:
     """The test of b - a on ``metric`` over seeds (train.stats.compare), or None without one."""
-    from c4forge.train.stats import compare
 
     ma, mb = summary["variants"][a]["metrics"].get(metric), summary["variants"][b]["metrics"].get(metric)
     if not ma or not mb or ma["mean"] is None or mb["mean"] is None:
@@ -111,9 +114,9 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
             f"experiment does not separate {a} and {b}.{more}")
 
 
-def pairing_statement(spec: dict) -> str:
+def pairing_statement(spec: AblationSpec) -> str:
     """What a paired test over seeds pairs in this ablation (issue 28: say what pairing shares)."""
-    data_seed = (spec.get("train") or {}).get("data_seed")
+    data_seed = spec.train.get("data_seed")
     if data_seed is None:
         order = ("the same seed gives both variants the same initial weights and the same "
                  "document-order seed, but the variants' corpora differ, so their document orders "
@@ -130,7 +133,6 @@ def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str
     """(Markdown lines, whether GLUE carries signal): the reference rows (majority class, TF-IDF,
     random initialisation) and each variant's pretraining gain over random initialisation,
     paired by seed. GLUE has signal only when some variant's gain is positive beyond noise."""
-    from c4forge.train.stats import compare
 
     reference = summary.get("glue_reference")
     if not reference:
@@ -172,23 +174,21 @@ def glue_reference_section(summary: dict, alpha: float = 0.05) -> tuple[list[str
     return lines, signal
 
 
-def task_signal_section(spec: dict, summary: dict, alpha: float = 0.05) -> list[str]:
+def task_signal_section(spec: AblationSpec, summary: dict, alpha: float = 0.05) -> list[str]:
     """Markdown: every zero-shot task's accuracy against guessing (issue 28: a metric at chance is
     "no signal", not a result). One-sided exact binomial test of each variant's mean accuracy over
     the task's items (the seeds score the same items, so they are not pooled as independent)."""
     from scipy.stats import binomtest
 
-    from c4forge.ablation.spec import locate
-    from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
 
-    ev = spec.get("eval") or {}
-    tasks = [t for t in ev.get("tasks") or [] if t != "blimp"]
-    if not tasks or not ev.get("eval_dir"):
+    ev = spec.eval
+    tasks = [t for t in ev.tasks if t != "blimp"]
+    if not tasks or not ev.eval_dir:
         return []
     rows, any_signal = [], False
     for task in tasks:
         try:
-            items = load_task(locate(spec, ev["eval_dir"]), task, ev.get("limit"), 0)
+            items = load_task(locate(spec, ev.eval_dir), task, ev.limit, 0)
         except EvaluationError:
             continue
         chance = chance_accuracy(task, items)
@@ -284,7 +284,7 @@ def check_report_dir(directory: str) -> None:
     claim(directory, REPORT_KIND, overwrite=True)
 
 
-def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
+def write_report(spec: AblationSpec, summary: dict, runs, directory: str) -> str:
     """``report.md``, ``results.json`` and the charts, swapped into ``directory`` as one output
     (the output-directory rule: a new or empty directory, or an earlier report, whose own files
     alone are replaced; a directory holding anything else is refused)."""
@@ -294,7 +294,55 @@ def write_report(spec: dict, summary: dict, runs, directory: str) -> str:
     return os.path.join(directory, "report.md")
 
 
-def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict:
+def signal_to_noise(summary: dict, metric: str, a: str, b: str) -> Optional[float]:
+    """|mean paired difference| / the seeds' standard deviation of the differences: how many
+    seed-noise widths apart the variants are on ``metric`` (None below 2 paired seeds)."""
+    diffs = seed_differences(summary, metric, a, b)
+    if len(diffs) < 2:
+        return None
+    sd = statistics.stdev(diffs)
+    return math.inf if sd == 0 else abs(statistics.fmean(diffs)) / sd
+
+
+def signal_to_noise_section(summary: dict, tests: list[tuple[str, str, str]]) -> list[str]:
+    """Markdown: every headline test's signal-to-noise ratio over seeds, and the metric with the
+    most signal (the one to watch when choosing how many seeds to run)."""
+    rows = [(metric, a, b, signal_to_noise(summary, metric, a, b)) for metric, a, b in tests]
+    rows = [r for r in rows if r[3] is not None]
+    if not rows:
+        return []
+    lines = ["", "### Signal to noise", "",
+             "|mean paired difference| / the seeds' standard deviation of the differences, per headline "
+             "test (from results.json): the larger, the fewer seeds a verdict needs.", "",
+             "| test | SNR |", "|---|---:|"]
+    for metric, a, b, snr in sorted(rows, key=lambda r: -r[3]):
+        lines.append(f"| {b} - {a} on {metric} | {snr:.2f} |")
+    best = max(rows, key=lambda r: r[3])
+    lines += ["", f"Most signal: **{best[0]}** ({best[2]} - {best[1]}, SNR {best[3]:.2f})."]
+    return lines
+
+
+def headline_tests(summary: dict) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(headline metrics, variant pairs, the (metric, a, b) tests the report decides): every
+    headline metric (GLUE only when its reference rows show signal) for every pair of
+    variants, C4 vs C4-unfiltered first."""
+    names = list(summary["variants"])
+    metrics: list[str] = []
+    for entry in summary["variants"].values():
+        for m in entry["metrics"]:
+            if m not in metrics:
+                metrics.append(m)
+    headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
+    pairs = [(a, b) for a in names for b in names if a < b]
+    if "c4" in names and "c4-noclean" in names:
+        pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
+    glue_lines, glue_signal = glue_reference_section(summary)
+    if glue_lines and not glue_signal:
+        headline = [m for m in headline if not m.startswith("GLUE")]
+    return headline, pairs, [(metric, a, b) for metric in headline for a, b in pairs]
+
+
+def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str) -> dict:
     with atomic_write(os.path.join(directory, "results.json")) as handle:
         json.dump(summary, handle, indent=2)
     charts = plot(summary, runs, directory)
@@ -305,58 +353,55 @@ def _write_report_files(spec: dict, summary: dict, runs, directory: str) -> dict
             if m not in metrics:
                 metrics.append(m)
     entries = summary["variants"].values()
-    trained = {e.get("train_tokens", spec["train"]["max_tokens"]) for e in entries}
+    trained = {e.get("train_tokens", spec.max_tokens) for e in entries}
     text_mb = [e.get("train_bytes", 0) / 1e6 for e in entries]
     if summary.get("budget", "tokens") == "bytes":
         budget = (f"byte budget: every variant trains on about {text_mb[0]:.2f} MB of text "
                   f"({min(trained):,}-{max(trained):,} tokens, by its bytes per token)")
     else:
-        budget = (f"token budget ({spec['train']['max_tokens']:,} tokens; T5's protocol), which is "
+        budget = (f"token budget ({spec.max_tokens:,} tokens; T5's protocol), which is "
                   f"{min(text_mb):.2f}-{max(text_mb):.2f} MB of text depending on the variant's "
                   "bytes per token (`budget: bytes` matches the text instead)")
     lines = [f"# Ablation: {summary['name']}", "",
              f"Objective {summary['objective']}. Seeds {summary['seeds']}; the same model and hyper-parameters "
              f"for every variant, a {budget}; one tokenizer "
-             f"({spec['tokenizer'].get('model_type', 'bpe')} {spec['tokenizer'].get('vocab_size', 8000)}, "
-             f"trained on {spec['tokenizer'].get('train_on', 'c4-noclean')}). Mean ± standard deviation "
+             f"({spec.tokenizer.get('model_type', 'bpe')} {spec.tokenizer.get('vocab_size', 8000)}, "
+             f"trained on {spec.tokenizer.get('train_on', 'c4-noclean')}). Mean ± standard deviation "
              "over seeds; bits per byte and losses are lower-is-better, accuracy and GLUE higher-is-better.", "",
              "| variant | preset | train docs | validation docs | bytes/token | tokens trained | text MB trained | " + " | ".join(metrics) + " |",
              "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(metrics)]
     for name in names:
         e = summary["variants"][name]
         cells = [_fmt(e["metrics"].get(m, {}).get("mean"), e["metrics"].get(m, {}).get("std")) for m in metrics]
-        tokens_trained = e.get("train_tokens", spec["train"]["max_tokens"])
+        tokens_trained = e.get("train_tokens", spec.max_tokens)
         lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
                      f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | {tokens_trained:,} | "
                      f"{e.get('train_bytes', 0) / 1e6:.2f} | " + " | ".join(cells) + " |")
     lines += ["", "## Result", ""]
-    headline = [m for m in metrics if any(e["metrics"].get(m, {}).get("headline") for e in summary["variants"].values())]
-    pairs = [(a, b) for a in names for b in names if a < b]
-    if "c4" in names and "c4-noclean" in names:
-        pairs = [("c4", "c4-noclean")] + [p for p in pairs if p != ("c4", "c4-noclean")]
+    headline, pairs, tests = headline_tests(summary)
     lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
                  "and GLUE), each from a paired t-test over seeds at the 5% level (scipy), with the "
                  "Holm-adjusted p across all headline tests of this report beside it (statsmodels). "
                  + pairing_statement(spec) + " Seed counts are for 80% power. "
                  "A variant's own validation split is in-distribution for that variant, so it gets no verdict.")
     lines.append("")
-    if not headline:
+    if not any(e["metrics"].get(m, {}).get("headline") for e in entries for m in metrics):
         lines.append("- No headline metric: set `eval.texts` (held-out clean text such as "
                      "WikiText-2: bits per byte, or the objective's own loss for span, BART and MLM) or "
                      "`eval.glue` to compare the variants.")
-    glue_lines, glue_signal = glue_reference_section(summary)
-    if glue_lines and not glue_signal:
-        headline = [m for m in headline if not m.startswith("GLUE")]
-    tests = [(metric, a, b) for metric in headline for a, b in pairs]
+    glue_lines, _ = glue_reference_section(summary)
     raw = [comparison(summary, metric, a, b) for metric, a, b in tests]
     tested = [i for i, r in enumerate(raw) if r is not None]
     adjusted = dict(zip(tested, holm([raw[i]["p"] for i in tested])))
     for i, (metric, a, b) in enumerate(tests):
         lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
                                                     family=len(tested), result=raw[i]))
+    lines += signal_to_noise_section(summary, tests)
     lines += glue_lines
     lines += task_signal_section(spec, summary)
     lines += budget_section(summary, headline, pairs)
+    if summary.get("sequential"):
+        lines += sequential_section(summary["sequential"])
     lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
     with atomic_write(os.path.join(directory, "report.md")) as handle:
         handle.write("\n".join(lines) + "\n")
@@ -374,7 +419,6 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from c4forge.train.stats import t_quantile
 
     files = []
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
@@ -438,7 +482,6 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
 
 def metric_reader(kind: str, key: str, objective: str):
     """(label, read(eval result) -> value or None, higher is better, headline) of one metric."""
-    from c4forge.train.objectives import LEFT_TO_RIGHT
 
     if kind == "text" and objective not in LEFT_TO_RIGHT:  # the objective's loss, same masks for all
         return (f"{key} {objective} loss", lambda r: r["texts"].get(key, {}).get("loss"), False, True)
@@ -454,9 +497,12 @@ def metric_reader(kind: str, key: str, objective: str):
     if kind == "glue":
         return ("GLUE average" if key == "average" else f"GLUE {key}",
                 lambda r: r.get("glue", {}).get(key), True, key == "average")
-    if kind == "task_prob":  # continuous early-signal metrics (DataDecide): move before accuracy
-        return (f"{key} correct prob", lambda r: r["tasks"].get(key, {}).get("correct_prob"), True, False)
+    # Continuous task metrics are headlines (issue 40): they move before accuracy does and carry
+    # more signal per seed at small scale (DataDecide; "Signal and Noise", 2025); accuracy stays
+    # beside them, tested against chance, without a verdict.
+    if kind == "task_prob":
+        return (f"{key} correct prob", lambda r: r["tasks"].get(key, {}).get("correct_prob"), True, True)
     if kind == "task_bpb":
         return (f"{key} correct bits/byte",
-                lambda r: r["tasks"].get(key, {}).get("correct_bits_per_byte"), False, False)
+                lambda r: r["tasks"].get(key, {}).get("correct_bits_per_byte"), False, True)
     return f"{key} accuracy", lambda r: r["tasks"].get(key, {}).get("accuracy"), True, False

@@ -5,11 +5,13 @@ inputs, trained the same way: see train/ablation/__init__.py for the whole flow.
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
 from typing import Optional
 
+from c4forge.ablation.sequential import SPENDING
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, check_name
 from c4forge.core.settings import (
@@ -22,6 +24,10 @@ from c4forge.core.settings import (
     parse_overrides,
 )
 from c4forge.corpus.config import build_config
+from c4forge.tokenizer.train import TokenizerConfig
+from c4forge.train.config import build_train_config
+from c4forge.train.finetune.run import task_configs
+from c4forge.train.objectives import LEFT_TO_RIGHT, OBJECTIVES
 
 
 class AblationError(C4forgeError, RuntimeError):
@@ -33,7 +39,7 @@ def plain(value):
     return json.loads(json.dumps(value))
 
 
-def apply_spec_overrides(spec: dict, overrides: list[str]) -> dict:
+def apply_spec_overrides(written: dict, overrides: list[str]) -> dict:
     """``--set a.b=VALUE`` on the ablation YAML, in the one ``--set`` grammar
     (:func:`c4forge.core.settings.parse_overrides`) with VALUE read as YAML (``seeds=[0,1,2]``,
     ``train.max_tokens=200000``)."""
@@ -46,48 +52,176 @@ def apply_spec_overrides(spec: dict, overrides: list[str]) -> dict:
             raise ValueError("not a YAML value") from exc
 
     try:
-        return merge_settings(spec, parse_overrides(overrides, read_yaml))
+        return merge_settings(written, parse_overrides(overrides, read_yaml))
     except ConfigError as exc:
         raise AblationError(str(exc)) from exc
 
 
-def load_ablation(path: str, overrides: Optional[list[str]] = None) -> dict:
-    spec = apply_spec_overrides(load_yaml_mapping(path), list(overrides or []))
-    for key in ("inputs", "variants", "train", "out_dir"):
-        if key not in spec:
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One corpus variant: a preset plus settings, from the shared inputs or its own."""
+
+    preset: str = "c4"
+    set: dict = dataclasses.field(default_factory=dict)  # corpus settings, dotted or nested
+    inputs: tuple[str, ...] = ()  # its own crawl files (WET for one, WARC for another); else the shared
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueSpec:
+    """GLUE fine-tuning of every run (``eval.glue``)."""
+
+    glue_dir: str = ""
+    tasks: tuple[str, ...] = ("sst2",)
+    seeds: tuple[int, ...] = (0,)  # fine-tuning seeds per pretrained run
+    set: dict = dataclasses.field(default_factory=dict)  # fine-tuning settings per task
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSpec:
+    """What every run is scored on. ``written`` is the ``eval:`` mapping as written: stored
+    evaluations are stamped with it, so a changed evaluation is recomputed and an unchanged one
+    reused."""
+
+    texts: tuple[str, ...] = ()  # held-out clean texts (WikiText-2): the headline
+    tasks: tuple[str, ...] = ()  # zero-shot tasks (left-to-right objectives)
+    eval_dir: str = ""
+    limit: Optional[int] = None  # items per task
+    glue: Optional[GlueSpec] = None
+    written: dict = dataclasses.field(default_factory=dict, compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class SequentialSpec:
+    """Seeds added in rounds until every headline test is decided (``train ablate
+    --until-decided``; c4forge/ablation/sequential.py): the first look is at the spec's
+    ``seeds``, then every ``step`` seeds up to ``max_seeds``."""
+
+    max_seeds: int = 10
+    step: int = 1
+    spending: str = "obrien-fleming"  # or pocock
+    alpha: float = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class AblationSpec:
+    """The ablation YAML (plus ``--set``), checked: see configs/ablation-*.yaml for examples.
+
+    ``train`` and ``tokenizer`` hold another stage's settings as written: the trainer's
+    (train/config.py validates them; runs are stamped with them) and the tokenizer's
+    (TokenizerConfig) plus ``train_on``, the variant the one tokenizer is trained on."""
+
+    inputs: tuple[str, ...] = ()
+    variants: dict[str, Variant] = dataclasses.field(default_factory=dict)
+    train: dict = dataclasses.field(default_factory=dict)
+    out_dir: str = ""
+    name: str = "ablation"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    objective: str = "causal"
+    tokenizer: dict = dataclasses.field(default_factory=dict)
+    budget: str = "tokens"  # tokens (T5: the same tokens) or bytes (the same bytes of text)
+    eval: EvalSpec = dataclasses.field(default_factory=EvalSpec)
+    badwords: str = ""
+    validation_per_mille: int = 50
+    curve_validation: str = ""  # the variant whose validation split every loss curve uses
+    sequential: Optional[SequentialSpec] = None  # seeds until decided; None: the fixed seeds
+    base: str = ""  # the config file's folder: relative paths resolve against it
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.train["max_tokens"])
+
+    def variant_inputs(self, name: str) -> list[str]:
+        return list(self.variants[name].inputs or self.inputs)
+
+
+REQUIRED = ("inputs", "variants", "train", "out_dir")
+
+
+def load_ablation(path: str, overrides: Optional[list[str]] = None, until_decided: bool = False,
+                  max_seeds: Optional[int] = None) -> AblationSpec:
+    """The spec from ``path`` and ``--set`` overrides; ``until_decided`` / ``max_seeds``
+    (``train ablate --until-decided --max-seeds N``) switch sequential seeds on over the file."""
+    written = apply_spec_overrides(load_yaml_mapping(path), list(overrides or []))
+    if until_decided or max_seeds is not None:
+        sequential = written.get("sequential")
+        sequential = dict(sequential) if isinstance(sequential, dict) else {}
+        if max_seeds is not None:
+            sequential["max_seeds"] = max_seeds
+        written["sequential"] = sequential
+    for key in REQUIRED:
+        if key not in written:
             raise AblationError(f"{path}: missing '{key}'")
-    if not isinstance(spec["variants"], dict) or len(spec["variants"]) < 2:
+    check_keys(written, SPEC_KEYS)
+    variants = written["variants"]
+    if not isinstance(variants, dict) or len(variants) < 2:
         raise AblationError(f"{path}: an ablation needs at least two variants (a mapping of names)")
     try:  # names become directory names: never a path
-        for name in spec["variants"]:
+        for name in variants:
             check_name(str(name), "variant name")
     except OutputError as exc:
         raise AblationError(f"{path}: {exc}") from exc
-    seeds = spec.get("seeds", [0, 1, 2])
+    seeds = written.get("seeds", [0, 1, 2])
     if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool)
                                                for x in seeds) or not seeds:
         raise AblationError(f"{path}: seeds must be a non-empty list of integers")
-    if not spec["train"].get("max_tokens"):
+    if not isinstance(written["train"], dict) or not written["train"].get("max_tokens"):
         raise AblationError(f"{path}: train.max_tokens must be set (the same token budget for every variant)")
-    spec.setdefault("seeds", [0, 1, 2])
-    spec.setdefault("budget", "tokens")
-    if spec["budget"] not in BUDGETS:
-        raise AblationError(f"{path}: budget {spec['budget']!r}: choose tokens (T5's protocol: the "
+    budget = written.get("budget", "tokens")
+    if budget not in BUDGETS:
+        raise AblationError(f"{path}: budget {budget!r}: choose tokens (T5's protocol: the "
                             "same tokens for every variant) or bytes (the same bytes of text)")
-    objective = spec.get("objective", spec["train"].get("objective", "causal"))
-    from c4forge.train.objectives import OBJECTIVES
-
+    objective = written.get("objective", written["train"].get("objective", "causal"))
     if objective not in OBJECTIVES:
         raise AblationError(f"{path}: objective {objective!r}: choose from {', '.join(OBJECTIVES)}")
-    spec["objective"] = objective
-    spec["train"]["objective"] = objective  # every variant and seed trains the same objective
-    spec.setdefault("validation_per_mille", 50)
-    spec.setdefault("tokenizer", {})
-    spec.setdefault("eval", {})
-    base = os.path.dirname(os.path.abspath(path))
-    spec["_base"] = base
+    train = dict(written["train"], objective=objective)  # every variant and seed trains the same objective
+    scalars = {k: v for k, v in written.items()
+               if k in ("inputs", "out_dir", "name", "seeds", "badwords", "validation_per_mille",
+                        "curve_validation") and v is not None}
+    spec = apply_settings(AblationSpec(), scalars)
+    spec = dataclasses.replace(
+        spec, variants={str(name): _variant(str(name), v) for name, v in variants.items()},
+        train=train, objective=objective, budget=budget, tokenizer=dict(written.get("tokenizer") or {}),
+        eval=_eval(written.get("eval") or {}), base=os.path.dirname(os.path.abspath(path)),
+        sequential=_sequential(path, written.get("sequential"), len(seeds)))
     check_settings(spec)
     return spec
+
+
+def _sequential(path: str, written, seeds: int) -> Optional[SequentialSpec]:
+    if written is None or written is False:
+        return None
+    if written is True:
+        written = {}
+    if not isinstance(written, dict):
+        raise AblationError(f"{path}: sequential: a mapping (max_seeds, step, spending, alpha) or true")
+    check_keys(written, SEQUENTIAL_KEYS, "sequential.")
+    spec = apply_settings(SequentialSpec(), written, "sequential.")
+    if spec.spending not in SPENDING:
+        raise AblationError(f"{path}: sequential.spending {spec.spending!r}: choose {', '.join(SPENDING)}")
+    if spec.max_seeds < seeds or spec.step < 1 or not 0 < spec.alpha < 1:
+        raise AblationError(f"{path}: sequential: max_seeds ({spec.max_seeds}) must be at least the "
+                            f"{seeds} seeds of the first look, step at least 1, alpha in (0, 1)")
+    if seeds < 2:
+        raise AblationError(f"{path}: sequential: the first look needs at least 2 seeds (a paired t-test)")
+    return spec
+
+
+def _variant(name: str, written) -> Variant:
+    if written is not None and not isinstance(written, dict):
+        raise AblationError(f"variants.{name}: a mapping of settings (preset, set, inputs), not {written!r}")
+    check_keys(written or {}, VARIANT_KEYS, f"variants.{name}.")
+    return apply_settings(Variant(), written or {}, f"variants.{name}.")
+
+
+def _eval(written: dict) -> EvalSpec:
+    check_keys(written, EVAL_KEYS, "eval.")
+    glue = written.get("glue")
+    spec = apply_settings(EvalSpec(), {k: v for k, v in written.items() if k != "glue" and v is not None}, "eval.")
+    if glue:
+        check_keys(glue, GLUE_KEYS, "eval.glue.")
+        given = {k: v for k, v in glue.items() if v}  # empty tasks/seeds/set: the defaults
+        spec = dataclasses.replace(spec, glue=apply_settings(GlueSpec(), given, "eval.glue."))
+    return dataclasses.replace(spec, written=dict(written))
 
 
 BUDGETS = ("tokens", "bytes")
@@ -108,89 +242,81 @@ def token_budgets(budget: str, max_tokens: int, bytes_per_token: dict[str, float
 
 
 SPEC_KEYS = ("name", "inputs", "variants", "train", "out_dir", "seeds", "objective", "tokenizer", "budget",
-             "eval", "badwords", "validation_per_mille", "curve_validation", "_base")
+             "eval", "badwords", "validation_per_mille", "curve_validation", "sequential")
+SEQUENTIAL_KEYS = ("max_seeds", "step", "spending", "alpha")
 VARIANT_KEYS = ("preset", "set", "inputs")
 EVAL_KEYS = ("texts", "tasks", "eval_dir", "limit", "glue")
 GLUE_KEYS = ("tasks", "glue_dir", "seeds", "set")
 
 
-def check_settings(spec: dict) -> None:
-    """Every key of the spec is one the ablation reads, and every stage's settings fit that
-    stage's config (types and names), before any work starts: a misspelled key is a usage
-    error (exit 2) with a did-you-mean, not hours of work with the default."""
-    from c4forge.tokenizer.train import TokenizerConfig
-    from c4forge.train.config import build_train_config
-    from c4forge.train.finetune.run import task_configs
-
-    check_keys(spec, SPEC_KEYS)
-    for name, variant in spec["variants"].items():
-        check_keys(variant or {}, VARIANT_KEYS, f"variants.{name}.")
+def check_settings(spec: AblationSpec) -> None:
+    """Every stage's settings fit that stage's config (types and names), before any work
+    starts: a misspelled key is a usage error (exit 2) with a did-you-mean, not hours of work
+    with the default. (The spec's own keys are checked as it is read.)"""
+    for name in spec.variants:
         variant_config(spec, name)
-    check_keys(spec.get("eval") or {}, EVAL_KEYS, "eval.")
-    glue = (spec.get("eval") or {}).get("glue")
-    if glue:
-        check_keys(glue, GLUE_KEYS, "eval.glue.")
-        task_configs(glue.get("tasks") or ["sst2"], glue.get("set") or {})
-    tokenizer = {k: v for k, v in (spec.get("tokenizer") or {}).items() if k != "train_on"}
+    if spec.eval.glue:
+        task_configs(list(spec.eval.glue.tasks), spec.eval.glue.set)
+    tokenizer = {k: v for k, v in spec.tokenizer.items() if k != "train_on"}
     apply_settings(TokenizerConfig(), tokenizer, "tokenizer.")
     try:
-        build_train_config(base=json.loads(json.dumps(spec["train"])))
+        build_train_config(base=json.loads(json.dumps(spec.train)))
     except ConfigError as exc:
         raise ConfigError(f"train: {exc}") from exc
 
 
-def variant_config(spec: dict, name: str):
-    variant = spec["variants"][name] or {}
-    settings = {"validation_per_mille": spec["validation_per_mille"]}
-    if spec.get("badwords"):
-        settings["badwords"] = spec["badwords"]
-    return build_config(variant.get("preset", "c4"), updates=nest(variant.get("set") or {}), **settings)
+def variant_config(spec: AblationSpec, name: str):
+    variant = spec.variants[name]
+    settings = {"validation_per_mille": spec.validation_per_mille}
+    if spec.badwords:
+        settings["badwords"] = spec.badwords
+    return build_config(variant.preset, updates=nest(variant.set), **settings)
 
 
-def locate(spec: dict, path: str) -> str:
+def locate(spec: AblationSpec, path: str) -> str:
     """A path from the config: as given (relative to the working directory) if it exists, else
     relative to the config file's directory."""
     if os.path.isabs(path) or os.path.exists(path):
         return os.path.abspath(path)
-    return os.path.join(spec["_base"], path)
+    return os.path.join(spec.base, path)
 
 
-def resolve_inputs(spec: dict) -> dict:
-    """Expand every input glob (shared and per-variant) to absolute paths, and resolve the
-    other paths of the spec; an input that matches nothing is an error naming it."""
-    def expand(patterns) -> list[str]:
+def resolve_inputs(spec: AblationSpec) -> AblationSpec:
+    """Every input glob (shared and per-variant) expanded to absolute paths, and the other
+    paths of the spec resolved; an input that matches nothing is an error naming it."""
+    def expand(patterns) -> tuple[str, ...]:
         found = []
         for pattern in patterns:
-            matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec["_base"], pattern)))
+            matches = sorted(glob.glob(pattern)) or sorted(glob.glob(os.path.join(spec.base, pattern)))
             if not matches:
                 raise AblationError(f"input {pattern!r} matches no file")
             found += [os.path.abspath(m) for m in matches]
-        return found
+        return tuple(found)
 
-    spec["inputs"] = expand(spec["inputs"])
-    for variant in spec["variants"].values():  # a variant may read its own files (WET vs WARC)
-        if variant and variant.get("inputs"):
-            variant["inputs"] = expand(variant["inputs"])
-        if variant and (variant.get("set") or {}).get("read.urls_from"):
-            variant["set"]["read.urls_from"] = locate(spec, variant["set"]["read.urls_from"])
-    if spec.get("badwords"):
-        spec["badwords"] = locate(spec, spec["badwords"])
-    check_eval_paths(spec)
-    return spec
+    variants = {}
+    for name, variant in spec.variants.items():  # a variant may read its own files (WET vs WARC)
+        if variant.inputs:
+            variant = dataclasses.replace(variant, inputs=expand(variant.inputs))
+        if variant.set.get("read.urls_from"):
+            variant = dataclasses.replace(variant, set={**variant.set, "read.urls_from":
+                                                        locate(spec, variant.set["read.urls_from"])})
+        variants[name] = variant
+    resolved = dataclasses.replace(spec, inputs=expand(spec.inputs), variants=variants,
+                                   badwords=locate(spec, spec.badwords) if spec.badwords else "")
+    check_eval_paths(resolved)
+    return resolved
 
 
-def check_eval_paths(spec: dict) -> None:
+def check_eval_paths(spec: AblationSpec) -> None:
     """Every file and folder the evaluation reads exists, checked before hours of training: a
     missing held-out text, task folder or GLUE folder is named with the setting that gave it."""
-    from c4forge.train.objectives import LEFT_TO_RIGHT
-
-    ev = spec.get("eval") or {}
-    wanted = [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.get("texts") or [])]
-    if spec.get("objective", "causal") in LEFT_TO_RIGHT:  # other objectives skip the tasks
-        if ev.get("eval_dir") or ev.get("tasks"):
-            wanted.append(("eval.eval_dir", ev.get("eval_dir") or "", os.path.isdir))
-    if ev.get("glue"):
-        wanted.append(("eval.glue.glue_dir", (ev["glue"] or {}).get("glue_dir") or "", os.path.isdir))
+    ev = spec.eval
+    wanted = [(f"eval.texts[{i}]", text, os.path.isfile) for i, text in enumerate(ev.texts)]
+    if spec.objective in LEFT_TO_RIGHT:  # other objectives skip the tasks
+        if ev.eval_dir or ev.tasks:
+            wanted.append(("eval.eval_dir", ev.eval_dir, os.path.isdir))
+    if ev.glue:
+        wanted.append(("eval.glue.glue_dir", ev.glue.glue_dir, os.path.isdir))
     for setting, path, exists in wanted:
         if not path:
             raise AblationError(f"{setting} is not set")

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Optional
 
-from c4forge.ablation.spec import AblationError, locate, plain, variant_config
+from c4forge.ablation.spec import AblationError, AblationSpec, locate, plain, token_budgets, variant_config
 from c4forge.core.counters import Counters
 from c4forge.core.io import atomic_write
 from c4forge.core.settings import ConfigError, apply_settings
@@ -23,14 +23,22 @@ from c4forge.corpus.shards import (
     read_manifest,
     write_corpus,
 )
-from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.encode import encode_corpus, encode_text_file
 from c4forge.tokenizer.formats import (
     TokenFormatError,
     file_sha256,
     read_token_manifest,
     token_manifest_sha256,
 )
-from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
+from c4forge.tokenizer.train import TokenizerConfig, load_tokenizer, tokenizer_settings, train_tokenizer
+from c4forge.train.checkpoint import finished_steps, latest_checkpoint, run_manifest
+from c4forge.train.config import DataConfig, build_train_config
+from c4forge.train.evaluate import evaluate_checkpoint
+from c4forge.train.finetune.baselines import reference_rows
+from c4forge.train.finetune.metrics import glue_average
+from c4forge.train.finetune.run import run_glue, task_configs
+from c4forge.train.objectives import LEFT_TO_RIGHT
+from c4forge.train.trainer import total_steps, train
 
 # What an evaluation computes beyond its spec: bump when the scoring or fine-tuning code changes
 # what a stored eval.json would say, so re-runs recompute instead of reusing stale numbers.
@@ -52,12 +60,12 @@ def reuse_or_build(unit: str, where: str, is_current: Callable[[], bool],
     return where
 
 
-def build_corpora(spec: dict, log) -> dict[str, str]:
+def build_corpora(spec: AblationSpec, log) -> dict[str, str]:
     out = {}
-    for name in spec["variants"]:
-        inputs = (spec["variants"][name] or {}).get("inputs") or spec["inputs"]
+    for name in spec.variants:
+        inputs = spec.variant_inputs(name)
         config = variant_config(spec, name)
-        directory = os.path.join(spec["out_dir"], "corpora", name)
+        directory = os.path.join(spec.out_dir, "corpora", name)
 
         def current(directory=directory, config=config, inputs=inputs) -> bool:
             try:
@@ -78,8 +86,8 @@ def build_corpora(spec: dict, log) -> dict[str, str]:
     return out
 
 
-def build_tokenizer(spec: dict, corpora: dict[str, str], log) -> str:
-    settings = dict(spec["tokenizer"])
+def build_tokenizer(spec: AblationSpec, corpora: dict[str, str], log) -> str:
+    settings = dict(spec.tokenizer)
     train_on = settings.pop("train_on", "c4-noclean" if "c4-noclean" in corpora else next(iter(corpora)))
     if train_on not in corpora:
         raise AblationError(f"tokenizer.train_on {train_on!r} is not a variant")
@@ -87,7 +95,7 @@ def build_tokenizer(spec: dict, corpora: dict[str, str], log) -> str:
         config = apply_settings(TokenizerConfig(), settings, "tokenizer.")
     except ConfigError as exc:
         raise AblationError(str(exc)) from exc
-    directory = os.path.join(spec["out_dir"], "tokenizer")
+    directory = os.path.join(spec.out_dir, "tokenizer")
     corpus_sha = file_sha256(manifest_path(corpora[train_on]))
 
     def current() -> bool:
@@ -102,13 +110,11 @@ def build_tokenizer(spec: dict, corpora: dict[str, str], log) -> str:
     return reuse_or_build("tokenizer", directory, current, build, log)
 
 
-def encode_variants(spec: dict, corpora: dict[str, str], tokenizer: str, log) -> dict[str, str]:
-    from c4forge.tokenizer.train import load_tokenizer
-
+def encode_variants(spec: AblationSpec, corpora: dict[str, str], tokenizer: str, log) -> dict[str, str]:
     model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
     out = {}
     for name, corpus in corpora.items():
-        directory = os.path.join(spec["out_dir"], "tokens", name)
+        directory = os.path.join(spec.out_dir, "tokens", name)
 
         def current(directory=directory, corpus=corpus) -> bool:
             try:
@@ -126,24 +132,21 @@ def encode_variants(spec: dict, corpora: dict[str, str], tokenizer: str, log) ->
     return out
 
 
-def encode_heldout_texts(spec: dict, tokenizer: str, log) -> dict[str, str]:
+def encode_heldout_texts(spec: AblationSpec, tokenizer: str, log) -> dict[str, str]:
     """{text file: token directory} for objectives that do not score text left to right (span,
     BART, MLM): each held-out text (``eval.texts``, e.g. WikiText-2) encoded once with the
     shared tokenizer, so every variant's model gets its own objective's loss on the same
     neutral tokens, with the same masks (the evaluation's objective seed is fixed). Left-to-right
     objectives score the raw texts in bits per byte instead: nothing to encode."""
-    from c4forge.tokenizer.encode import encode_text_file
-    from c4forge.tokenizer.train import load_tokenizer
-    from c4forge.train.objectives import LEFT_TO_RIGHT
 
-    if spec["objective"] in LEFT_TO_RIGHT:
+    if spec.objective in LEFT_TO_RIGHT:
         return {}
     model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
     out = {}
-    for text in (spec.get("eval") or {}).get("texts") or []:
+    for text in spec.eval.texts:
         path = locate(spec, text)
         name = os.path.basename(path)
-        directory = os.path.join(spec["out_dir"], "heldout", os.path.splitext(name)[0])
+        directory = os.path.join(spec.out_dir, "heldout", os.path.splitext(name)[0])
 
         def current(directory=directory, path=path) -> bool:
             try:
@@ -161,22 +164,18 @@ def encode_heldout_texts(spec: dict, tokenizer: str, log) -> dict[str, str]:
     return out
 
 
-def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, str]]:
-    from c4forge.train.checkpoint import finished_steps, run_manifest
-    from c4forge.train.config import build_train_config
-    from c4forge.train.trainer import total_steps, train
-
+def train_runs(spec: AblationSpec, tokens: dict[str, str], log) -> dict[str, dict[int, str]]:
     runs: dict[str, dict[int, str]] = {}
     # One held-out set for every run's loss curve, so the curves compare: the validation split
     # of the tokenizer's variant (by default the unfiltered one; the split is chosen by URL hash,
     # so its documents are held out of every variant).
-    common = spec.get("curve_validation") or spec["tokenizer"].get("train_on")
+    common = spec.curve_validation or spec.tokenizer.get("train_on")
     curve_set = tokens.get(common)
     budgets = run_budgets(spec, tokens)
     for name, directory in tokens.items():
-        for seed in spec["seeds"]:
+        for seed in spec.seeds:
             run_dir = run_directory(spec, name, seed)
-            base = json.loads(json.dumps(spec["train"]))
+            base = json.loads(json.dumps(spec.train))
             base.setdefault("data", {})
             base["data"].update({"train": directory, "train_split": "train",
                                  "validation": curve_set or directory, "validation_split": "validation"})
@@ -185,9 +184,9 @@ def train_runs(spec: dict, tokens: dict[str, str], log) -> dict[str, dict[int, s
             steps = total_steps(config, 1)
             runs.setdefault(name, {})[seed] = run_dir
             stamp = {"tokens_manifest_sha256": token_manifest_sha256(directory),
-                     "train": plain(spec["train"]), "curve_validation": common if curve_set else name}
-            if spec.get("budget", "tokens") != "tokens":  # token-budget stamps stay as they were
-                stamp["budget"] = {"kind": spec["budget"], "max_tokens": budgets[name]}
+                     "train": plain(spec.train), "curve_validation": common if curve_set else name}
+            if spec.budget != "tokens":  # token-budget stamps stay as they were
+                stamp["budget"] = {"kind": spec.budget, "max_tokens": budgets[name]}
             previous = (run_manifest(run_dir) or {}).get("meta")
 
             def build(config=config, stamp=stamp, previous=previous, run_dir=run_dir, steps=steps) -> str:
@@ -211,20 +210,19 @@ def runs_root(out_dir: str, budget: str) -> str:
     return os.path.join(out_dir, "runs" if budget == "tokens" else f"runs-{budget}")
 
 
-def run_directory(spec: dict, name: str, seed: int, budget: Optional[str] = None) -> str:
-    return os.path.join(runs_root(spec["out_dir"], budget or spec.get("budget", "tokens")), name, f"seed-{seed}")
+def run_directory(spec: AblationSpec, name: str, seed: int, budget: Optional[str] = None) -> str:
+    return os.path.join(runs_root(spec.out_dir, budget or spec.budget), name, f"seed-{seed}")
 
 
-def stored_results(spec: dict, budget: str) -> Optional[dict[str, dict[int, dict]]]:
+def stored_results(spec: AblationSpec, budget: str) -> Optional[dict[str, dict[int, dict]]]:
     """The evaluations of every variant and seed under ``budget`` from an earlier
     ``train ablate`` of this spec with that budget, or None unless all of them are there and
     current (their run trained the same tokens with the same settings; recipe and eval spec as
     now). What the report uses to set the two budgets side by side."""
-    from c4forge.train.checkpoint import latest_checkpoint, run_manifest
 
     results: dict[str, dict[int, dict]] = {}
-    for name in spec["variants"]:
-        for seed in spec["seeds"]:
+    for name in spec.variants:
+        for seed in spec.seeds:
             run_dir = run_directory(spec, name, seed, budget)
             try:
                 with open(os.path.join(run_dir, "eval.json"), encoding="utf-8") as handle:
@@ -232,56 +230,51 @@ def stored_results(spec: dict, budget: str) -> Optional[dict[str, dict[int, dict
             except (OSError, ValueError):
                 return None
             meta = (run_manifest(run_dir) or {}).get("meta") or {}
-            if (stored.get("recipe") != EVAL_RECIPE or stored.get("spec") != plain(spec["eval"])
-                    or meta.get("train") != plain(spec["train"])
+            if (stored.get("recipe") != EVAL_RECIPE or stored.get("spec") != plain(spec.eval.written)
+                    or meta.get("train") != plain(spec.train)
                     or stored.get("checkpoint") != latest_checkpoint(os.path.join(run_dir, "checkpoints"))):
                 return None
             results.setdefault(name, {})[seed] = stored
     return results
 
 
-def run_budgets(spec: dict, tokens: dict[str, str]) -> dict[str, int]:
+def run_budgets(spec: AblationSpec, tokens: dict[str, str]) -> dict[str, int]:
     """Training tokens per variant under the spec's ``budget`` (spec.token_budgets)."""
-    from c4forge.ablation.spec import token_budgets
-    from c4forge.train.config import DataConfig
 
-    train = spec["train"]
+    train = spec.train
     data = train.get("data") or {}
     defaults = DataConfig()
     batch_tokens = (int(data.get("seq_len", defaults.seq_len)) * int(data.get("batch_size", defaults.batch_size))
                     * int(data.get("grad_accum", defaults.grad_accum)))
     bytes_per_token = {name: float(read_token_manifest(d)["splits"]["train"]["bytes_per_token"])
                        for name, d in tokens.items()}
-    reference = spec["tokenizer"].get("train_on") or next(iter(tokens))
+    reference = spec.tokenizer.get("train_on") or next(iter(tokens))
     if reference not in bytes_per_token:
         reference = next(iter(tokens))
-    return token_budgets(spec.get("budget", "tokens"), int(train["max_tokens"]), bytes_per_token,
+    return token_budgets(spec.budget, spec.max_tokens, bytes_per_token,
                          reference, batch_tokens)
 
 
-def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str, str],
+def evaluate_runs(spec: AblationSpec, runs: dict[str, dict[int, str]], tokens: dict[str, str],
                   tokenizer: str, log, heldout: Optional[dict[str, str]] = None) -> dict[str, dict[int, dict]]:
     """Every run through :func:`train.evaluate.evaluate_checkpoint` (what ``train eval`` runs):
     the held-out texts (raw, in bits per byte; or for other objectives their encoding from
     :func:`encode_heldout_texts`, in the objective's loss), every variant's validation split,
     the zero-shot tasks, and GLUE."""
-    from c4forge.train.checkpoint import latest_checkpoint
-    from c4forge.train.evaluate import evaluate_checkpoint
-    from c4forge.train.objectives import LEFT_TO_RIGHT
 
-    ev = spec["eval"]
-    left_to_right = spec["objective"] in LEFT_TO_RIGHT
+    ev = spec.eval
+    left_to_right = spec.objective in LEFT_TO_RIGHT
     heldout = heldout or {}
-    if not left_to_right and ev.get("tasks"):
-        log(f"eval: a {spec['objective']} model does not score text left to right: zero-shot tasks "
+    if not left_to_right and ev.tasks:
+        log(f"eval: a {spec.objective} model does not score text left to right: zero-shot tasks "
             "are skipped; held-out texts and each variant's validation split get the objective's loss")
-    texts = [locate(spec, t) for t in ev.get("texts", [])]
+    texts = [locate(spec, t) for t in ev.texts]
     scored_as = {text: heldout.get(text, text) for text in texts}  # raw file or its token directory
     if not left_to_right and set(heldout) != set(texts):
-        raise AblationError(f"a {spec['objective']} model scores held-out texts as token "
+        raise AblationError(f"a {spec.objective} model scores held-out texts as token "
                             "directories: encode them first (encode_heldout_texts)")
-    tasks = ev.get("tasks", []) if left_to_right else []
-    eval_dir = locate(spec, ev["eval_dir"]) if ev.get("eval_dir") else None
+    tasks = list(ev.tasks) if left_to_right else []
+    eval_dir = locate(spec, ev.eval_dir) if ev.eval_dir else None
     validation = {name: directory for name, directory in tokens.items()
                   if read_token_manifest(directory)["splits"].get("validation", {}).get("documents")}
     results: dict[str, dict[int, dict]] = {}
@@ -299,20 +292,20 @@ def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str,
 
             def current(checkpoint=checkpoint, cached=cached) -> bool:
                 stored = cached()
-                return (stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev)
+                return (stored.get("checkpoint") == checkpoint and stored.get("spec") == plain(ev.written)
                         and stored.get("recipe") == EVAL_RECIPE
                         and set(stored.get("texts") or {}) == {os.path.basename(t) for t in texts})
 
             def build(checkpoint=checkpoint, path=path) -> str:
                 scored = evaluate_checkpoint(
                     checkpoint, data=[*scored_as.values(), *validation.values()], split="validation",
-                    tasks=tasks, eval_dir=eval_dir, limit=ev.get("limit"), tokenizer_dir=tokenizer,
+                    tasks=tasks, eval_dir=eval_dir, limit=ev.limit, tokenizer_dir=tokenizer,
                     device="cpu")
-                out = {"checkpoint": checkpoint, "spec": plain(ev), "recipe": EVAL_RECIPE,
+                out = {"checkpoint": checkpoint, "spec": plain(ev.written), "recipe": EVAL_RECIPE,
                        "texts": {os.path.basename(t): scored["data"][scored_as[t]] for t in texts},
                        "validation": {other: scored["data"][d] for other, d in validation.items()},
                        "tasks": scored["tasks"]}
-                if ev.get("glue"):
+                if ev.glue:
                     out["glue"] = _glue(spec, checkpoint)
                 with atomic_write(path) as handle:
                     json.dump(out, handle, indent=2)
@@ -323,36 +316,31 @@ def evaluate_runs(spec: dict, runs: dict[str, dict[int, str]], tokens: dict[str,
     return results
 
 
-def _glue(spec: dict, checkpoint: str) -> dict:
+def _glue(spec: AblationSpec, checkpoint: str) -> dict:
     """GLUE fine-tuning of one pretrained run: {task: mean score over fine-tuning seeds,
     "average": T5's GLUE average}."""
-    from c4forge.train.finetune.run import run_glue, task_configs
 
-    glue = spec["eval"]["glue"]
-    tasks = glue.get("tasks") or ["sst2"]
-    configs = task_configs(tasks, glue.get("set") or {})
-    result = run_glue(checkpoint, tasks, locate(spec, glue["glue_dir"]), configs, glue.get("seeds") or [0],
+    glue = spec.eval.glue
+    tasks = list(glue.tasks)
+    configs = task_configs(tasks, glue.set)
+    result = run_glue(checkpoint, tasks, locate(spec, glue.glue_dir), configs, list(glue.seeds),
                       log=lambda *_: None)
     out = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
     out["average"] = result["glue_average"]
     return out
 
 
-def glue_references(spec: dict, runs: dict, log) -> dict:
+def glue_references(spec: AblationSpec, runs: dict, log) -> dict:
     """The GLUE reference rows (issue 28), on the examples the variants are fine-tuned on:
     majority class and TF-IDF logistic regression (no model), and the same model from random
     initialisation for every pretraining seed (the weights a run starts from depend on its seed
     and model config only, which all variants share, so one run per seed stands for all)."""
-    from c4forge.train.checkpoint import latest_checkpoint
-    from c4forge.train.finetune.baselines import reference_rows
-    from c4forge.train.finetune.metrics import glue_average
-    from c4forge.train.finetune.run import run_glue, task_configs
 
-    glue = (spec.get("eval") or {}).get("glue")
+    glue = spec.eval.glue
     if not glue:
         return {}
-    path = os.path.join(spec["out_dir"], "glue-reference.json")
-    fingerprint = {"glue": plain(glue), "seeds": spec["seeds"], "train": plain(spec["train"])}
+    path = os.path.join(spec.out_dir, "glue-reference.json")
+    fingerprint = {"glue": plain(spec.eval.written["glue"]), "seeds": list(spec.seeds), "train": plain(spec.train)}
 
     def cached() -> dict:
         try:
@@ -362,9 +350,9 @@ def glue_references(spec: dict, runs: dict, log) -> dict:
             return {}
 
     def build() -> str:
-        tasks = glue.get("tasks") or ["sst2"]
-        glue_dir = locate(spec, glue["glue_dir"])
-        configs = task_configs(tasks, glue.get("set") or {})
+        tasks = list(glue.tasks)
+        glue_dir = locate(spec, glue.glue_dir)
+        configs = task_configs(tasks, glue.set)
         out: dict = {"spec": fingerprint, "majority": {}, "tfidf": {}, "random_init": {}}
         for task in tasks:
             rows = reference_rows(task, glue_dir, configs[task].max_train, configs[task].max_eval)
@@ -376,7 +364,7 @@ def glue_references(spec: dict, runs: dict, log) -> dict:
         random_configs = {t: apply_settings(c, {"init": "random"}) for t, c in configs.items()}
         for seed, run_dir in first.items():
             checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
-            result = run_glue(checkpoint, tasks, glue_dir, random_configs, glue.get("seeds") or [0],
+            result = run_glue(checkpoint, tasks, glue_dir, random_configs, list(glue.seeds),
                               log=lambda *_: None)
             scores = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
             out["random_init"][str(seed)] = {**scores, "average": result["glue_average"]}

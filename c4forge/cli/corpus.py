@@ -10,15 +10,38 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import Console, filtered_stderr, group, lock_outputs, output_options, say
+from c4forge.cli.common import (
+    Console,
+    filtered_stderr,
+    group,
+    guarded_main,
+    lock_outputs,
+    output_options,
+    say,
+)
+from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
-from c4forge.core.outdir import OutputError
+from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env
+from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
 from c4forge.corpus.config import PRESETS, build_config
 from c4forge.corpus.extract import EXTRACTORS
+from c4forge.corpus.inputs import expand_inputs
+from c4forge.corpus.local import run_chain
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.corpus.report import zero_documents_warning
-from c4forge.corpus.wet import STRICT_SKIPS, check_input_formats
+from c4forge.corpus.report import (
+    counter_table,
+    manifest_report,
+    manifest_stats,
+    page_flow,
+    strict_problem,
+    zero_documents_warning,
+)
+from c4forge.corpus.sniff import check_input_formats
+from c4forge.corpus.steps import PageSteps
+from c4forge.corpus.urls import split_of
+from c4forge.corpus.wet import STRICT_SKIPS
+from c4forge.pipelines.estimate import estimate, report
 
 STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
                "or cut short: the counters split-wet-file/" + ", ".join(STRICT_SKIPS) + ". By "
@@ -118,10 +141,6 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
     INPUTS are paths, globs, directories (their .wet/.warc[.gz] files) or URLs (gs://, s3://,
     https://).
     """
-    from c4forge.core.counters import Counters
-    from c4forge.corpus.local import run_chain
-    from c4forge.corpus.report import counter_table, page_flow, strict_problem
-    from c4forge.corpus.wet import expand_inputs
 
     inputs = input_paths(inputs, more_inputs)
     if not inputs:
@@ -183,19 +202,20 @@ def check_jsonl_target(path: str, overwrite: bool) -> None:
 def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
     """Apply the output-directory rule before the work starts, not after it (the writer
     claims the directory again when it writes)."""
-    from c4forge.core.outdir import LOCAL, claim
-    from c4forge.corpus.shards import CORPUS_KIND
+    from c4forge.corpus.shards import (
+        CORPUS_KIND,  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
+    )
 
     claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
 
 
 def _write_clean_outputs(documents, *, config, paths, counters, started, output, output_dir,
                          overwrite, shard_format="arrow") -> None:
-    from c4forge.core.outdir import hook_from_env
-    from c4forge.corpus.urls import split_of
-
     if output_dir:
-        from c4forge.corpus.shards import corpus_manifest, write_corpus
+        from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
+            corpus_manifest,
+            write_corpus,
+        )
 
         manifest = corpus_manifest(config, paths, counters.as_dict(),
                                    "single process (corpus clean)", ["corpus", *sys.argv[1:]],
@@ -259,9 +279,12 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
     --temp_location gs://...). An option that is neither ours nor Beam's is an error.
     """
-    from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
-    from c4forge.corpus.wet import expand_inputs
-    from c4forge.pipelines.build import BuildError, run_build, runner_and_args, split_beam_args
+    from c4forge.pipelines.build import (  # lazy: apache_beam, only for `corpus build`
+        BuildError,
+        run_build,
+        runner_and_args,
+        split_beam_args,
+    )
 
     try:
         more_inputs, beam_args = split_beam_args(extra)
@@ -279,16 +302,13 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     if not paths:
         raise click.UsageError("give --input files or --crawl")
     check_input_formats(paths, config.read)
-    from c4forge.pipelines.build import BeamFS
+    from c4forge.pipelines.build import BeamFS  # lazy: apache_beam, only for `corpus build`
 
     lock_outputs(output)
     refuse_early(output, overwrite, BeamFS())
     if config.badwords_fraction > 0:
-        from c4forge.corpus.steps import PageSteps
-
         _ = PageSteps(config).badwords_filter  # fail before the pipeline starts, not in a worker
 
-    from c4forge.corpus.report import page_flow
 
     with filtered_stderr():
         manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args,
@@ -336,16 +356,15 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
     """Project what `corpus build` of these inputs costs (CPU core-hours, wall, peak memory,
     documents, output size, price) by timing the real pipeline on a sample of their pages,
     with 95% intervals."""
-    from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
-    from c4forge.corpus.wet import expand_inputs
-    from c4forge.pipelines.estimate import estimate, report
 
     if workers is not None and runner == "DirectRunner":
         raise click.UsageError("--workers applies to --runner flink-local or spark-local")
     inputs = input_paths(inputs, more_inputs)
     config = make_config(**config_args)
     if runner != "DirectRunner":
-        from c4forge.pipelines.engines.jars import java_executable
+        from c4forge.pipelines.engines.jars import (
+            java_executable,  # lazy: apache_beam, only for `corpus estimate` on an engine
+        )
 
         java_executable(f"--runner {runner}")
     paths = expand_inputs(inputs) if inputs else []
@@ -357,8 +376,6 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
         raise click.UsageError("give --input files or --crawl")
     check_input_formats(paths, config.read)
     if config.badwords_fraction > 0:
-        from c4forge.corpus.steps import PageSteps
-
         _ = PageSteps(config).badwords_filter  # fetched once, before the timing
     with filtered_stderr():
         result = estimate(paths, config, fraction=fraction, groups=groups, runner=runner,
@@ -383,8 +400,10 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
 def export_command(source, output, shard_format, overwrite) -> None:
     """Convert a corpus to another shard format without rebuilding it: the same documents in the
     same shards, and the same manifest."""
-    from c4forge.core.outdir import hook_from_env
-    from c4forge.corpus.shards import export_corpus, manifest_files
+    from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
+        export_corpus,
+        manifest_files,
+    )
 
     lock_outputs(output)
     manifest = export_corpus(source, output, shard_format, overwrite=overwrite, hook=hook_from_env())
@@ -408,14 +427,58 @@ def one_directory(given, positional) -> str:
 def stats_command(given, positional, as_json) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
     directory = one_directory(given, positional)
-    from c4forge.corpus.report import manifest_report, manifest_stats
-    from c4forge.corpus.shards import read_manifest
+    from c4forge.corpus.shards import (
+        read_manifest,  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
+    )
 
     manifest = read_manifest(directory)
     if as_json:
         click.echo(json.dumps(manifest_stats(manifest), indent=2))
     else:
         click.echo(manifest_report(manifest))
+
+
+REPORT_MARK = "<title>corpus inspect: "
+
+
+@cli.command("inspect")
+@click.argument("directories", nargs=-1, required=True, metavar="DIR [DIR2]")
+@click.option("--output", "-o", "output", metavar="FILE.html",
+              help="Write the report here: one self-contained HTML file (no script, no network).")
+@click.option("--text", "as_text", is_flag=True, help="Print the report for a terminal instead.")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier `corpus inspect` report at --output.")
+@output_options
+def inspect_command(directories, output, as_text, overwrite) -> None:
+    """What the rules did, to look at: the page flow, every rule's removals, kept documents by
+    language, domain, length and near-duplicate cluster; with two corpora (C4 and
+    C4-unfiltered, two extractors), the pages one kept and the other did not and the lines one
+    removed, struck out in their page."""
+    from c4forge.corpus.inspect import html_report, inspect, text_report  # lazy: pyarrow
+
+    if len(directories) > 2:
+        raise click.UsageError("give one corpus directory, or two to compare")
+    if not output and not as_text:
+        raise click.UsageError("give -o FILE.html, or --text for the terminal")
+    if output:
+        if not output.endswith(".html"):
+            raise click.UsageError(f"--output {output}: the report is one HTML file; name it *.html")
+        if os.path.lexists(output):
+            if not overwrite:
+                raise OutputError(f"{output} already exists; pass --overwrite to replace it")
+            try:
+                with open(output, encoding="utf-8") as handle:
+                    ours = REPORT_MARK in handle.read(4096)
+            except (OSError, UnicodeDecodeError):
+                ours = False
+            if not ours:
+                raise OutputError(f"{output} is not a `corpus inspect` report: refusing to replace it")
+    views, comparison = inspect(list(directories))
+    if as_text:
+        click.echo(text_report(views, comparison))
+    if output:
+        with atomic_write(output) as handle:
+            handle.write(html_report(views, comparison))
+        say(f"report: {output}")
 
 
 @cli.command("show")
@@ -427,7 +490,11 @@ def stats_command(given, positional, as_json) -> None:
 @output_options
 def show_command(given, positional, count, split, chars) -> None:
     """Print sample documents of a corpus."""
-    from c4forge.corpus.shards import CorpusFormatError, iter_documents, read_manifest
+    from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
+        CorpusFormatError,
+        iter_corpus_documents,
+        read_manifest,
+    )
 
     directory = one_directory(given, positional)
     splits = read_manifest(directory)["splits"]
@@ -436,7 +503,7 @@ def show_command(given, positional, count, split, chars) -> None:
                           for name, info in splits.items())
         raise CorpusFormatError(f"split {split!r} of {directory} holds no documents "
                                 f"(documents per split: {known or 'none'})")
-    for i, doc in enumerate(iter_documents(directory, split)):
+    for i, doc in enumerate(iter_corpus_documents(directory, split)):
         if i >= count:
             break
         text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"
@@ -448,8 +515,6 @@ def show_command(given, positional, count, split, chars) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    from c4forge.cli.common import guarded_main
-
     guarded_main(cli, argv, "corpus")
 
 

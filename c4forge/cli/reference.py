@@ -57,7 +57,12 @@ def command_section(prog: str, command: click.Command, level: int = 2) -> list[s
 
 
 def render() -> str:
-    from c4forge.cli import corpus, langid, tokenizer, train
+    from c4forge.cli import (  # lazy: every command's module, only while the reference is generated
+        corpus,
+        langid,
+        tokenizer,
+        train,
+    )
 
     lines = [HEADER]
     for prog, command in (("corpus", corpus.cli), ("tokenizer", tokenizer.cli),

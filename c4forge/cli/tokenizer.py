@@ -8,9 +8,11 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import group, lock_outputs, output_options, say, set_option
+from c4forge.cli.common import group, guarded_main, lock_outputs, output_options, say, set_option
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
-from c4forge.tokenizer.train import TokenizerConfig
+from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
+from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
 
 def tokenizer_config(config_file: Optional[str], overrides, **flags) -> TokenizerConfig:
@@ -56,7 +58,6 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
 @output_options
 def train_command(corpus, output, config_file, overrides, threads, overwrite, **flags) -> None:
     """Train a BPE or unigram vocabulary on a deterministic sample of a corpus."""
-    from c4forge.tokenizer.train import train_tokenizer
 
     config = tokenizer_config(config_file, overrides, **flags)
     lock_outputs(output)
@@ -82,7 +83,6 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
 @output_options
 def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
     """Encode every document (EOS appended) into token shards that keep document boundaries."""
-    from c4forge.tokenizer.encode import encode_corpus
 
     lock_outputs(output)
     manifest = encode_corpus(corpus, tokenizer_dir, output, workers=workers,
@@ -111,15 +111,12 @@ def inspect_command(given, positional, text_file, as_json) -> None:
     directory = given or positional
     if not directory:
         raise click.UsageError("give a tokenizer directory (-i TOKDIR or TOKDIR)")
-    from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
 
     report = inspect_tokenizer(directory, read_text_file(text_file) if text_file else None)
     click.echo(json.dumps(report, ensure_ascii=False, indent=2) if as_json else format_report(report))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    from c4forge.cli.common import guarded_main
-
     guarded_main(cli, argv, "tokenizer")
 
 

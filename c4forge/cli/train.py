@@ -8,7 +8,20 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import check_overrides, group, lock_outputs, output_options, say, set_option
+from c4forge.cli.common import (
+    Console,
+    check_overrides,
+    group,
+    guarded_main,
+    lock_outputs,
+    output_options,
+    say,
+    set_option,
+)
+from c4forge.core.io import atomic_write
+from c4forge.core.settings import load_yaml_mapping, merge_settings, parse_overrides
+from c4forge.train.config import build_train_config
+from c4forge.train.finetune.glue import TASKS
 
 CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", required=True,
                           type=click.Path(exists=True),
@@ -50,9 +63,7 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
     --set optim.lr=3e-4 data.batch_size=16.
 
     Under torchrun (several processes) it runs DDP (or FSDP2 with distributed=fsdp)."""
-    from c4forge.cli.common import Console
-    from c4forge.train.config import build_train_config
-    from c4forge.train.trainer import train
+    from c4forge.train.trainer import train  # lazy: torch: `train --help` starts without it
 
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
@@ -91,7 +102,7 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
     import json
 
-    from c4forge.train.evaluate import evaluate_checkpoint
+    from c4forge.train.evaluate import evaluate_checkpoint  # lazy: torch: `train --help` starts without it
 
     names = _task_names(tasks)
     if names and not eval_dir:
@@ -109,14 +120,12 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
         rows += [f"| {t} | {r['accuracy']:.4f} | {r['items']:,} |" for t, r in results["tasks"].items()]
     click.echo(json.dumps(results, indent=2) if as_json else "\n".join(rows))
     if output:
-        from c4forge.core.io import atomic_write
-
         with atomic_write(output) as handle:
             json.dump(results, handle, indent=2)
 
 
 def _task_names(tasks: str):
-    from c4forge.train.evaluate import TASK_FILES
+    from c4forge.train.evaluate import TASK_FILES  # lazy: torch: `train --help` starts without it
 
     names = list(TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
     unknown = [t for t in names if t not in TASK_FILES]
@@ -140,7 +149,10 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
     """Write lm-eval-harness tasks for the same items `train eval --tasks` scores, to
     cross-check an export: `lm_eval --model hf --model_args pretrained=EXPORT --include_path
     DIR --tasks c4forge`."""
-    from c4forge.train.lm_eval_tasks import GROUP, write_lm_eval_tasks
+    from c4forge.train.lm_eval_tasks import (  # lazy: torch: `train --help` starts without it
+        GROUP,
+        write_lm_eval_tasks,
+    )
 
     lock_outputs(output)
     counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit=limit, seed=seed,
@@ -172,9 +184,10 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
     import torch
 
-    from c4forge.core.settings import load_yaml_mapping, merge_settings, parse_overrides
-    from c4forge.train.finetune.glue import TASKS
-    from c4forge.train.finetune.run import run_glue, task_configs
+    from c4forge.train.finetune.run import (  # lazy: torch: `train --help` starts without it
+        run_glue,
+        task_configs,
+    )
 
     names = list(TASKS) if tasks == "glue" else [t.strip() for t in tasks.split(",") if t.strip()]
     unknown = [t for t in names if t not in TASKS]
@@ -197,8 +210,6 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
     rows.append(f"| GLUE average (T5) | | | {result['glue_average']:.2f} |")
     click.echo("\n".join(rows))
     if output:
-        from c4forge.core.io import atomic_write
-
         with atomic_write(output) as handle:
             json.dump(result, handle, indent=2)
 
@@ -213,7 +224,7 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
     lm-eval-harness."""
-    from c4forge.train.export import export_hf
+    from c4forge.train.export import export_hf  # lazy: torch: `train --help` starts without it
 
     lock_outputs(output)
     path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
@@ -226,20 +237,28 @@ def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
 @set_option
 @click.option("--output", "-o", "--report-dir", "report_dir", type=click.Path(file_okay=False),
               help="Report directory. Default: OUT_DIR/report (OUT_DIR/report-bytes for `budget: bytes`).")
+@click.option("--until-decided", is_flag=True,
+              help="Add seeds in rounds until every headline comparison is decided (a group-sequential "
+                   "test that keeps the error rate over the repeated looks) or --max-seeds is reached; "
+                   "the spec's seeds are the first look.")
+@click.option("--max-seeds", type=click.IntRange(min=2), default=None,
+              help="With --until-decided: the most seeds per variant (default 10, or the spec's "
+                   "sequential.max_seeds).")
 @output_options
-def ablate_command(config_file, overrides, report_dir) -> None:
+def ablate_command(config_file, overrides, report_dir, until_decided, max_seeds) -> None:
     """Filtered vs unfiltered (or any rule sets): corpora, one tokenizer, N seeds per variant,
     the same evaluations, and a report with tables and charts. Re-runs reuse finished work."""
-    from c4forge.ablation import run_ablation
+    from c4forge.ablation import (
+        run_ablation,  # lazy: torch, scipy, pyarrow: `train --help` starts without them
+    )
 
     path = run_ablation(config_file, log=say, report_dir=report_dir,
-                        overrides=check_overrides(overrides))
+                        overrides=check_overrides(overrides), until_decided=until_decided,
+                        max_seeds=max_seeds)
     say(f"report: {path}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    from c4forge.cli.common import guarded_main
-
     guarded_main(cli, argv, "train")
 
 

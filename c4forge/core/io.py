@@ -1,17 +1,27 @@
-"""Atomic file writes: a temp file beside the target, fsync, then rename."""
+"""Atomic writes, the one mechanism for them in the project: a file is written beside its
+target and renamed over it (readers see the old file or the complete new one, never a part);
+a directory is filled beside its target and swapped in, the old one set aside until the new one
+is in place (a kill at any moment leaves one complete copy under a known name)."""
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import site
+import sysconfig
 import tempfile
-from collections.abc import Iterator
-from typing import IO
+import uuid
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 
 @contextlib.contextmanager
-def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterator[IO]:
+def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8",
+                 durable: bool = True) -> Iterator[IO]:
     """Write to ``path`` so readers see either the old file or the complete new one. The path
-    is resolved first as an output path (``a/missing/../f`` is ``a/f``)."""
+    is resolved first as an output path (``a/missing/../f`` is ``a/f``). ``durable`` fsyncs
+    before the rename (off only for files that are rewritten every few seconds and worthless
+    after a crash, like progress counts)."""
     path = output_path(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -20,13 +30,62 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterato
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)
+
+
+def write_then_rename(path: str, write: Callable[[IO], Any],
+                      create: Callable[[str], IO] | None = None,
+                      rename: Callable[[str, str], None] | None = None) -> Any:
+    """``write(handle)`` into a temp file beside ``path``, then rename it to ``path``; returns
+    what ``write`` returned. Local paths go through :func:`atomic_write` (fsync, mode). A store
+    with its own files (Beam's FileSystems for gs:// or s3://) passes ``create`` and ``rename``:
+    its rename is what makes the object appear whole."""
+    if create is None:
+        with atomic_write(path, "wb") as handle:
+            return write(handle)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+    handle = create(tmp)
+    try:
+        result = write(handle)
+    finally:
+        handle.close()
+    (rename or os.replace)(tmp, path)
+    return result
+
+
+def staging_beside(target: str) -> str:
+    """A new empty directory beside ``target`` to fill before :func:`swap_in`:
+    ``TARGET.tmp-XXXXXXXX``."""
+    staging = f"{target}.tmp-{uuid.uuid4().hex[:8]}"
+    os.makedirs(staging)
+    return staging
+
+
+def swap_in(staging: str, target: str, hook: Callable[[str], None] = lambda step: None) -> None:
+    """``target`` becomes the complete directory ``staging`` by rename. An existing ``target``
+    is first set aside as ``TARGET.tmp-XXXXXXXX`` (``hook("set-aside")`` after that) and removed
+    only once the new one is in place: killed between the two renames, the old copy is whole
+    under the set-aside name (train/checkpoint.py's reader looks there)."""
+    aside = None
+    if os.path.lexists(target):
+        aside = f"{target}.tmp-{uuid.uuid4().hex[:8]}"
+        os.replace(target, aside)
+        hook("set-aside")
+    os.replace(staging, target)
+    if aside:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def current_umask() -> int:
@@ -62,8 +121,6 @@ def output_path(path: str) -> str:
 def shown_place(path: str) -> str:
     """How a folder outside the project is printed: under the home folder as ``~/...``, under
     the temp folder as ``$TMPDIR/...``, else as :func:`shown_path` prints it."""
-    import tempfile
-
     full = os.path.abspath(path)
     for base, name in ((tempfile.gettempdir(), "$TMPDIR"), (os.path.expanduser("~"), "~")):
         relative = os.path.relpath(full, base)
@@ -76,9 +133,6 @@ def shown_path(path: str) -> str:
     """How a path is printed: relative to the working directory when inside it, relative to the
     site-packages folder it sits in (an installed package's data), else its file name - never
     a machine's absolute path."""
-    import site
-    import sysconfig
-
     full = os.path.abspath(path)
     bases = [os.getcwd(), sysconfig.get_paths()["purelib"], *site.getsitepackages()]
     for base in bases:

@@ -15,9 +15,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from c4forge.core import progress as bars
+from c4forge.core.settings import apply_settings
+from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.config import ModelConfig
 from c4forge.train.finetune.classifier import Classifier
 from c4forge.train.finetune.glue import TASKS, load_split
 from c4forge.train.finetune.metrics import glue_average, task_metrics, task_score
+from c4forge.train.models import build_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +65,6 @@ TASK_DEFAULTS: dict[str, dict[str, object]] = {
 def task_configs(tasks: Iterable[str], settings: dict[str, object]) -> dict[str, FinetuneConfig]:
     """Per task: the defaults, then the settings' top-level keys (every task), then the task's
     own block (``{lr: 1e-3, sst2: {epochs: 3}}``)."""
-    from c4forge.core.settings import apply_settings
 
     shared = {k: v for k, v in settings.items() if k not in TASKS}
     return {t: apply_settings(apply_settings(FinetuneConfig(), {**TASK_DEFAULTS.get(t, {}), **shared}),
@@ -81,8 +85,9 @@ def _predict(clf: Classifier, sequences: list[list[int]], regression: bool, batc
 def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneConfig, seed: int,
                   device: str = "cpu", progress: Optional[Callable[[], None]] = None) -> dict:
     """Fine-tune a fresh copy of ``checkpoint`` on one task with one seed; validation metrics."""
-    from c4forge.tokenizer.train import load_tokenizer
-    from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+    from c4forge.tokenizer.train import (
+        load_tokenizer,  # lazy: pyarrow (corpus shards), only for the tokenizer's files
+    )
 
     started = time.perf_counter()
     torch.manual_seed(seed)
@@ -147,9 +152,6 @@ def random_init(saved: dict) -> torch.nn.Module:
     """The pretraining run's model as it was before its first step: built from the saved model
     config after seeding torch with the run's seed, as the trainer builds it (train/trainer.py
     ``_build``; the objectives built before the model draw nothing from torch's generator)."""
-    from c4forge.core.settings import apply_settings
-    from c4forge.train.config import ModelConfig
-    from c4forge.train.models import build_model
 
     torch.manual_seed(int(saved.get("seed", 0)))
     model = build_model(apply_settings(ModelConfig(), saved["model"]), saved.get("objective", "causal"))
@@ -166,7 +168,6 @@ def run_glue(checkpoint: str, tasks: Iterable[str], glue_dir: str, configs: dict
              log: Callable[[str], None] = print) -> dict:
     """Every (task, lr, seed) run, then per task the lr with the best mean score and its spread
     over seeds, and T5's GLUE average of those means."""
-    from c4forge.core import progress as bars
 
     tasks = list(tasks)
     runs: list[dict] = []

@@ -9,14 +9,13 @@ from __future__ import annotations
 from c4forge.train.config import ModelConfig
 from c4forge.train.models.decoder import LM, Encoder, attention_mask, flops_per_token
 from c4forge.train.models.encoder_decoder import EncoderDecoder
+from c4forge.train.objectives import MODEL_KIND, ObjectiveError
 
 MODEL_CLASSES = {"decoder": LM, "encoder": Encoder, "encoder_decoder": EncoderDecoder}
 
 
 def build_model(config: ModelConfig, objective: str = "causal"):
     """The model an objective trains (train.objectives.MODEL_KIND names its kind)."""
-    from c4forge.train.objectives import MODEL_KIND, ObjectiveError
-
     if objective not in MODEL_KIND:
         raise ObjectiveError(f"objective {objective!r}: choose from {', '.join(MODEL_KIND)}")
     return MODEL_CLASSES[MODEL_KIND[objective]](config)

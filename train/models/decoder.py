@@ -32,7 +32,7 @@ def kernel_table(config: ModelConfig, device_type: str) -> dict[str, object]:
     table = {"rmsnorm": rmsnorm_torch, "rope": rope_torch, "swiglu": swiglu_torch,
              "cross_entropy": linear_cross_entropy_torch, "chosen": chosen}
     if "triton" in chosen.values():
-        from c4forge.train.kernels import triton_ops
+        from c4forge.train.kernels import triton_ops  # lazy: triton, only when the Triton kernels are on
 
         for name, impl in chosen.items():
             if impl == "triton":

@@ -1,5 +1,5 @@
-"""Reliability, round 3 (issue 27): one regression test per case that failed on the landed code
-- user files inside run and report directories, a --jsonl file overwritten, WARC/WET mismatches
+"""Outputs that never destroy what they do not own, and inputs refused before work (issue 27,
+one regression test per case that failed): user files inside run and report directories, a --jsonl file overwritten, WARC/WET mismatches
 read as zero documents, --strict that passed a truncated input, catch-all messages, odd paths,
 and the output swap killed at every step."""
 from __future__ import annotations
@@ -137,7 +137,9 @@ def test_a_wet_file_read_as_warc_is_refused_naming_the_flag(tmp_path):
 def test_the_reader_refuses_a_mismatch_on_its_own(tmp_path):
     """Remote files are not sniffed up front: the reader stops at the third WARC response, or at
     the end of a file that had responses and no WET record."""
-    from c4forge.corpus.wet import InputFormatError, ReadOptions, iter_file_documents
+    from c4forge.corpus.read_options import ReadOptions
+    from c4forge.corpus.sniff import InputFormatError
+    from c4forge.corpus.wet import iter_file_documents
 
     warc = shared_path("crawl", "warc", "cc-2024-22-whirlwind.warc.gz")
     counted = {}
@@ -272,11 +274,11 @@ SWAP_STEPS = ["staged", "pointed", "placed", "superseded-removed", "final", "don
 def corpus_rows(directory: Path) -> tuple[str, int]:
     """(preset, documents) of a complete corpus: every listed shard exists and the rows read
     equal the manifest's counts; anything else fails the test."""
-    from c4forge.corpus.shards import iter_documents, read_manifest
+    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
 
     manifest = read_manifest(str(directory))
     for split, info in manifest["splits"].items():
-        assert sum(1 for _ in iter_documents(str(directory), split)) == info["documents"], split
+        assert sum(1 for _ in iter_corpus_documents(str(directory), split)) == info["documents"], split
     return manifest["config"]["preset"], sum(s["documents"] for s in manifest["splits"].values())
 
 

@@ -1,4 +1,4 @@
-"""Ecosystem, round 3 (issue 31): settings that fail loudly and alike everywhere, one command per
+"""Settings and usage (issue 31): settings that fail loudly and alike everywhere, one command per
 output directory, Beam runner options checked before anything is written, export permissions,
 a command missing its extra, machine-readable outputs that follow their schemas. (The Docker /
 wheel test is tests/test_packaging.py; the one-liners of other tools, tests/test_other_tools.py.)"""
@@ -16,7 +16,7 @@ from c4forge.cli.corpus import cli as corpus_cli
 from c4forge.cli.tokenizer import cli as tokenizer_cli
 from c4forge.cli.train import cli as train_cli
 from tests.conftest import ROOT
-from tests.test_reliability_round3 import SAMPLE, invoke
+from tests.test_output_safety import SAMPLE, invoke
 from tests.test_train_loop import settings
 
 

@@ -1,0 +1,213 @@
+"""Where `corpus build` spends its CPU: every stage of the C4 chain on distinct pages, beside the
+best peer component on the same pages, and what a worker pays before its first page.
+
+Stages: corpus/local.py's ``run_chain`` with a StageClock (c4forge/core/stageclock.py: one
+current stage, so every CPU second is counted once and the shares add up to the chain): read
+(decompress, parse WET records into pages), length, url-dedup, clean-page (paragraph filter and
+C4's line and page rules), line-dedup, language-id, bad-words, minhash-signatures,
+near-dup-clusters; then write (the Arrow shards, ``write_corpus``). The same functions run in
+``corpus build``'s Beam DoFns; the Beam graph adds its shuffles, measured as the build's CPU over
+``corpus clean``'s in the build section.
+
+Peers, each on exactly the pages our stage saw (captured in the run): read - FastWARC's
+ArchiveIterator over the same files (decompress, parse, read every body: no text decoding, no
+page objects); language-id - fastText's ``predict`` alone (lid.176, k=1, newlines as spaces,
+which is what ours calls, without the counters and the page record); minhash-signatures -
+datasketch's ``MinHash.bulk`` over the same 5-word shingles, 112 permutations (shingling
+included: bench_dedup times the two halves). The other stages have no standalone peer
+component (bench_clean compares the C4 rules as a whole with datatrove).
+
+Start-up: CPU seconds of a fresh process that imports what a Beam SDK worker imports for the
+chain (``c4forge.pipelines.c4``, so apache_beam too) and loads everything a worker loads before
+its first page (Punkt, the fastText model, the bad-word lists); and the same without Beam (what
+`corpus clean` pays). Median of the repeats.
+
+Inputs: copies 0..N-1 of the shared crawl + crawl-extra made distinct (benchmarks/
+distinct_inputs.py). Each repeat runs in its own process (interleaved with the peers).
+
+Run: python benchmarks/bench_stages.py [--scale 4] [--repeat 3] [--write] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import distinct_inputs  # noqa: E402
+import harness  # noqa: E402
+
+STAGES = ("read", "length", "url-dedup", "clean-page", "line-dedup", "language-id", "bad-words",
+          "minhash-signatures", "near-dup-clusters", "write")
+PEERS = {"read": "FastWARC ArchiveIterator", "language-id": "fastText predict alone",
+         "minhash-signatures": "datasketch MinHash.bulk"}
+
+STARTUP = """
+import resource, sys
+{imports}
+from c4forge.corpus.config import build_config
+from c4forge.corpus.steps import PageSteps
+from c4forge.corpus import sentences
+config = build_config("c4", badwords=sys.argv[1])
+steps = PageSteps(config).setup()
+sentences.has_at_least("Punkt is built on first use. Like this.", 2)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_utime + usage.ru_stime)
+"""
+
+
+def startup_seconds(badwords: str, beam: bool) -> float:
+    """CPU seconds of a fresh process from its start to the point a worker can take a page."""
+    imports = "import c4forge.pipelines.c4" if beam else "import c4forge.corpus.local"
+    out = subprocess.run([sys.executable, "-c", STARTUP.format(imports=imports), badwords],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def worker(paths: list[str], badwords: str, captured: str) -> dict:
+    """One timed chain (in this process, started fresh by the parent); the pages language ID
+    and MinHash saw are written to ``captured`` for the peers."""
+    from c4forge.core.counters import Counters
+    from c4forge.core.stageclock import StageClock
+    from c4forge.corpus.config import build_config
+    from c4forge.corpus.local import run_chain
+    from c4forge.corpus.shards import corpus_manifest, write_corpus
+    from c4forge.corpus.steps import PageSteps
+
+    config = build_config("c4", badwords=badwords)
+    steps = PageSteps(config).setup()
+    lid_texts: list[str] = []
+    minhash_texts: list[str] = []
+    identify, badwords_ok = steps.identify_language, steps.badwords_ok
+
+    def identify_seen(page, inc):
+        lid_texts.append(page.text)
+        return identify(page, inc)
+
+    def badwords_seen(page, inc, inc_for=None):
+        kept = badwords_ok(page, inc, inc_for)
+        if kept:
+            minhash_texts.append(page.text)
+        return kept
+
+    steps.identify_language, steps.badwords_ok = identify_seen, badwords_seen
+    clock = StageClock()
+    counters = Counters()
+    started = time.process_time()
+    docs = run_chain(paths, config, counters, steps, clock)
+    with tempfile.TemporaryDirectory() as tmp, clock.stage("write", len(docs)):
+        manifest = corpus_manifest(config, paths, counters.as_dict(), "bench", ["bench"])
+        write_corpus(f"{tmp}/c4", docs, manifest, validation_per_mille=config.validation_per_mille)
+    total = time.process_time() - started
+    # the capture's own cost (two list appends a page) is inside language-id and bad-words
+    with open(captured, "w", encoding="utf-8") as handle:
+        json.dump({"language-id": lid_texts, "minhash-signatures": minhash_texts}, handle)
+    return {"seconds": clock.seconds, "items": clock.items, "total": total,
+            "pages_read": clock.items.get("read", 0), "documents": len(docs)}
+
+
+def peer_seconds(stage: str, paths: list[str], texts: list[str]) -> float:
+    """CPU seconds of the peer component on the same input as our stage."""
+    started = time.process_time()
+    if stage == "read":
+        from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+        for path in paths:
+            for record in ArchiveIterator(path, record_types=WarcRecordType.any_type,
+                                          parse_http=False, fsspec_args=False):
+                record.reader.read()
+    elif stage == "language-id":
+        from c4forge.corpus.langid import load_model
+
+        model = load_model(None)
+        started = time.process_time()  # the model is loaded once per worker: start-up, not this
+        for text in texts:
+            model.predict(text.replace("\n", " "), k=1)
+    elif stage == "minhash-signatures":
+        from datasketch import MinHash
+
+        from c4forge.corpus.minhash import shingle_set
+
+        MinHash.bulk([[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in texts],
+                     num_perm=112)
+    return time.process_time() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--badwords", default=str(harness.SHARED / "badwords"))
+    parser.add_argument("--scale", type=int, default=4, help="Distinct copies of crawl + crawl-extra.")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
+    parser.add_argument("--quick", action="store_true", help="The embedded sample crawl, one repeat, nothing written.")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        spec = json.loads(args.worker)
+        print(json.dumps(worker(spec["paths"], args.badwords, spec["captured"])))
+        return 0
+    if args.quick:
+        paths = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
+        args.badwords, args.repeat = str(ROOT / "corpus" / "data" / "demo-badwords"), 1
+    else:
+        paths = distinct_inputs.distinct_copies(args.scale, log=lambda m: print(m, file=sys.stderr))
+    machine = harness.machine()
+    runs, peers = [], {stage: [] for stage in PEERS}
+    startup = {"with Beam (a `corpus build` worker)": [], "without Beam (`corpus clean`)": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        captured = f"{tmp}/captured.json"
+        for _ in range(args.repeat):
+            spec = json.dumps({"paths": paths, "captured": captured})
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out = subprocess.run([sys.executable, __file__, "--worker", spec, "--badwords", args.badwords],
+                                 capture_output=True, text=True, check=True)
+            run = json.loads(out.stdout.strip().splitlines()[-1])
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            run["process"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            runs.append(run)
+            with open(captured, encoding="utf-8") as handle:
+                texts = json.load(handle)
+            for stage in PEERS:
+                peers[stage].append(peer_seconds(stage, paths, texts.get(stage, [])))
+            for name, beam in zip(startup, (True, False)):
+                startup[name].append(startup_seconds(args.badwords, beam))
+            print(f"repeat: chain {run['total']:.1f} CPU s, process {run['process']:.1f} s", file=sys.stderr)
+    pages = runs[0]["pages_read"]
+    total = [r["total"] for r in runs]
+    lines = [f"Input: {'the embedded sample' if args.quick else f'{args.scale} distinct copies of crawl + crawl-extra'} "
+             f"({pages:,} pages read, {runs[0]['documents']:,} documents written); preset c4; one process, "
+             f"{args.repeat} repeat(s), each in a fresh process; median (min-max) CPU seconds. "
+             f"The chain's stages add up to {harness.spread(total, '{:.1f}')} CPU s "
+             f"({pages / statistics.median(total):.0f} pages/s per core end to end).", "",
+             "| stage | pages in | CPU s | share of the chain | pages/s per core | peer component on the same pages | peer CPU s | ours / peer |",
+             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    for stage in STAGES:
+        seconds = [r["seconds"].get(stage, 0.0) for r in runs]
+        items = runs[0]["items"].get(stage, 0)
+        mid = statistics.median(seconds)
+        share = f"{100 * mid / statistics.median(total):.1f}%"
+        rate = f"{items / mid:,.0f}" if mid > 0 and items else "-"
+        peer, peer_cpu, ratio = PEERS.get(stage, "-"), "-", "-"
+        if stage in PEERS:
+            peer_cpu = harness.spread(peers[stage], "{:.2f}")
+            ratio = harness.spread(harness.ratios(seconds, peers[stage]), "{:.1f}") + "x"
+        lines.append(f"| {stage} | {items:,} | {harness.spread(seconds, '{:.2f}')} | {share} | {rate} | "
+                     f"{peer} | {peer_cpu} | {ratio} |")
+    lines += ["", "Worker start-up (CPU s of a fresh process until it can take its first page; "
+              "median (min-max)): " + "; ".join(f"{name} {harness.spread(v, '{:.2f}')}"
+                                                for name, v in startup.items()) + "."]
+    harness.publish("stages", lines, args.write and not args.quick, machine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""The gzip layer of the crawl reader: a file's gzip members decompressed one after another
+with zlib, recovering where warcio and fastwarc stop (both end at the first corrupt member):
+
+- a corrupt gzip member is skipped and reading resumes at the next gzip header;
+- a truncated gzip (file cut short) keeps every complete record before the cut;
+- decompressed bytes are bounded per member (``max_member_bytes``, a time bound);
+- junk between members is skipped to the next header.
+
+Every skip is counted (``skipped:<reason>``) and marked in the stream by :data:`BREAK`, where
+the record parser (corpus/records.py) drops the record it was reading.
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import Optional
+
+from c4forge.core.counters import IncFn
+from c4forge.corpus.read_options import ReadOptions
+
+GZIP_MAGIC = b"\x1f\x8b\x08"
+READ_CHUNK = 1 << 20
+FEED_CHUNK = 16 << 10
+OUT_CHUNK = 1 << 20
+RESYNC_WINDOW = 64 << 20
+
+BREAK = None  # a discontinuity in the decompressed stream (corrupt or abandoned member)
+
+
+class _CompressedInput:
+    """The raw bytes of a gzip file, read in ``READ_CHUNK`` pieces into one buffer and consumed
+    by offset. Common Crawl files hold one gzip member per record (a few KB each), so copying
+    the read buffer per member (as slicing it would) costs more than decompressing; here a
+    member is fed to zlib in views of at most ``FEED_CHUNK`` bytes and nothing is copied. The
+    bytes of the member being decoded stay in the buffer (up to ``RESYNC_WINDOW``), so a corrupt
+    member can be rescanned for the next header. Offsets are file offsets."""
+
+    def __init__(self, raw, first: bytes) -> None:
+        self.raw = raw
+        self.buf = bytearray(first)
+        self.base = 0  # file offset of buf[0]
+        self.pos = 0  # file offset of the next unconsumed byte
+        self.keep = None  # file offset the buffer must keep (start of the member being decoded)
+        self.eof = False
+
+    def available(self) -> int:
+        return self.base + len(self.buf) - self.pos
+
+    def refill(self) -> bool:
+        if self.eof:
+            return False
+        data = self.raw.read(READ_CHUNK)
+        if not data:
+            self.eof = True
+            return False
+        start = self.pos if self.keep is None else min(self.keep, self.pos)
+        drop = start - self.base
+        if drop:
+            del self.buf[:drop]
+            self.base = start
+        self.buf.extend(data)
+        return True
+
+    def ensure(self, n: int) -> bool:
+        """At least ``n`` unconsumed bytes, reading more as needed (False at end of file)."""
+        while self.available() < n:
+            if not self.refill():
+                return False
+        return True
+
+    def startswith(self, prefix: bytes) -> bool:
+        start = self.pos - self.base
+        return self.buf[start:start + len(prefix)] == prefix
+
+    def find(self, needle: bytes, start: int) -> int:
+        """File offset of the next ``needle`` at or after file offset ``start``, reading more as
+        needed; -1 at end of file (everything is then consumed)."""
+        while True:
+            idx = self.buf.find(needle, max(start - self.base, 0))
+            if idx >= 0:
+                return self.base + idx
+            start = max(start, self.base + len(self.buf) - len(needle) + 1)
+            self.pos = max(self.pos, min(start, self.base + len(self.buf)))
+            if not self.refill():
+                self.pos = self.base + len(self.buf)
+                return -1
+
+    def window_find(self, needle: bytes, start: int, end: int) -> int:
+        """File offset of ``needle`` within [start, end) of the kept bytes, or -1."""
+        idx = self.buf.find(needle, start - self.base, end - self.base)
+        return -1 if idx < 0 else self.base + idx
+
+
+def decompressed_pieces(raw, inc: IncFn, options: ReadOptions
+                         ) -> Iterator[Optional[tuple[Optional[int], bytes]]]:
+    """Yield ``(member offset, bytes)`` pieces of the decompressed stream, and ``None`` where the
+    stream breaks. Plain (non-gzip) files yield ``(None, bytes)``."""
+    first = raw.read(READ_CHUNK)
+    if not first:
+        inc("skipped:empty_file")
+        return
+    if not first.startswith(b"\x1f\x8b"):
+        while first:
+            yield None, first
+            first = raw.read(READ_CHUNK)
+        return
+
+    src = _CompressedInput(raw, first)
+    while True:
+        if not src.ensure(1):
+            return
+        if not (src.ensure(len(GZIP_MAGIC)) and src.startswith(GZIP_MAGIC)):
+            found = src.find(GZIP_MAGIC, src.pos + 1)
+            inc("skipped:junk_between_members")
+            yield BREAK
+            if found < 0:
+                return
+            src.pos = found
+            continue
+
+        member_pos = src.keep = src.pos
+        decomp = zlib.decompressobj(31)
+        produced = 0
+        outcome = "need_input"
+        while outcome == "need_input":
+            if not src.ensure(1):
+                outcome = "truncated"
+                break
+            if src.keep is not None and src.pos - member_pos >= RESYNC_WINDOW:
+                src.keep = None  # too far into one member to rescan it: let the bytes go
+            start = src.pos - src.base
+            end = min(start + FEED_CHUNK, len(src.buf))
+            left = 0  # bytes of this feed that are not part of the member
+            with memoryview(src.buf) as view, view[start:end] as fed:
+                data = fed
+                while True:
+                    try:
+                        out = decomp.decompress(data, OUT_CHUNK)
+                    except zlib.error:
+                        outcome = "corrupt"
+                        break
+                    if out:
+                        produced += len(out)
+                        if produced > options.max_member_bytes:
+                            outcome = "too_large"
+                            left = len(decomp.unconsumed_tail)
+                            break
+                        yield member_pos, out
+                    if decomp.eof:
+                        left = len(decomp.unused_data)
+                        outcome = "done"
+                        break
+                    data = decomp.unconsumed_tail
+                    if not data:
+                        break
+            src.pos += end - start - left
+
+        rescan = src.keep is not None
+        src.keep = None
+        if outcome == "done":
+            continue
+        if outcome == "truncated":
+            inc("skipped:truncated_gzip")
+            yield BREAK
+            return
+        if outcome == "too_large":
+            inc("skipped:gzip_member_too_large")
+            yield BREAK
+        else:  # corrupt: the next member may start anywhere after this one's header
+            inc("skipped:corrupt_gzip_member")
+            yield BREAK
+            restart = src.window_find(GZIP_MAGIC, member_pos + 1, src.pos) if rescan else -1
+            if restart >= 0:
+                src.pos = restart
+                continue
+        found = src.find(GZIP_MAGIC, src.pos)
+        if found < 0:
+            return
+        src.pos = found

@@ -1,0 +1,56 @@
+"""What every layer of the crawl reader shares: its settings (:class:`ReadOptions`) and the two
+errors a file can end with (the rest of what goes wrong inside a file is a counted skip)."""
+from __future__ import annotations
+
+import dataclasses
+
+from c4forge.core.errors import C4forgeError
+
+DEFAULT_MAX_RECORD_BYTES = 16 << 20
+DEFAULT_MAX_MEMBER_BYTES = 8 << 30
+BINARY_CONTROL_SHARE = 0.01
+
+
+class CrawlReadError(C4forgeError, RuntimeError):
+    """A crawl file that cannot be opened at all (missing, no permission, unreachable)."""
+
+
+class CrawlReadInterrupted(CrawlReadError):
+    """An I/O error part-way through a file (the records before it were yielded)."""
+
+
+INPUT_FORMATS = ("auto", "wet", "warc")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadOptions:
+    """Bounds of the reader; defaults suit Common Crawl (records are at most a few MB).
+
+    input_format: "wet" reads ``conversion`` records (Common Crawl's text), "warc" ``response``
+        records (HTML, main text extracted: corpus.extract), "auto" each record by its type.
+    extractor: "cascade" (resiliparse, and trafilatura on the pages the router picks),
+        "trafilatura" or "resiliparse" (WARC input; corpus.extract).
+    extract_timeout: seconds per page for the extractor (0: no limit).
+    max_html_bytes: larger HTML payloads are skipped (``skipped:html_too_large``).
+    urls_from: keep only pages whose normalised URL is in this file: a crawl file (its records'
+        WARC-Target-URI) or a text file of URLs, one per line (``skipped:not_in_urls_from``).
+        Compares two starting points (WET vs WARC) on the same pages.
+    retries / retry_seconds: remote files (https, s3, gs): attempts after the first and the
+        most seconds spent waiting between them, per file (corpus.remote.RemotePolicy).
+    retry_backoff: the first backoff wait in seconds (doubling per attempt, full jitter).
+    timeout: seconds to connect to a remote server and between bytes of its response.
+    """
+
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+    keep_metadata_like_lines: bool = False
+    binary_control_share: float = BINARY_CONTROL_SHARE
+    input_format: str = "wet"
+    extractor: str = "cascade"
+    extract_timeout: float = 10.0
+    max_html_bytes: int = 4 << 20
+    urls_from: str = ""
+    retries: int = 8
+    retry_seconds: float = 300.0
+    retry_backoff: float = 1.0
+    timeout: float = 60.0
