@@ -125,8 +125,8 @@ def test_sequential_seeds_add_rounds_and_reuse_every_finished_seed(tmp_path):
 def test_pairing_statement_says_what_data_seed_shares():
     from c4forge.ablation.report import pairing_statement
 
-    assert "document orders do not pair" in pairing_statement({"train": {}})
-    fixed = pairing_statement({"train": {"data_seed": 3}})
+    assert "document orders do not pair" in pairing_statement(AblationSpec(train={}))
+    fixed = pairing_statement(AblationSpec(train={"data_seed": 3}))
     assert "`data_seed` 3" in fixed and "same permutation" in fixed
 
 

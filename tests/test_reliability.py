@@ -282,17 +282,18 @@ def test_directories_expand_and_dangling_links_fail(tmp_path):
 
 
 def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
+    import c4forge.corpus.records as records
     import c4forge.corpus.wet as wet
 
     good, unreadable = copies(tmp_path, 2)
-    real = wet.open_raw
+    real = records.open_raw  # the reader's opening layer, as the record reader calls it
 
     def open_raw(path, *args):
         if path == str(unreadable):
             raise wet.CrawlReadError(f"cannot open {path}: PermissionError: denied")
         return real(path, *args)
 
-    monkeypatch.setattr(wet, "open_raw", open_raw)
+    monkeypatch.setattr(records, "open_raw", open_raw)
     out = tmp_path / "out.jsonl"
     alone = invoke(corpus_cli, ["clean", good, "--jsonl", out, "--preset", "c4-noclean"])
     expected = out.read_text()
@@ -310,9 +311,10 @@ def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
 
 def test_clean_keeps_good_records_before_an_io_error(tmp_path, monkeypatch):
     path = copies(tmp_path, 1)[0]
+    import c4forge.corpus.records as records
     import c4forge.corpus.wet as wet
 
-    real = wet.open_raw
+    real = records.open_raw
 
     class Failing:
         def __init__(self, raw):
@@ -327,7 +329,7 @@ def test_clean_keeps_good_records_before_an_io_error(tmp_path, monkeypatch):
         def close(self):
             self.raw.close()
 
-    monkeypatch.setattr(wet, "open_raw", lambda p, *args: Failing(real(p, *args)))
+    monkeypatch.setattr(records, "open_raw", lambda p, *args: Failing(real(p, *args)))
     counters = Counters()
     docs = list(wet.iter_file_documents(str(path), counters.inc_fn("r")))
     assert counters["r/skipped:read_error"] == 1
