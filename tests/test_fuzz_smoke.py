@@ -57,3 +57,16 @@ def test_a_token_manifest_that_is_not_an_object_is_a_format_error(tmp_path):
     (tmp_path / MANIFEST).write_text("[1, 2]")
     with pytest.raises(TokenFormatError, match="not a c4forge token manifest"):
         read_token_manifest(str(tmp_path))
+
+
+@pytest.mark.parametrize("text", ["steps: 10\nmodel:\n  d_oodel\n", "model_preset: [1]\n"])
+def test_a_train_config_with_a_value_where_a_group_belongs_is_a_usage_error(text, tmp_path):
+    """Found by the settings harness: `model: NAME` (a value where the model's settings go) and an
+    unhashable model_preset raised AttributeError / TypeError instead of the one-line ConfigError."""
+    from c4forge.core.settings import ConfigError
+    from c4forge.train.config import build_train_config
+
+    path = tmp_path / "train.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="model"):
+        build_train_config(file=str(path))

@@ -190,9 +190,9 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
         data = merge_settings(data, load_yaml_mapping(file))
     data = merge_settings(data, parse_overrides(overrides))
     preset = data.get("model_preset", TrainConfig.model_preset)
-    if preset not in MODEL_PRESETS:
+    if not isinstance(preset, str) or preset not in MODEL_PRESETS:
         raise ConfigError(f"unknown model_preset {preset!r}; choose from {', '.join(MODEL_PRESETS)}")
-    model = merge_settings(dict(MODEL_PRESETS[preset]), data.get("model", {}))
+    model = merge_settings(dict(MODEL_PRESETS[preset]), data.get("model") or {}, "model.")
     data["model"] = model
     config = apply_settings(TrainConfig(), data)
     config = dataclasses.replace(config, out_dir=output_path(config.out_dir))

@@ -82,6 +82,9 @@ def merge_settings(base: Mapping[str, Any], updates: Mapping[str, Any], prefix: 
     """``updates`` over ``base``, nested mappings merged key by key: how a settings file, then
     ``--set`` words, then per-task or per-variant blocks stack. A group replaced by a value, or
     a value by a group, is a mistake in the settings and refused."""
+    if not isinstance(updates, Mapping):
+        where = prefix.rstrip(".") or "the settings"
+        raise ConfigError(f"{where}: expected a group of settings (name: value), got {updates!r}")
     out = dict(base)
     for key, value in updates.items():
         current = out.get(key)
