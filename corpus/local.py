@@ -6,11 +6,12 @@ this is for inputs of up to a few GB; ``corpus build`` runs the same steps on Be
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from c4forge.core import progress
 from c4forge.core.counters import Counters
 from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
+from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.line_dedup import LineOwners, dedupe_page_lines
@@ -22,19 +23,7 @@ from c4forge.corpus.near_dedup import (
     count_near_dedup,
     doc_id,
 )
-from c4forge.corpus.steps import (
-    NS_BADWORDS,
-    NS_CLEAN,
-    NS_LANG,
-    NS_LENGTH,
-    NS_LINES,
-    NS_NEAR,
-    NS_PARAGRAPH,
-    NS_READ,
-    NS_URL,
-    PageSteps,
-    text_bytes,
-)
+from c4forge.corpus.steps import NS_LINES, NS_NEAR, NS_READ, NS_URL, PageSteps, text_bytes
 from c4forge.corpus.urls import count_url_group, newer_page
 from c4forge.corpus.wet import iter_file_documents
 
@@ -69,53 +58,78 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters) -> list[Document]
 
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
-              steps: PageSteps = None, clock: StageClock | NoClock = NO_CLOCK) -> list[Document]:
-    """Read, filter and dedup; returns the surviving documents in input order. ``clock`` (a
-    StageClock) collects the CPU seconds of each stage (benchmarks/bench_stages.py)."""
+              steps: PageSteps = None, clock: StageClock | NoClock = NO_CLOCK,
+              chain: Sequence[Step] = C4_CHAIN) -> list[Document]:
+    """Read, filter and dedup: the steps of ``chain`` (corpus/chain.py) in order; returns the
+    surviving documents in input order. ``clock`` (a StageClock) collects the CPU seconds of
+    each stage (benchmarks/bench_stages.py)."""
     steps = steps or PageSteps(config).setup()
-    inc_len = counters.inc_fn(NS_LENGTH)
-    pages = clock.timed("length", (p for p in clock.timed("read", read_pages(paths, config, counters))
-                                   if steps.length_ok(p, inc_len)))
-    if config.dedupe_urls:
+    layout: Plan = plan(config, chain)
+    pages: Iterable[Document] = clock.timed("read", read_pages(paths, config, counters))
+    pages = page_steps(layout.before_urls, pages, steps, counters, clock)
+    if layout.url_dedup:
         with clock.stage("url-dedup"):
             pages = dedupe_urls(pages, counters)
-    inc_par = counters.inc_fn(NS_PARAGRAPH)
-    inc_clean = counters.inc_fn(NS_CLEAN)
+    pages = list(page_steps(layout.before_lines, pages, steps, counters, clock))
+    if layout.line_dedup:
+        with clock.stage("line-dedup", len(pages)):
+            pages = dedupe_lines(pages, config, counters)
+    if layout.after_lines:
+        desc = " and ".join(step.summary for step in layout.after_lines)
+        pages = list(page_steps(layout.after_lines, progress.bar(pages, desc=desc, unit=" pages"),
+                                steps, counters, clock))
+    if layout.near_dedup:
+        pages = near_dedup(pages, config, counters, clock=clock)
+    return list(pages)
+
+
+def page_steps(chain_steps: tuple[Step, ...], pages: Iterable[Document], steps: PageSteps,
+               counters: Counters, clock: StageClock | NoClock = NO_CLOCK) -> Iterator[Document]:
+    """The pages that pass a run of page steps, lazily, in order. With a clock, each step's CPU
+    seconds go to its stage, and a page counts once as that stage's input."""
+    if not chain_steps:
+        yield from pages
+        return
+    incs: dict[str, object] = {}
+
+    def inc_for(namespace: str):
+        inc = incs.get(namespace)
+        if inc is None:
+            incs[namespace] = inc = counters.inc_fn(namespace)
+        return inc
+
+    if isinstance(clock, NoClock):
+        for page in pages:
+            kept = run_page_steps(chain_steps, steps, page, inc_for)
+            if kept is not None:
+                yield kept
+        return
+    # a clock stage shared by consecutive steps (paragraph filter and clean_page) counts a page once
+    counted = [i == 0 or chain_steps[i - 1].clock_name != step.clock_name
+               for i, step in enumerate(chain_steps)]
+    for page in pages:
+        for step, first in zip(chain_steps, counted):
+            with clock.stage(step.clock_name, 1 if first else 0):
+                page = step.apply(steps, page, inc_for(step.namespace), inc_for)
+            if page is None:
+                break
+        else:
+            yield page
+
+
+def dedupe_lines(pages: list[Document], config: CorpusConfig, counters: Counters) -> list[Document]:
+    """Each page keeps the lines it owns (every line's owner: the page with the smallest
+    md5(url) that holds it, ``LineOwners``); a page left with too little is dropped."""
+    owners = LineOwners()
+    for page in pages:
+        owners.add(page)
+    inc = counters.inc_fn(NS_LINES)
     kept = []
     for page in pages:
-        with clock.stage("clean-page"):
-            if not steps.paragraphs_ok(page, inc_par):
-                continue
-            cleaned = steps.clean(page, inc_clean)
-        if cleaned is not None:
-            kept.append(cleaned)
-    if config.dedupe_lines:
-        with clock.stage("line-dedup", len(kept)):
-            owners = LineOwners()
-            for page in kept:
-                owners.add(page)
-            inc_lines = counters.inc_fn(NS_LINES)
-            deduped = []
-            for page in kept:
-                result = dedupe_page_lines(page, owners.owned_by(page), config.dedupe_min_sentences,
-                                           inc_lines)
-                if result is not None:
-                    deduped.append(result)
-        kept = deduped
-    inc_lang = counters.inc_fn(NS_LANG)
-    inc_bad = counters.inc_fn(NS_BADWORDS)
-    out = []
-    for page in progress.bar(kept, desc="language ID and bad words", unit=" pages"):
-        with clock.stage("language-id", 1):
-            page = steps.identify_language(page, inc_lang)
-        if page is None:
-            continue
-        with clock.stage("bad-words", 1):
-            if steps.badwords_ok(page, inc_bad, counters.inc_fn):
-                out.append(page)
-    if config.near_dedup:
-        out = near_dedup(out, config, counters, clock=clock)
-    return out
+        result = dedupe_page_lines(page, owners.owned_by(page), config.dedupe_min_sentences, inc)
+        if result is not None:
+            kept.append(result)
+    return kept
 
 
 def near_dedup(pages: list[Document], config: CorpusConfig, counters: Counters,

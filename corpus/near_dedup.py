@@ -13,20 +13,15 @@ messages), unrolled ``DEFAULT_CC_ROUNDS`` times unless told otherwise.
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Optional
 
 import numpy as np
 
 from c4forge.core.counters import IncFn
+from c4forge.corpus.urls import doc_id  # noqa: F401 - the id clusters are labelled with
 
 DEFAULT_CC_ROUNDS = 10  # Hash-to-Min rounds: see hash_to_min
-
-
-def doc_id(normalized_url: str) -> int:
-    """Deterministic 63-bit document id (fits a signed int64 column)."""
-    return int.from_bytes(hashlib.md5(normalized_url.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def star_edges(members: Sequence[int]) -> Iterator[tuple[int, int]]:

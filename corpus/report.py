@@ -4,8 +4,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from c4forge.corpus.steps import NS_READ, STAGE_ORDER
+from c4forge.corpus.chain import C4_CHAIN, namespaces
+from c4forge.corpus.steps import NS_READ
 from c4forge.corpus.wet import STRICT_SKIPS
+
+STAGE_ORDER = namespaces(C4_CHAIN)
 
 
 def _stage_key(name: str) -> tuple:
@@ -31,21 +34,11 @@ def counter_table(counters: Mapping[str, int]) -> str:
 def page_flow(counters: Mapping[str, int]) -> dict[str, int]:
     """Pages entering each step, derived from the counters (for a one-line summary)."""
     c = counters.get
-    flow = {"read": c("split-wet-file/passed", 0)}
-    if "too-long-filter/passed" in counters:
-        flow["length ok"] = c("too-long-filter/passed", 0)
-    if "duplicate-url-filter/passed" in counters:
-        flow["unique url"] = c("duplicate-url-filter/passed", 0)
-    if "clean-page/passed" in counters:
-        flow["clean"] = c("clean-page/passed", 0)
-    if "dedupe-lines/passed" in counters:
-        flow["line dedup"] = c("dedupe-lines/passed", 0)
-    if "language-filter/passed" in counters:
-        flow["language"] = c("language-filter/passed", 0)
-    if "badwords-filter/passed" in counters or "badwords-filter/soft-passed" in counters:
-        flow["bad words"] = c("badwords-filter/passed", 0) + c("badwords-filter/soft-passed", 0)
-    if "near-dedup/passed" in counters:
-        flow["near dedup"] = c("near-dedup/passed", 0)
+    flow = {"read": c(f"{NS_READ}/passed", 0)}
+    for step in C4_CHAIN[1:]:
+        names = [f"{step.namespace}/{passed}" for passed in step.passed]
+        if step.flow and any(name in counters for name in names):
+            flow[step.flow] = sum(c(name, 0) for name in names)
     return flow
 
 

@@ -43,7 +43,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import BinaryIO, Optional
+from typing import BinaryIO, NamedTuple, Optional
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -54,7 +54,7 @@ from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
 from c4forge.corpus.extract import extraction_info
-from c4forge.corpus.urls import split_of
+from c4forge.corpus.urls import doc_id, split_of
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -96,6 +96,23 @@ def shard_count(documents: int, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
                 fixed: Optional[int] = None) -> int:
     """Shards for a split of ``documents`` (at least 1)."""
     return fixed or max(1, -(-documents // docs_per_shard))
+
+
+class ShardKey(NamedTuple):
+    """Which shard file a document goes to: its split, the shard's index and the split's count."""
+
+    split: str
+    index: int
+    count: int
+
+
+def shard_key(normalized_url: str, split: str, split_documents: int,
+              docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, fixed: Optional[int] = None) -> ShardKey:
+    """The one shard assignment (``corpus clean -o`` and ``corpus build`` write the same files):
+    a split of ``split_documents`` has ``shard_count`` shards and a document goes to
+    doc_id(url) modulo that count."""
+    count = shard_count(split_documents, docs_per_shard, fixed)
+    return ShardKey(split, doc_id(normalized_url) % count, count)
 
 
 def check_shard_format(shard_format: str) -> str:
@@ -405,8 +422,6 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - through the output-directory rule and swap of
     :mod:`c4forge.core.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
-    from c4forge.corpus.near_dedup import doc_id  # lazy: numpy: reading a corpus does not need MinHash
-
     check_shard_format(shard_format)
     metadata = shard_metadata(manifest.get("config") or {}, shard_format)
     by_split: dict[str, list] = {}
@@ -416,11 +431,11 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
     def fill(staging: str) -> dict:
         files: dict[str, dict] = {}
         for split, docs in by_split.items():
-            count = shard_count(len(docs), docs_per_shard)
-            groups: dict[int, list] = {}
+            groups: dict[ShardKey, list] = {}
             for doc in docs:
-                groups.setdefault(doc_id(doc.normalized_url) % count, []).append(doc)
-            for index, group in groups.items():
+                groups.setdefault(shard_key(doc.normalized_url, split, len(docs), docs_per_shard),
+                                  []).append(doc)
+            for (_, index, count), group in groups.items():
                 name = shard_name(split, index, count, shard_format)
                 rows = in_url_order(document_row(d) for d in group)
                 files[name] = {"documents": len(rows),

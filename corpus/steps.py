@@ -1,5 +1,7 @@
-"""The per-page steps of the C4 chain, configured once: the single-process runner and the Beam
-pipeline both call these, so a rule behaves the same everywhere.
+"""The per-page rules of the C4 chain bound to one config (``PageSteps``), and the chain's
+counter namespaces. corpus/chain.py declares the steps and their order over these; the
+single-process runner and the Beam pipeline both call them, so a rule behaves the same
+everywhere.
 
 Counter namespaces are tfds': ``split-wet-file``, ``too-long-filter``, ``duplicate-url-filter``,
 ``paragraph-filter``, ``clean-page``, ``dedupe-lines``, ``language-filter`` (tfds:
@@ -27,8 +29,6 @@ NS_LINES = "dedupe-lines"
 NS_LANG = "language-filter"
 NS_BADWORDS = "badwords-filter"
 NS_NEAR = "near-dedup"
-STAGE_ORDER = (NS_READ, NS_LENGTH, NS_URL, NS_PARAGRAPH, NS_CLEAN, NS_LINES, NS_LANG, NS_BADWORDS,
-               NS_NEAR)
 
 
 def text_bytes(page: Document) -> int:

@@ -107,3 +107,9 @@ def split_of(normalized_url: str, per_mille: int = 1) -> str:
     """``validation`` when md5(normalised url) % 1000 < per_mille, else ``train``. The default
     (1) is tfds' rule, md5 % 1000 == 0 (0.1%); small corpora need a larger share to hold out."""
     return "validation" if md5_int(normalized_url) % VALIDATION_MODULUS < per_mille else "train"
+
+
+def doc_id(normalized_url: str) -> int:
+    """Deterministic 63-bit document id (fits a signed int64 column): near-dedup labels
+    clusters with it and shard assignment hashes it."""
+    return int.from_bytes(hashlib.md5(normalized_url.encode("utf-8")).digest()[:8], "big") >> 1

@@ -1,10 +1,7 @@
 """The C4 Beam graph. Wiring only: every decision is a function from corpus/; this module maps,
-groups and counts. Counters use the namespaces and names of corpus/steps.py, the same names the
-manifest and ``corpus stats`` report.
-
-Order (tfds c4, then ours): read WET -> length limit -> newest page per normalised URL ->
-[paragraph filter] -> clean_page -> corpus-wide line dedup -> language ID -> bad words ->
-MinHash near-dedup -> train/validation split -> Arrow shards.
+groups and counts. The steps and their order are corpus/chain.py's list (``c4_pages`` compiles
+it: each run of page steps fused into one DoFn, each corpus-wide step its grouping); counters
+use the namespaces of corpus/steps.py, the same names the manifest and ``corpus stats`` report.
 """
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ import dataclasses
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, Optional
 
 import apache_beam as beam
@@ -20,6 +17,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
+from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, from_bytes, packed_text_size, to_bytes
 from c4forge.corpus.line_dedup import (
@@ -45,24 +43,12 @@ from c4forge.corpus.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
     document_row,
-    shard_count,
+    shard_key,
     shard_metadata,
     shard_name,
     write_shard,
 )
-from c4forge.corpus.steps import (
-    NS_BADWORDS,
-    NS_CLEAN,
-    NS_LANG,
-    NS_LENGTH,
-    NS_LINES,
-    NS_NEAR,
-    NS_PARAGRAPH,
-    NS_READ,
-    NS_URL,
-    PageSteps,
-    text_bytes,
-)
+from c4forge.corpus.steps import NS_LINES, NS_NEAR, NS_READ, NS_URL, PageSteps, text_bytes
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id, split_of
 from c4forge.corpus.wet import iter_file_documents
 from c4forge.pipelines.progress import ProgressReporter
@@ -197,10 +183,12 @@ class _Counting:
 
 
 class StepsFn(_Counting, beam.DoFn):
-    """Base for DoFns that need the configured PageSteps (built once per worker in setup)."""
+    """Base for DoFns that run page steps of the chain (``layout``, corpus/chain.py's plan of
+    it) with the configured PageSteps (built once per worker in setup)."""
 
-    def __init__(self, config: CorpusConfig) -> None:
+    def __init__(self, config: CorpusConfig, layout: Optional[Plan] = None) -> None:
         self.config = config
+        self.layout = layout or plan(config)
         self.steps: Optional[PageSteps] = None
 
     def setup(self) -> None:
@@ -216,12 +204,14 @@ def _recorder(counts: dict[tuple[str, str], int], namespace: str):
 
 
 class ReadCleanFn(StepsFn):
-    """One crawl file -> its pages, length-limited and cleaned: reading, the length limit and
-    [paragraph filter] -> clean_page in one DoFn, so a page crosses no Beam hop between them
-    (each hop costs microseconds of the SDK's per-element machinery). An unreadable file is
-    counted, never fatal.
+    """One crawl file -> its pages through the page steps before line dedup (the length limit,
+    [paragraph filter], clean_page in the C4 chain) in one DoFn, so a page crosses no Beam hop
+    between them (each hop costs microseconds of the SDK's per-element machinery). An
+    unreadable file is counted, never fatal.
 
-    ``candidates`` (URLs deduplicated): every page is cleaned *before* the URL dedup and split
+    ``candidates`` (URLs deduplicated): the page steps between URL dedup and line dedup
+    (``layout.before_lines``: what cleans a page) run on every page *before* the URL dedup,
+    and the page is split
     in two. Its *candidate*, (normalised url, (crawl time, raw text bytes, recorded counters,
     md5(url), candidate id, the cleaned lines' keys)), goes to the URL groups (main output,
     batched by url bucket): small, no text. Its cleaned text goes straight to the join that
@@ -238,13 +228,13 @@ class ReadCleanFn(StepsFn):
 
     def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None,
                  candidates: bool = True, buckets: int = DEFAULT_BUCKETS,
-                 launch_dir: Optional[str] = None) -> None:
-        super().__init__(config)
+                 launch_dir: Optional[str] = None, layout: Optional[Plan] = None) -> None:
+        super().__init__(config, layout)
         self.progress_dir = progress_dir
         self.launch_dir = launch_dir
         self.candidates = candidates
         self.buckets = buckets
-        self.keys = config.dedupe_lines  # the winners' line keys are claimed at the URL groups
+        self.keys = self.layout.line_dedup  # the winners' line keys are claimed at the URL groups
         self.reporter = None
         self.batcher = Batcher()
         self.pages = Batcher()
@@ -261,17 +251,18 @@ class ReadCleanFn(StepsFn):
         """``path`` as the user gave it (what documents record as their ``source``, as in
         ``corpus clean``), opened relative to ``launch_dir``: workers start in folders of their
         own."""
-        length = self.inc_for(NS_LENGTH)
+        before_urls, before_lines = self.layout.before_urls, self.layout.before_lines
         where = os.path.join(self.launch_dir, path) if self.launch_dir and "://" not in path else path
         for page in iter_file_documents(where, self.inc_for(NS_READ), self.config.read, source=path):
             if self.reporter:
                 self.reporter.page(text_bytes(page))
-            if not self.steps.length_ok(page, length):
+            page = run_page_steps(before_urls, self.steps, page, self.inc_for)
+            if page is None:
                 continue
             if self.candidates:
                 yield from self._candidate(page)
-            elif self.steps.paragraphs_ok(page, self.inc_for(NS_PARAGRAPH)):
-                cleaned = self.steps.clean(page, self.inc_for(NS_CLEAN))
+            else:
+                cleaned = run_page_steps(before_lines, self.steps, page, self.inc_for)
                 if cleaned is not None:
                     yield cleaned
         if self.reporter:
@@ -287,9 +278,8 @@ class ReadCleanFn(StepsFn):
 
     def _candidate(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
-        cleaned = None
-        if self.steps.paragraphs_ok(page, _recorder(counts, NS_PARAGRAPH)):
-            cleaned = self.steps.clean(page, _recorder(counts, NS_CLEAN))
+        cleaned = run_page_steps(self.layout.before_lines, self.steps, page,
+                                 lambda namespace: _recorder(counts, namespace))
         rank = keys = b""
         record = page_record_id(page)  # every page: it breaks ties between equally new crawls
         if cleaned is not None:
@@ -472,9 +462,10 @@ def _packed(kv):
 
 
 class FilterPagesFn(StepsFn):
-    """The page filters after the dedup joins, in one DoFn (no Beam hop between them): [keep
+    """The page steps after the dedup joins, in one DoFn (no Beam hop between them): [keep
     each URL's winning crawl (``winners``)] -> [keep the lines each page owns
-    (``owned_lines``)] -> language ID -> bad words.
+    (``owned_lines``)] -> the page steps after line dedup (``layout.after_lines``: language ID
+    -> bad words in the C4 chain).
 
     With either, elements are (page bucket, {"pages", "winners", "lines"}) from the join:
     batches of (md5(url), record id, packed page, line count), of (md5(url), record id)
@@ -483,28 +474,27 @@ class FilterPagesFn(StepsFn):
     from its line count and packed header (count_page_owning_nothing), never unpacked. Without
     either, elements are Documents."""
 
-    def __init__(self, config: CorpusConfig, owned_lines: bool, winners: bool = False) -> None:
-        super().__init__(config)
+    def __init__(self, config: CorpusConfig, owned_lines: bool, winners: bool = False,
+                 layout: Optional[Plan] = None) -> None:
+        super().__init__(config, layout)
         self.owned_lines = owned_lines
         self.winners = winners
 
     def setup(self) -> None:
         super().setup()
-        _ = self.steps.language_filter  # load the model once per worker
-        if self.config.badwords_fraction > 0:
-            _ = self.steps.badwords_filter  # load the lists once per worker
+        self.steps.setup()  # the LID model and bad-word lists, once per worker
 
     def process(self, element):
         # The whole group's dedup first, then language ID over the survivors in one run:
         # measured faster than alternating per page (fastText's tables stay in cache).
         joined = self.owned_lines or self.winners
         pages = list(self._joined_pages(element)) if joined else (element,)
-        language, badwords = self.inc_for(NS_LANG), self.inc_for(NS_BADWORDS)
+        after_lines = self.layout.after_lines
         for page in pages:
             if page is None:
                 continue
-            page = self.steps.identify_language(page, language)
-            if page is not None and self.steps.badwords_ok(page, badwords, self.inc_for):
+            page = run_page_steps(after_lines, self.steps, page, self.inc_for)
+            if page is not None:
                 yield page
 
     def _joined_pages(self, element) -> Iterator[Optional[Document]]:
@@ -694,43 +684,46 @@ class _CountUnconverged(_Counting, beam.DoFn):
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
-             launch_dir: Optional[str] = None):
-    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
-    (``progress_dir``: where the reading step reports, see pipelines/progress.py; ``buckets``:
-    see shuffle_buckets; ``launch_dir``: what relative paths are relative to)."""
+             launch_dir: Optional[str] = None, chain: Sequence[Step] = C4_CHAIN):
+    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths:
+    ``chain`` (corpus/chain.py) compiled into the graph (``progress_dir``: where the reading
+    step reports, see pipelines/progress.py; ``buckets``: see shuffle_buckets; ``launch_dir``:
+    what relative paths are relative to)."""
+    layout = plan(config, chain)
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
     join = {}  # what meets each page, by the bucket of its md5(url)
     claims = None  # (line bucket, [(line key, md5(url))...])
-    if config.dedupe_urls:
+    if layout.url_dedup:
         read = (files
                 | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True,
-                                                             buckets=buckets, launch_dir=launch_dir))
+                                                             buckets=buckets, launch_dir=launch_dir,
+                                                             layout=layout))
                 .with_outputs(ReadCleanFn.PAGES, main="candidates"))
         newest = (read.candidates
                   | "group by url bucket" >> beam.GroupByKey()
-                  | "newest per url" >> beam.ParDo(NewestPagesFn(lines=config.dedupe_lines, buckets=buckets))
+                  | "newest per url" >> beam.ParDo(NewestPagesFn(lines=layout.line_dedup, buckets=buckets))
                   .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
         join.update(pages=read[ReadCleanFn.PAGES], winners=newest.winners)
         claims = newest[NewestPagesFn.CLAIMS]
     else:
         pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False,
-                                                                   launch_dir=launch_dir))
-        if config.dedupe_lines:
+                                                                   launch_dir=launch_dir, layout=layout))
+        if layout.line_dedup:
             join.update(pages=pages | "key by url rank" >> beam.ParDo(KeyPagesFn(buckets)))
             claims = pages | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=buckets))
-    if config.dedupe_lines:
+    if layout.line_dedup:
         join["lines"] = (claims
                          | "group claims by line bucket" >> beam.GroupByKey()
                          | "owner of line" >> beam.ParDo(LineOwnersFn(buckets)))
-    steps = "owned lines, language, bad words" if config.dedupe_lines else "language, bad words"
+    steps = "owned lines, language, bad words" if layout.line_dedup else "language, bad words"
     if join:
         pages = (join
                  | "group by page bucket" >> beam.CoGroupByKey()
-                 | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=config.dedupe_lines,
-                                                     winners=config.dedupe_urls)))
+                 | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=layout.line_dedup,
+                                                     winners=layout.url_dedup, layout=layout)))
     else:
-        pages = pages | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=False))
-    if config.near_dedup:
+        pages = pages | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=False, layout=layout))
+    if layout.near_dedup:
         pages = near_dedup(pages, config, cc_rounds)
     return pages
 
@@ -774,8 +767,7 @@ def _packed_with_url(kv):
 def _assign_shard(page: Document, counts: dict[str, int], docs_per_shard: int,
                   fixed: Optional[int], per_mille: int):
     split = split_of(page.normalized_url, per_mille)
-    shards = shard_count(counts.get(split, 0), docs_per_shard, fixed)
-    return (split, doc_id(page.normalized_url) % shards, shards), page
+    return tuple(shard_key(page.normalized_url, split, counts.get(split, 0), docs_per_shard, fixed)), page
 
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
@@ -798,12 +790,14 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
                 docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, num_shards: Optional[int] = None,
                 cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
                 progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
-                launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None):
-    """The whole graph on ``pipeline``; returns the (file name, stats) PCollection.
+                launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None,
+                chain: Sequence[Step] = C4_CHAIN):
+    """The whole graph on ``pipeline`` (``chain``: corpus/chain.py's steps); returns the (file
+    name, stats) PCollection.
     ``recorded``: the config as the manifest records it (``config`` by default), whose hash
     every shard carries; ``config`` itself may be its worker form (absolute paths)."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir)
+    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain)
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata((recorded or config).to_dict(), shard_format))

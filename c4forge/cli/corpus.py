@@ -23,6 +23,7 @@ from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env
+from c4forge.corpus.chain import describe
 from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
 from c4forge.corpus.config import PRESETS, build_config
 from c4forge.corpus.extract import EXTRACTORS
@@ -113,7 +114,21 @@ def input_paths(inputs, more) -> list:
     return paths
 
 
-@cli.command("clean")
+CLEAN_HELP = f"""Run the C4 chain ({describe()}) over WET files in one process, write the kept
+documents and print what every rule removed.
+
+INPUTS are paths, globs, directories (their .wet/.warc[.gz] files) or URLs (gs://, s3://,
+https://).
+"""
+
+BUILD_HELP = f"""Build a sharded Arrow corpus with Apache Beam: {describe()} -> split -> shards.
+
+EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
+--temp_location gs://...). An option that is neither ours nor Beam's is an error.
+"""
+
+
+@cli.command("clean", help=CLEAN_HELP)
 @click.option("--input", "-i", "inputs", multiple=True, metavar="PATH",
               help="Crawl files: paths, globs, directories (their .wet/.warc[.gz] files), "
                    "https://, gs://, s3://. Repeatable; several paths may follow one -i.")
@@ -135,13 +150,7 @@ def input_paths(inputs, more) -> list:
 @output_options
 def clean_command(inputs, more_inputs, output, output_dir, shard_format, counters_path, overwrite,
                   strict, **config_args) -> None:
-    """Run the C4 chain (length, URL dedup, clean_page, line dedup, LID, bad words, MinHash
-    near-dedup) over WET files in one process, write the kept documents and print what every rule removed.
-
-    INPUTS are paths, globs, directories (their .wet/.warc[.gz] files) or URLs (gs://, s3://,
-    https://).
-    """
-
+    """`corpus clean` (CLEAN_HELP: the chain's order rendered from corpus/chain.py)."""
     inputs = input_paths(inputs, more_inputs)
     if not inputs:
         raise click.UsageError("give -i/--input crawl files")
@@ -237,7 +246,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-@cli.command("build", context_settings={"ignore_unknown_options": True})
+@cli.command("build", context_settings={"ignore_unknown_options": True}, help=BUILD_HELP)
 @click.option("--input", "-i", "inputs", multiple=True, metavar="PATH",
               help="Crawl files: paths, globs, directories (their .wet/.warc[.gz] files), "
                    "https://, gs://, s3://. Repeatable; several paths may follow one -i.")
@@ -273,12 +282,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
 def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_format, runner,
                   workers, docs_per_shard, num_shards, cc_rounds, strict, extra,
                   **config_args) -> None:
-    """Build a sharded Arrow corpus with Apache Beam: read WET (or extract WARC HTML) -> length -> URL dedup ->
-    clean_page -> line dedup -> language ID -> bad words -> MinHash near-dedup -> split -> shards.
-
-    EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
-    --temp_location gs://...). An option that is neither ours nor Beam's is an error.
-    """
+    """`corpus build` (BUILD_HELP: the chain's order rendered from corpus/chain.py)."""
     from c4forge.pipelines.build import (  # lazy: apache_beam, only for `corpus build`
         BuildError,
         run_build,

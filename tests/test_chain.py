@@ -1,0 +1,105 @@
+"""The chain as data (corpus/chain.py): a page step declared in one place runs, and counts, in
+both runners; the skeleton is enforced; what help texts, docs and reports say of the order
+comes from the list."""
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from c4forge.core.counters import Counters
+from c4forge.corpus import chain
+from c4forge.corpus.config import build_config
+from c4forge.corpus.local import run_chain
+from c4forge.corpus.report import page_flow
+from c4forge.pipelines.build import counters_of
+from c4forge.pipelines.c4 import c4_pages
+from tests.conftest import ROOT
+
+SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
+DEMO_BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
+IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+def _few_lines(steps, page, inc, inc_for):
+    """The toy rule: a page of fewer than 8 lines goes; the rest lose their last line."""
+    lines = page.text.split("\n")
+    if len(lines) < 8:
+        inc("filtered:few_lines")
+        return None
+    inc("passed")
+    inc("lines-dropped")
+    return page.replace(text="\n".join(lines[:-1]))
+
+
+TOY = chain.page_step("toy", "toy-filter", _few_lines, "toy rule")
+
+
+def _both_runners(with_toy):
+    config = build_config("c4", badwords=DEMO_BADWORDS)
+    counters = Counters()
+    local = run_chain([SAMPLE], config, counters, chain=with_toy)
+    pipeline = BeamTestPipeline(argv=IN_MEMORY)
+    pages = c4_pages(pipeline | beam.Create([SAMPLE]), config, chain=with_toy)
+    assert_that(pages | beam.Map(lambda p: (p.url, p.text, p.near_dup_cluster_size)),
+                equal_to([(d.url, d.text, d.near_dup_cluster_size) for d in local]))
+    result = pipeline.run()
+    result.wait_until_finish()
+    return local, counters.as_dict(), counters_of(result)
+
+
+@pytest.mark.parametrize("after", ["clean-page", "bad-words", "length"])
+def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
+    """Before URL dedup (the engine runs it where it reads), between URL dedup and line dedup
+    (the engine runs it before the URL groups and counts it for the winner only) and after the
+    line join: the same documents and counters from `corpus clean`'s chain and the Beam graph."""
+    with_toy = chain.with_page_step(TOY, after=after)
+    local, local_counters, beam_counters = _both_runners(with_toy)
+    baseline = run_chain([SAMPLE], build_config("c4", badwords=DEMO_BADWORDS), Counters())
+    toy_counters = {k: v for k, v in beam_counters.items() if k.startswith("toy-filter/")}
+    assert toy_counters["toy-filter/filtered:few_lines"] > 0
+    assert toy_counters["toy-filter/passed"] > 0
+    assert toy_counters == {k: v for k, v in local_counters.items() if k.startswith("toy-filter/")}
+    assert {k: v for k, v in beam_counters.items() if not k.startswith("output/")} == local_counters
+    assert 0 < len(local) < len(baseline)
+    assert {d.text for d in local} != {d.text for d in baseline}
+    if after == "bad-words":  # the last page step: every kept page lost exactly its last line
+        before = {d.url: d.text for d in baseline}
+        assert all(before[d.url].startswith(d.text + "\n") for d in local)
+
+
+def test_the_skeleton_is_checked():
+    with pytest.raises(chain.ChainError, match="corpus-wide"):
+        chain.check_chain([s for s in chain.C4_CHAIN if s is not chain.URL_DEDUP])
+    with pytest.raises(chain.ChainError, match="ends a chain"):
+        chain.check_chain((*chain.C4_CHAIN, TOY))
+    with pytest.raises(chain.ChainError, match="not a page step"):
+        chain.with_page_step(chain.URL_DEDUP, after="length")
+    with pytest.raises(chain.ChainError, match="no step named"):
+        chain.with_page_step(TOY, after="nope")
+    with pytest.raises(chain.ChainError, match="repeat"):
+        chain.with_page_step(chain.LENGTH, after="bad-words")
+
+
+def test_plan_leaves_out_what_the_config_turns_off():
+    layout = chain.plan(build_config("c4-noclean"))
+    assert not (layout.url_dedup and layout.line_dedup and layout.near_dedup) or layout.before_lines
+    full = chain.plan(build_config("c4", badwords=DEMO_BADWORDS))
+    assert [s.name for s in full.before_urls] == ["length"]
+    assert [s.name for s in full.before_lines] == ["clean-page"]  # no paragraph filter in c4
+    assert [s.name for s in full.after_lines] == ["language-id", "bad-words"]
+    assert full.url_dedup and full.line_dedup and full.near_dedup
+    noclean = chain.plan(build_config("c4-noclean"))
+    assert noclean.before_lines == () and not noclean.line_dedup
+    assert "bad-words" not in [s.name for s in noclean.after_lines]
+
+
+def test_help_docs_and_reports_state_the_order_of_the_list():
+    from c4forge.cli.corpus import BUILD_HELP, CLEAN_HELP
+
+    order = chain.describe()
+    assert order in CLEAN_HELP and order in BUILD_HELP
+    assert chain.markdown_table() in (ROOT / "docs" / "corpus.md").read_text(encoding="utf-8"), \
+        "docs/corpus.md's chain table is out of date: paste chain.markdown_table()"
+    counters = {"split-wet-file/passed": 10, "too-long-filter/passed": 9,
+                "badwords-filter/passed": 3, "badwords-filter/soft-passed": 2, "near-dedup/passed": 4}
+    assert page_flow(counters) == {"read": 10, "length ok": 9, "bad words": 5, "near dedup": 4}
