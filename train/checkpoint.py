@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import atomic_write, staging_beside, swap_in
+from c4forge.core.io import atomic_write, restore_set_aside, set_aside_copies, staging_beside, swap_in
 from c4forge.core.outdir import (
     LOCAL,
     OutputError,
@@ -116,11 +116,9 @@ def latest_checkpoint(directory: str) -> Optional[str]:
         return path
     # Killed while the same step was being written again: its complete earlier copy was set
     # aside (step-N.tmp-*, with every file); that is the latest checkpoint.
-    for entry in sorted(os.listdir(directory)):
-        candidate = os.path.join(directory, entry)
-        if entry.startswith(f"{name}.tmp-") and all(
-                os.path.isfile(os.path.join(candidate, f)) for f in ("model.pt", "optimizer.pt", "trainer.pt")):
-            os.replace(candidate, path)
+    for candidate in set_aside_copies(path):
+        if all(os.path.isfile(os.path.join(candidate, f)) for f in ("model.pt", "optimizer.pt", "trainer.pt")):
+            restore_set_aside(candidate, path)
             return path
     return None
 

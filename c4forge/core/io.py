@@ -88,6 +88,20 @@ def swap_in(staging: str, target: str, hook: Callable[[str], None] = lambda step
         shutil.rmtree(aside, ignore_errors=True)
 
 
+def set_aside_copies(target: str) -> list[str]:
+    """The copies of ``target`` that ``swap_in`` set aside and did not remove (killed between its
+    two renames), oldest name first."""
+    parent, name = os.path.split(target)
+    return [os.path.join(parent, entry) for entry in sorted(os.listdir(parent or "."))
+            if entry.startswith(f"{name}.tmp-")]
+
+
+def restore_set_aside(aside: str, target: str) -> None:
+    """Put a copy ``swap_in`` set aside back in place of a ``target`` that is missing (the
+    recovery half of the swap: only this module renames)."""
+    os.replace(aside, target)
+
+
 def current_umask() -> int:
     """The process umask (mkstemp creates 0600 files; ours get the user's usual mode)."""
     mask = os.umask(0)
