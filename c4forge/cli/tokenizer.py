@@ -53,7 +53,7 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
               help="T5 sentinels <extra_id_0>..<extra_id_{N-1}> (ids 6..5+N), used by the span "
                    "objective. [default: 100]")
 @click.option("--character-coverage", type=float, default=None, help="[default: 0.9995]")
-@click.option("--threads", type=int, default=None, help="Trainer threads (default: all cores).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Trainer threads (default: all cores).")
 @click.option("--overwrite", is_flag=True, help="Replace a tokenizer already in --output.")
 @output_options
 def train_command(corpus, output, config_file, overrides, threads, overwrite, **flags) -> None:
@@ -72,11 +72,11 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
 @CORPUS
 @click.option("--tokenizer", "tokenizer_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
-@click.option("--workers", type=int, default=None, help="Parallel workers (default: all cores).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers (default: all cores).")
 @click.option("--mode", type=click.Choice(["processes", "threads"]), default="processes", show_default=True,
               help="Worker processes (one sentencepiece thread each), or one process with "
                    "sentencepiece's own threads.")
-@click.option("--docs-per-shard", type=int, default=20_000, show_default=True,
+@click.option("--docs-per-shard", type=click.IntRange(min=1), default=20_000, show_default=True,
               help="Most documents per token shard (shards are smaller where that spreads the "
                    "work: about 8 per worker, at least 256 documents each).")
 @click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")

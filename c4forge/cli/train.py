@@ -90,9 +90,9 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 @click.option("--tasks", default="", help="Comma-separated zero-shot tasks: lambada, hellaswag, "
               "piqa, arc_easy, winogrande, copa, blimp (or 'all').")
 @click.option("--eval-dir", default=None, help="Directory with the task files (../shared/data/eval layout).")
-@click.option("--limit", type=int, default=None, help="Items per task (BLiMP: per phenomenon).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Items per task (BLiMP: per phenomenon).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Which random subset --limit takes.")
-@click.option("--seq-len", type=int, default=None, help="Default: the training seq_len.")
+@click.option("--seq-len", type=click.IntRange(min=1), default=None, help="Default: the training seq_len.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the results as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of tables "
               "(schema: c4forge/core/schemas/eval-results.schema.json).")
@@ -140,7 +140,7 @@ def _task_names(tasks: str):
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
               help="Directory for the task YAMLs and their items (lm_eval --include_path).")
 @click.option("--tasks", default="all", show_default=True, help="Comma-separated tasks, or 'all'.")
-@click.option("--limit", type=int, default=None, help="Items per task (BLiMP: per phenomenon), "
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Items per task (BLiMP: per phenomenon), "
               "the same subset `train eval --limit N --seed S` scores.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an earlier task directory (only its files).")
