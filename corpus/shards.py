@@ -99,11 +99,12 @@ def shard_count(documents: int, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
 
 
 class ShardKey(NamedTuple):
-    """Which shard file a document goes to: its split, the shard's index and the split's count."""
+    """Which shard file a document goes to: its split, the shard's index and the split's shard
+    count (the three parts of a shard's name)."""
 
     split: str
-    index: int
-    count: int
+    shard: int
+    shards: int
 
 
 def shard_key(normalized_url: str, split: str, split_documents: int,

@@ -175,3 +175,19 @@ def test_a_manifest_that_breaks_its_schema_is_one_line_on_read(sample_tokens, tm
     assert result.exit_code == 1
     assert "does not follow the corpus manifest schema: splits/train/documents: 'many' is not of type " \
            "'integer'" in result.output
+
+
+@pytest.mark.parametrize("text", ["?\n", "1: 2\n", "null: x\n"])
+def test_a_settings_key_that_is_not_text_is_a_usage_error(text, tmp_path):
+    """Fuzz finding (tests/fuzz/findings/settings-13342784): YAML ``?`` is the mapping
+    {None: None}; naming the unknown key fed None to difflib (TypeError)."""
+    from c4forge.core.settings import ConfigError, load_yaml_mapping
+    from c4forge.corpus.config import build_config
+    from c4forge.train.config import build_train_config
+
+    path = tmp_path / "settings.yaml"
+    path.write_text(text)
+    mapping = load_yaml_mapping(str(path))
+    for build in (lambda: build_config("c4", updates=mapping), lambda: build_train_config(base=mapping)):
+        with pytest.raises(ConfigError, match="a setting's name is text"):
+            build()

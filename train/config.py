@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from c4forge.core.io import output_path
 from c4forge.core.settings import (
+    NON_NEGATIVE,
+    OPEN_UNIT_INTERVAL,
+    POSITIVE,
+    POSITIVE_INT_OR_NULL,
+    UNIT_INTERVAL,
     ConfigError,
     apply_settings,
+    check_fields,
     load_yaml_mapping,
     merge_settings,
     parse_overrides,
+    setting,
 )
 from c4forge.train.loggers import LoggingConfig
 
-KERNEL_CHOICES = ("auto", "torch", "triton")
+Kernel = Literal["auto", "torch", "triton"]  # "triton" fused kernels, "torch" reference
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,25 +41,25 @@ class ModelConfig:
         None = n_layers each (T5's "2P parameters, M FLOPs" row).
     """
 
-    vocab_size: int = 8000
-    d_model: int = 128
-    n_layers: int = 2
-    n_heads: int = 4
-    n_kv_heads: Optional[int] = None
-    d_ff: Optional[int] = None
-    max_seq_len: int = 256
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-    pad_vocab_to: int = 64
-    attention: str = "auto"
-    rmsnorm: str = "auto"
-    rope: str = "auto"
-    swiglu: str = "auto"
-    cross_entropy: str = "auto"
-    ce_chunk_tokens: int = 4096
-    encoder_layers: Optional[int] = None
-    decoder_layers: Optional[int] = None
+    vocab_size: int = setting(8000, POSITIVE)
+    d_model: int = setting(128, POSITIVE)
+    n_layers: int = setting(2, POSITIVE)
+    n_heads: int = setting(4, POSITIVE)
+    n_kv_heads: Optional[int] = setting(None, POSITIVE_INT_OR_NULL)
+    d_ff: Optional[int] = setting(None, POSITIVE_INT_OR_NULL)
+    max_seq_len: int = setting(256, POSITIVE)
+    rope_theta: float = setting(10000.0, POSITIVE)
+    norm_eps: float = setting(1e-5, POSITIVE)
+    init_std: float = setting(0.02, NON_NEGATIVE)
+    pad_vocab_to: int = setting(64, POSITIVE)
+    attention: Literal["auto", "sdpa", "flex"] = "auto"
+    rmsnorm: Kernel = "auto"
+    rope: Kernel = "auto"
+    swiglu: Kernel = "auto"
+    cross_entropy: Kernel = "auto"
+    ce_chunk_tokens: int = setting(4096, POSITIVE)
+    encoder_layers: Optional[int] = setting(None, POSITIVE_INT_OR_NULL)
+    decoder_layers: Optional[int] = setting(None, POSITIVE_INT_OR_NULL)
 
     @property
     def encoder_depth(self) -> int:
@@ -105,26 +112,26 @@ class DataConfig:
     train_split: str = "train"
     validation: str = ""
     validation_split: str = "validation"
-    seq_len: int = 256
-    batch_size: int = 8
-    grad_accum: int = 1
-    packing: str = "concat"
-    best_fit_chunk: int = 8192
-    prefetch: int = 2
+    seq_len: int = setting(256, POSITIVE)
+    batch_size: int = setting(8, POSITIVE)
+    grad_accum: int = setting(1, POSITIVE)
+    packing: Literal["concat", "best_fit"] = "concat"
+    best_fit_chunk: int = setting(8192, POSITIVE)
+    prefetch: int = setting(2, NON_NEGATIVE)
 
 
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
     """AdamW with linear warmup then cosine decay to min_lr_ratio * lr."""
 
-    lr: float = 3e-3
-    min_lr_ratio: float = 0.1
-    warmup_steps: int = 20
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    eps: float = 1e-8
-    grad_clip: float = 1.0
+    lr: float = setting(3e-3, POSITIVE)
+    min_lr_ratio: float = setting(0.1, UNIT_INTERVAL)
+    warmup_steps: int = setting(20, NON_NEGATIVE)
+    weight_decay: float = setting(0.1, NON_NEGATIVE)
+    beta1: float = setting(0.9, UNIT_INTERVAL)
+    beta2: float = setting(0.95, UNIT_INTERVAL)
+    eps: float = setting(1e-8, POSITIVE)
+    grad_clip: float = setting(1.0, POSITIVE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,12 +144,12 @@ class MaskingConfig:
     denoise_ratio, poisson_lambda, permute_sentences: BART text infilling and sentence permutation.
     """
 
-    mlm_probability: float = 0.15
-    mlm_unit: str = "token"
-    noise_density: float = 0.15
-    mean_span_length: float = 3.0
-    denoise_ratio: float = 0.3
-    poisson_lambda: float = 3.0
+    mlm_probability: float = setting(0.15, OPEN_UNIT_INTERVAL)
+    mlm_unit: Literal["token", "word", "span"] = "token"
+    noise_density: float = setting(0.15, OPEN_UNIT_INTERVAL)
+    mean_span_length: float = setting(3.0, POSITIVE)
+    denoise_ratio: float = setting(0.3, OPEN_UNIT_INTERVAL)
+    poisson_lambda: float = setting(3.0, POSITIVE)
     permute_sentences: bool = True
 
 
@@ -163,17 +170,17 @@ class TrainConfig:
     data: DataConfig = DataConfig()
     optim: OptimConfig = OptimConfig()
     out_dir: str = "runs/tiny"
-    steps: int = 100
-    max_tokens: int = 0
+    steps: int = 100  # > 0 unless max_tokens is set: checked in check_combinations
+    max_tokens: int = setting(0, NON_NEGATIVE)
     seed: int = 0
     data_seed: Optional[int] = None
-    precision: str = "auto"
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
     compile: bool = False
-    distributed: str = "ddp"
-    eval_every: int = 50
-    eval_batches: int = 20
-    checkpoint_every: int = 50
-    log_every: int = 10
+    distributed: Literal["ddp", "fsdp"] = "ddp"
+    eval_every: int = setting(50, POSITIVE)
+    eval_batches: int = setting(20, POSITIVE)
+    checkpoint_every: int = setting(50, POSITIVE)
+    log_every: int = setting(10, POSITIVE)
     progress: bool = True
     logging: LoggingConfig = LoggingConfig()
 
@@ -196,8 +203,8 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
     data["model"] = model
     config = apply_settings(TrainConfig(), data)
     config = dataclasses.replace(config, out_dir=output_path(config.out_dir))
-    if config.data.packing not in ("concat", "best_fit"):
-        raise ConfigError("data.packing must be concat or best_fit")
+    check_fields(config)
+    check_combinations(config)
     if config.data.train not in ("", None):
         from c4forge.train.data.mixture import (  # lazy: numpy: the train CLI reads configs without it
             MixtureError,
@@ -208,10 +215,6 @@ def build_train_config(file: Optional[str] = None, overrides: Iterable[str] = ()
             mixture_entries(config.data.train)
         except MixtureError as exc:
             raise ConfigError(str(exc)) from exc
-    for name in ("rmsnorm", "rope", "swiglu", "cross_entropy"):
-        if getattr(config.model, name) not in KERNEL_CHOICES:
-            raise ConfigError(f"model.{name} must be one of {', '.join(KERNEL_CHOICES)}")
-    validate_numbers(config)
     check_attention(config.model.attention)
     if config.data.seq_len > config.model.max_seq_len:
         raise ConfigError(f"data.seq_len {config.data.seq_len} > model.max_seq_len {config.model.max_seq_len}")
@@ -231,73 +234,21 @@ def check_attention(attention: str) -> None:
                               "the CPU); use model.attention=sdpa (exact, any device) or auto")
 
 
-_POSITIVE = ("data.seq_len", "data.batch_size", "data.grad_accum", "data.best_fit_chunk", "model.d_model", "model.n_layers",
-             "model.n_heads", "model.max_seq_len", "model.pad_vocab_to", "model.ce_chunk_tokens",
-             "model.vocab_size", "model.rope_theta", "model.norm_eps", "optim.lr", "optim.eps",
-             "optim.grad_clip", "eval_every", "eval_batches", "checkpoint_every", "log_every")
-_NON_NEGATIVE = ("data.prefetch", "max_tokens", "optim.warmup_steps", "optim.weight_decay", "model.init_std")
-_UNIT = ("optim.min_lr_ratio", "optim.beta1", "optim.beta2")
-
-
-def _get(config: TrainConfig, dotted: str):
-    value = config
-    for part in dotted.split("."):
-        value = getattr(value, part)
-    return value
-
-
-def validate_numbers(config: TrainConfig) -> None:
-    """Every numeric setting in range, with a message naming it (``batch_size=0`` would divide
-    by zero, ``steps=-5`` would silently train nothing)."""
-    def bad(name, value, rule):
-        raise ConfigError(f"{name}={value!r}: must be {rule}")
-
-    for name in _POSITIVE + _NON_NEGATIVE + _UNIT + ("steps",):
-        value = _get(config, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            bad(name, value, "a number")
-        if value != value:  # NaN
-            bad(name, value, "a number")
-    for name in _POSITIVE:
-        if _get(config, name) <= 0:
-            bad(name, _get(config, name), "> 0")
-    for name in _NON_NEGATIVE:
-        if _get(config, name) < 0:
-            bad(name, _get(config, name), ">= 0")
-    for name in _UNIT:
-        if not 0 <= _get(config, name) <= 1:
-            bad(name, _get(config, name), "between 0 and 1")
+def check_combinations(config: TrainConfig) -> None:
+    """The rules that join several settings (each field's own rule is beside it, checked by
+    ``check_fields``): a step count or a token budget, heads that divide the width, an
+    objective that is registered."""
+    if isinstance(config.steps, bool) or not isinstance(config.steps, int):
+        raise ConfigError(f"steps={config.steps!r}: must be a number")
     if config.max_tokens == 0 and config.steps <= 0:
-        bad("steps", config.steps, "> 0 (or set max_tokens)")
-    for name in ("n_kv_heads", "d_ff"):
-        value = getattr(config.model, name)
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            bad(f"model.{name}", value, "a positive integer or null")
+        raise ConfigError(f"steps={config.steps!r}: must be > 0 (or set max_tokens)")
     if config.model.d_model % config.model.n_heads:
         raise ConfigError(f"model.d_model {config.model.d_model} is not divisible by "
                           f"model.n_heads {config.model.n_heads}")
     if config.model.n_heads % config.model.kv_heads:
         raise ConfigError(f"model.n_heads {config.model.n_heads} is not divisible by "
                           f"model.n_kv_heads {config.model.kv_heads}")
-    if config.precision not in ("auto", "bf16", "fp32"):
-        raise ConfigError(f"precision={config.precision!r}: choose auto, bf16 or fp32")
     from c4forge.train.objectives import OBJECTIVES  # lazy: numpy: the train CLI reads configs without it
 
     if config.objective not in OBJECTIVES:
         raise ConfigError(f"objective={config.objective!r}: choose from {', '.join(OBJECTIVES)}")
-    if config.masking.mlm_unit not in ("token", "word", "span"):
-        raise ConfigError(f"masking.mlm_unit={config.masking.mlm_unit!r}: choose token, word or span")
-    for name in ("mlm_probability", "noise_density", "denoise_ratio"):
-        value = getattr(config.masking, name)
-        if not isinstance(value, (int, float)) or not 0 < value < 1:
-            bad(f"masking.{name}", value, "between 0 and 1 (exclusive)")
-    for name in ("mean_span_length", "poisson_lambda"):
-        value = getattr(config.masking, name)
-        if not isinstance(value, (int, float)) or value <= 0:
-            bad(f"masking.{name}", value, "> 0")
-    for name in ("encoder_layers", "decoder_layers"):
-        value = getattr(config.model, name)
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            bad(f"model.{name}", value, "a positive integer or null")
-    if config.distributed not in ("ddp", "fsdp"):
-        raise ConfigError(f"distributed={config.distributed!r}: choose ddp or fsdp")

@@ -23,10 +23,81 @@ class ConfigError(C4forgeError, ValueError):
     exit_code = 2
 
 
+# A field's rule, written beside it: ``steps: int = setting(100, POSITIVE)``. ``check_fields``
+# applies every rule of a config (and of the configs nested in it) with one message format,
+# ``KEY=VALUE: must be RULE``; ``Literal[...]`` fields take one of their values
+# (``KEY=VALUE: choose a, b or c``).
+POSITIVE = "> 0"
+NON_NEGATIVE = ">= 0"
+UNIT_INTERVAL = "between 0 and 1"
+OPEN_UNIT_INTERVAL = "between 0 and 1 (exclusive)"
+POSITIVE_INT_OR_NULL = "a positive integer or null"
+_RULES: dict[str, Callable[[Any], bool]] = {
+    POSITIVE: lambda v: v > 0,
+    NON_NEGATIVE: lambda v: v >= 0,
+    UNIT_INTERVAL: lambda v: 0 <= v <= 1,
+    OPEN_UNIT_INTERVAL: lambda v: 0 < v < 1,
+}
+
+
+def setting(default: Any, rule: Optional[str] = None) -> Any:
+    """A config dataclass field with its default and the rule its values must meet."""
+    if rule is not None and rule not in _RULES and rule != POSITIVE_INT_OR_NULL:
+        raise ValueError(f"unknown rule {rule!r}")
+    return dataclasses.field(default=default, metadata={"rule": rule} if rule else {})
+
+
+def _choices(values: tuple) -> str:
+    shown = [str(v) for v in values]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+
+
+def check_fields(config: Any, prefix: str = "") -> None:
+    """Every field of ``config`` (and of the dataclasses nested in it) meets the rule beside it
+    and, for ``Literal`` fields, is one of their values; the first that does not is a
+    ConfigError naming it."""
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        key = f"{prefix}{field.name}"
+        if dataclasses.is_dataclass(value):
+            check_fields(value, f"{key}.")
+            continue
+        allowed = _literal_values(hints[field.name])
+        if allowed is not None and value not in allowed:
+            raise ConfigError(f"{key}={value!r}: choose {_choices(allowed)}")
+        rule = field.metadata.get("rule")
+        if rule is None:
+            continue
+        if rule == POSITIVE_INT_OR_NULL:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ConfigError(f"{key}={value!r}: must be {rule}")
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:  # NaN
+            raise ConfigError(f"{key}={value!r}: must be a number")
+        if not _RULES[rule](value):
+            raise ConfigError(f"{key}={value!r}: must be {rule}")
+
+
+def _literal_values(annotation: Any) -> Optional[tuple]:
+    """The values of a ``Literal[...]`` (or ``Optional[Literal[...]]``) annotation, else None."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Union:
+        for arg in typing.get_args(annotation):
+            if typing.get_origin(arg) is typing.Literal:
+                return (*typing.get_args(arg), None)
+    return None
+
+
 def _coerce(value: Any, annotation: Any, key: str) -> Any:
     """Turn a YAML/CLI value into the field's type (str 'true' -> bool, 'en,de' -> tuple...)."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{key}={value!r}: choose {_choices(args)}")
+        return value
     if origin is typing.Union:
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
             return None
@@ -100,6 +171,8 @@ def merge_settings(base: Mapping[str, Any], updates: Mapping[str, Any], prefix: 
 def unknown_key_message(shown: str, key: str, known: Iterable[str]) -> str:
     """``unknown setting 'lr'; did you mean 'optim.lr'? known: ...`` for any settings grammar."""
     known = sorted(known)
+    if not isinstance(key, str):  # a YAML key such as `?` or `1:` is not a setting's name
+        return f"a setting's name is text, not {key!r} (at {shown!r})"
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"unknown setting {shown!r}{hint}; known: {', '.join(k for k in known if not k.startswith('_'))}"

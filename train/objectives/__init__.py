@@ -23,8 +23,9 @@ from c4forge.train.objectives.mlm import MLM, MLMConfig
 from c4forge.train.objectives.prefix_lm import PrefixLM
 from c4forge.train.objectives.span import SpanConfig, SpanCorruption
 
-OBJECTIVES = {"causal": Causal, "prefix_lm": PrefixLM, "mlm": MLM, "span": SpanCorruption,
-              "denoise": Denoising}
+# Registering an objective is one line here: its class says what it needs (needs_vocabulary)
+# and builds itself from the masking settings (from_settings).
+OBJECTIVES = {cls.name: cls for cls in (Causal, PrefixLM, MLM, SpanCorruption, Denoising)}
 MODEL_KIND = {name: cls.model_kind for name, cls in OBJECTIVES.items()}
 # Objectives whose model scores text left to right (bits per byte, zero-shot tasks, export).
 LEFT_TO_RIGHT = ("causal", "prefix_lm")
@@ -34,16 +35,10 @@ def build_objective(name: str, masking, vocab: Optional[Vocabulary], seed: int, 
     """The objective ``name`` with the settings of ``masking`` (train.config.MaskingConfig)."""
     if name not in OBJECTIVES:
         raise ObjectiveError(f"objective {name!r}: choose from {', '.join(OBJECTIVES)}")
-    if name in ("causal", "prefix_lm"):
-        return OBJECTIVES[name](seed=seed)
-    if vocab is None:
+    objective = OBJECTIVES[name]
+    if objective.needs_vocabulary and vocab is None:
         raise ObjectiveError(f"objective {name} needs the tokenizer's vocabulary")
-    if name == "mlm":
-        return MLM(vocab, MLMConfig(masking.mlm_probability, 0.8, 0.1, masking.mlm_unit), seed)
-    if name == "span":
-        return SpanCorruption(vocab, SpanConfig(masking.noise_density, masking.mean_span_length), seed, seq_len)
-    return Denoising(vocab, DenoiseConfig(masking.denoise_ratio, masking.poisson_lambda,
-                                          masking.permute_sentences), seed)
+    return objective.from_settings(masking, vocab, seed, seq_len)
 
 
 def objective_for(name: str, masking, tokenizer_dir: str, seed: int, seq_len: int = 0):
@@ -52,7 +47,7 @@ def objective_for(name: str, masking, tokenizer_dir: str, seed: int, seq_len: in
     if name == "causal":
         return None
     vocab = None
-    if name in ("mlm", "span", "denoise"):
+    if name in OBJECTIVES and OBJECTIVES[name].needs_vocabulary:
         try:
             vocab = load_vocabulary(tokenizer_dir)
         except (OSError, ValueError, KeyError, RuntimeError) as exc:

@@ -9,6 +9,11 @@ from c4forge.train.data.batch import Batch, rows_to_batch
 class Causal:
     name = "causal"
     model_kind = "decoder"
+    needs_vocabulary = False
+
+    @classmethod
+    def from_settings(cls, masking, vocab, seed: int, seq_len: int) -> Causal:
+        return cls(seed=seed)
 
     def __init__(self, vocab=None, config=None, seed: int = 0) -> None:
         self.seed = seed

@@ -30,6 +30,12 @@ class Objective(Protocol):
 
     name: str
     model_kind: str  # "decoder", "encoder" or "encoder_decoder" (train.models.build_model)
+    needs_vocabulary: bool  # reads the tokenizer's vocabulary (masks, sentinels, word starts)
+
+    @classmethod
+    def from_settings(cls, masking, vocab: Optional[Vocabulary], seed: int, seq_len: int) -> Objective:
+        """The objective built from train.config.MaskingConfig: what it needs, it reads."""
+        ...
 
     def __call__(self, tokens: np.ndarray, docs: np.ndarray, sequences: np.ndarray) -> Batch:
         ...

@@ -70,6 +70,12 @@ def apply_infilling(content: np.ndarray, spans: list[tuple[int, int]], mask_id: 
 class Denoising:
     name = "denoise"
     model_kind = "encoder_decoder"
+    needs_vocabulary = True
+
+    @classmethod
+    def from_settings(cls, masking, vocab: Vocabulary, seed: int, seq_len: int) -> Denoising:
+        return cls(vocab, DenoiseConfig(masking.denoise_ratio, masking.poisson_lambda,
+                                        masking.permute_sentences), seed)
 
     def __init__(self, vocab: Vocabulary, config: DenoiseConfig = DenoiseConfig(), seed: int = 0) -> None:
         if vocab.mask_id < 0:

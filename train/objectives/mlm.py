@@ -111,6 +111,12 @@ class MLM:
 
     name = "mlm"
     model_kind = "encoder"
+    needs_vocabulary = True
+
+    @classmethod
+    def from_settings(cls, masking, vocab: Vocabulary, seed: int, seq_len: int) -> MLM:
+        """BERT's 80/10/10 split of the selected tokens is MLMConfig's default."""
+        return cls(vocab, MLMConfig(probability=masking.mlm_probability, unit=masking.mlm_unit), seed)
 
     def __init__(self, vocab: Vocabulary, config: MLMConfig = MLMConfig(), seed: int = 0) -> None:
         if vocab.mask_id < 0:

@@ -18,6 +18,11 @@ SALT = 3
 class PrefixLM:
     name = "prefix_lm"
     model_kind = "decoder"
+    needs_vocabulary = False
+
+    @classmethod
+    def from_settings(cls, masking, vocab, seed: int, seq_len: int) -> PrefixLM:
+        return cls(seed=seed)
 
     def __init__(self, vocab=None, config=None, seed: int = 0) -> None:
         self.seed = seed

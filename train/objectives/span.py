@@ -121,6 +121,11 @@ class SpanCorruption:
 
     name = "span"
     model_kind = "encoder_decoder"
+    needs_vocabulary = True
+
+    @classmethod
+    def from_settings(cls, masking, vocab: Vocabulary, seed: int, seq_len: int) -> SpanCorruption:
+        return cls(vocab, SpanConfig(masking.noise_density, masking.mean_span_length), seed, seq_len)
 
     def __init__(self, vocab: Vocabulary, config: SpanConfig = SpanConfig(), seed: int = 0,
                  seq_len: int = 0) -> None:
