@@ -137,7 +137,7 @@ def html_bytes(block: bytes, warc_headers: Callable[[str], str], max_html_bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
         payload = _dechunk(payload)
     declared = headers.get("content-length", "")
-    if declared.isdigit() and len(payload) < int(declared) and not headers.get("content-encoding"):
+    if declared.isascii() and declared.isdigit() and len(payload) < int(declared) and not headers.get("content-encoding"):
         raise Skip("truncated")
     payload = _decode_content(payload, headers.get("content-encoding", ""), max_html_bytes)
     if len(payload) > max_html_bytes:

@@ -216,7 +216,7 @@ class _RecordParser:
         if not first.startswith("WARC/"):
             return False
         length = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
-        if length is None or not length.isdigit():
+        if length is None or not (length.isascii() and length.isdigit()):  # "88³" is isdigit
             return False
         self.headers = headers
         self.length = int(length)

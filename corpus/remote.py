@@ -202,7 +202,7 @@ class _HttpBody:
         if self.response.status_code == 206:
             match = re.match(r"bytes \d+-\d+/(\d+)", headers.get("Content-Range", ""))
             length = int(match.group(1)) if match else None
-        elif headers.get("Content-Length", "").isdigit():
+        elif re.fullmatch(r"[0-9]+", headers.get("Content-Length", "")):
             length = int(headers["Content-Length"])
         return (headers.get("ETag") or headers.get("Last-Modified"), length)
 

@@ -343,6 +343,35 @@ def good(i):
 
 
 @pytest.mark.parametrize("compressed", [True, False])
+@pytest.mark.parametrize("declared", ["88\u00b3", "\u0661\u0662", "12 ", "-5", ""])
+def test_a_content_length_that_is_not_ascii_digits_loses_only_its_record(tmp_path, compressed, declared):
+    """Fuzz finding (tests/fuzz/findings/records-4ee8de70): ``"88\u00b3".isdigit()`` is True but
+    int() refuses it: the reader raised ValueError (a traceback) instead of skipping the record."""
+    records = [good(i) for i in range(5)]
+    body = page(2).encode()
+    header = f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: http://example.com/odd\r\n" \
+             f"Content-Length: {declared}\r\n\r\n".encode("utf-8")
+    records[2] = header + body + b"\r\n\r\n"
+    data = wet_file(records) if compressed else b"".join(records)
+    path = tmp_path / ("f.wet.gz" if compressed else "f.wet")
+    path.write_bytes(data)
+    counters = Counters()
+    urls = [d.url for d in wet_documents(str(path), counters.inc_fn("r"))]
+    assert urls == [f"http://example.com/{i}" for i in (0, 1, 3, 4)]
+    assert any("skipped" in k for k in counters.as_dict()), counters.as_dict()
+
+
+def test_a_response_whose_content_length_is_not_ascii_digits_is_extracted():
+    from c4forge.corpus.extract import response_text
+
+    block = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\xb3\r\n\r\n"
+             b"<html><body><p>The committee met on Tuesday to agree the plan.</p></body></html>")
+    text = response_text(block, "https://example.com/", lambda name: "", "resiliparse", timeout=5.0,
+                         max_html_bytes=1 << 20, inc=Counters().inc_fn("r"))
+    assert text == "The committee met on Tuesday to agree the plan."
+
+
+@pytest.mark.parametrize("compressed", [True, False])
 @pytest.mark.parametrize("claimed", [20_000_000, 200_000])
 def test_lying_content_length_loses_only_its_record(tmp_path, compressed, claimed):
     records = [good(i) for i in range(130)]
