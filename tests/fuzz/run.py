@@ -16,7 +16,20 @@ sys.path.insert(0, ROOT)
 
 import atheris  # noqa: E402
 
+# Every project module a harness reaches is imported here, inside the instrumented block, so
+# libFuzzer sees its branches (a module first imported later, inside a harness, would run
+# uninstrumented and guide nothing). The libraries they import are instrumented too (YAML,
+# JSON, gzip's Python layer): what the parsers hand them is part of what is explored.
 with atheris.instrument_imports():
+    import c4forge.core.settings  # noqa: E402,F401
+    import c4forge.corpus.config  # noqa: E402,F401
+    import c4forge.corpus.extract  # noqa: E402,F401
+    import c4forge.corpus.gzip_members  # noqa: E402,F401
+    import c4forge.corpus.records  # noqa: E402,F401
+    import c4forge.corpus.shards  # noqa: E402,F401
+    import c4forge.corpus.warc  # noqa: E402,F401
+    import c4forge.tokenizer.formats  # noqa: E402,F401
+    import c4forge.train.config  # noqa: E402,F401
     from tests.fuzz import harnesses  # noqa: E402
 
 
