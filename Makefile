@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_VERSION := 2.13.0
 
-.PHONY: demo test test-slow test-all lint venv clean-venv bench fuzz
+.PHONY: demo test test-slow test-all lint venv clean-venv bench fuzz browser
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,8 +23,15 @@ venv: $(STAMP)
 # trained until they learn, the README tour, whole-crawl projections: pyproject.toml says which)
 # to stay under 15 minutes on 2 cores; `make test-slow` runs those; CI (.ci/run) runs both.
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PYTEST) -m "not slow" tests
+
+# Debian's chromium for the test that looks at `corpus inspect`'s report as a person would
+# (tests/test_inspect_browser.py; it skips, saying why, where this cannot install it).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| echo "chromium not installed: tests/test_inspect_browser.py will skip"; }
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow tests

@@ -248,6 +248,8 @@ def _corpus_section(v: CorpusView) -> str:
 
 def _comparison_section(c: Comparison) -> str:
     def listing(rows: list[tuple[str, str]]) -> str:
+        if not rows:
+            return "<p>none</p>"
         return "".join(f'<div class="page"><div class="url">{_e(u)}</div>{_e(line)}</div>' for u, line in rows)
 
     pages = "".join(
