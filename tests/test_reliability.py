@@ -350,7 +350,7 @@ def test_a_content_length_that_is_not_ascii_digits_loses_only_its_record(tmp_pat
     records = [good(i) for i in range(5)]
     body = page(2).encode()
     header = f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: http://example.com/odd\r\n" \
-             f"Content-Length: {declared}\r\n\r\n".encode("utf-8")
+             f"Content-Length: {declared}\r\n\r\n".encode()
     records[2] = header + body + b"\r\n\r\n"
     data = wet_file(records) if compressed else b"".join(records)
     path = tmp_path / ("f.wet.gz" if compressed else "f.wet")

@@ -191,3 +191,15 @@ def test_a_settings_key_that_is_not_text_is_a_usage_error(text, tmp_path):
     for build in (lambda: build_config("c4", updates=mapping), lambda: build_train_config(base=mapping)):
         with pytest.raises(ConfigError, match="a setting's name is text"):
             build()
+
+
+@pytest.mark.parametrize("words", [["model.d_model=64", "model=small"], ["model=small", "model.d_model=64"],
+                                   ["m=x", "m.r=y"], ["m.r=y", "m=x"]])
+def test_a_name_set_as_a_value_and_as_a_group_is_a_usage_error(words):
+    """Fuzz finding (tests/fuzz/findings/settings-1fbd932f): ``m=x m.r=y`` raised TypeError
+    ('str' object does not support item assignment) while nesting the words; the other order
+    silently dropped the group."""
+    from c4forge.core.settings import ConfigError, parse_overrides
+
+    with pytest.raises(ConfigError, match="is set to a value|is a group of settings"):
+        parse_overrides(words)

@@ -203,12 +203,21 @@ def _apply(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:
 
 
 def nest(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}``; a name set both to a value and as a
+    group (``m=x`` and ``m.r=y``, in either order) is a ConfigError naming it."""
     nested: dict[str, Any] = {}
     for key, value in dotted.items():
         node = nested
         parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
+        for depth, part in enumerate(parts[:-1], 1):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"setting {key!r}: {'.'.join(parts[:depth])} is set to a value, "
+                                  "not a group of settings")
+            node = child
+        if isinstance(node.get(parts[-1]), dict):
+            raise ConfigError(f"setting {key!r}: {key} is a group of settings; set one of its "
+                              f"names ({key}.NAME=VALUE)")
         node[parts[-1]] = value
     return nested
 
