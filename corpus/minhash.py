@@ -139,18 +139,23 @@ def _powers(base: int, n: int) -> np.ndarray:
 
 
 class _PowerCache:
+    """base^i and base^-i for i < n, grown on demand and shared by the threads of a process (a
+    Beam SDK worker runs several bundles at once). The two arrays are swapped in as one tuple,
+    and a caller slices the pair it read: a concurrent growth can never hand it an array
+    shorter than it asked for (with three separate attributes, one thread's smaller arrays
+    could land under another's larger count)."""
+
     def __init__(self) -> None:
-        self.n = 0
-        self.pw = np.empty(0, dtype=np.uint64)
-        self.inv = np.empty(0, dtype=np.uint64)
+        self.arrays: tuple[np.ndarray, np.ndarray] = (np.empty(0, dtype=np.uint64),
+                                                      np.empty(0, dtype=np.uint64))
 
     def get(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        if n > self.n:
-            size = max(n, 2 * self.n, 1 << 16)
-            self.pw = _powers(_BASE, size)
-            self.inv = _powers(_BASE_INV, size)
-            self.n = size
-        return self.pw[:n], self.inv[:n]
+        pw, inv = self.arrays
+        if len(pw) < n:
+            size = max(n, 2 * len(pw), 1 << 16)
+            pw, inv = _powers(_BASE, size), _powers(_BASE_INV, size)
+            self.arrays = (pw, inv)
+        return pw[:n], inv[:n]
 
 
 _POWERS = _PowerCache()

@@ -144,3 +144,42 @@ def test_bucket_edges_verify_signatures():
 def test_doc_id_is_stable_and_fits_int64():
     assert doc_id("example.com/a") == doc_id("example.com/a") != doc_id("example.com/b")
     assert 0 <= doc_id("x") < 2 ** 63
+
+
+def test_the_power_cache_never_hands_a_thread_arrays_shorter_than_it_asked_for():
+    """A Beam SDK worker runs bundles in several threads that share the module's power cache.
+    With its arrays and its size in separate attributes, one thread's growth could land a
+    smaller pair under another's larger size, and word_hashes failed with 'operands could not
+    be broadcast together' (seen once in a Spark cluster build; reproduced here in ~13% of
+    trials before the fix)."""
+    import random
+    import sys
+    import threading
+
+    from c4forge.corpus import minhash
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    try:
+        short = []
+        for trial in range(60):
+            cache = minhash._PowerCache()
+
+            def ask(seed, cache=cache, trial=trial):
+                rng = random.Random(seed)
+                for _ in range(20):
+                    n = rng.randint(1, 1 << 19)
+                    pw, inv = cache.get(n)
+                    if len(pw) != n or len(inv) != n:
+                        short.append((trial, n, len(pw), len(inv)))
+
+            threads = [threading.Thread(target=ask, args=(trial * 10 + i,)) for i in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not short, f"{len(short)} calls got short arrays, e.g. {short[0]}"
+    pw, inv = minhash._PowerCache().get(1000)
+    assert (pw * inv)[:50].tolist() == [1] * 50  # base^i * base^-i = 1 mod 2^64
