@@ -33,7 +33,7 @@ from typing import Optional, TypeVar
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus import router
-from c4forge.corpus.warc import http_status, split_http_block
+from c4forge.corpus.warc import http_status, length_value, split_http_block
 
 T = TypeVar("T")
 EXTRACTORS = ("cascade", "trafilatura", "resiliparse")
@@ -136,8 +136,8 @@ def html_bytes(block: bytes, warc_headers: Callable[[str], str], max_html_bytes:
     # headers say the payload is still encoded.
     if "chunked" in headers.get("transfer-encoding", "").lower():
         payload = _dechunk(payload)
-    declared = headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and len(payload) < int(declared) and not headers.get("content-encoding"):
+    declared = length_value(headers.get("content-length", ""))
+    if declared is not None and len(payload) < declared and not headers.get("content-encoding"):
         raise Skip("truncated")
     payload = _decode_content(payload, headers.get("content-encoding", ""), max_html_bytes)
     if len(payload) > max_html_bytes:

@@ -16,7 +16,7 @@ from c4forge.corpus.gzip_members import BREAK, decompressed_pieces
 from c4forge.corpus.opening import open_raw
 from c4forge.corpus.read_options import CrawlReadInterrupted, ReadOptions
 from c4forge.corpus.remote import ObjectChanged
-from c4forge.corpus.warc import WarcRecord, header_block_fields
+from c4forge.corpus.warc import WarcRecord, header_block_fields, length_value
 
 MAX_HEADER_BYTES = 1 << 20
 
@@ -215,11 +215,11 @@ class _RecordParser:
         first, headers = header_block_fields(text)
         if not first.startswith("WARC/"):
             return False
-        length = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
-        if length is None or not (length.isascii() and length.isdigit()):  # "88³" is isdigit
+        length = length_value(next((v for k, v in headers.items() if k.lower() == "content-length"), ""))
+        if length is None:
             return False
         self.headers = headers
-        self.length = int(length)
+        self.length = length
         self.record_type = next((v for k, v in headers.items() if k.lower() == "warc-type"), "")
         return True
 

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
+from c4forge.corpus.warc import length_value
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 416})
@@ -202,8 +203,8 @@ class _HttpBody:
         if self.response.status_code == 206:
             match = re.match(r"bytes \d+-\d+/(\d+)", headers.get("Content-Range", ""))
             length = int(match.group(1)) if match else None
-        elif re.fullmatch(r"[0-9]+", headers.get("Content-Length", "")):
-            length = int(headers["Content-Length"])
+        else:
+            length = length_value(headers.get("Content-Length", ""))
         return (headers.get("ETag") or headers.get("Last-Modified"), length)
 
     def read(self, n: int) -> bytes:

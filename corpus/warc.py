@@ -70,3 +70,9 @@ def http_status(block: bytes) -> Optional[int]:
     line (``HTTP/1.1 200 OK``)."""
     match = _STATUS.match(block)
     return int(match.group(1)) if match else None
+
+
+def length_value(value: str) -> Optional[int]:
+    """A Content-Length header's value as a number, or None unless it is ASCII digits only
+    (``"88³".isdigit()`` is True, and int() refuses it: a fuzz finding)."""
+    return int(value) if value.isascii() and value.isdigit() else None
