@@ -33,11 +33,16 @@ browser:
 		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
 		|| echo "chromium not installed: tests/test_inspect_browser.py will skip"; }
 
+# Tests marked `alone` check CPU seconds measured on this machine (corpus estimate's projection);
+# a second test process beside them (one of two cores, or a hyperthread of the same core) inflates
+# them by a varying amount, so they run after the others, one process, nothing beside them.
 test-slow: $(STAMP)
-	$(PYTEST) -m slow tests
+	$(PYTEST) -m "slow and not alone" tests
+	$(BIN)/python -m pytest -q -p no:xdist -m "slow and alone" tests
 
 test-all: $(STAMP)
-	$(PYTEST) tests
+	$(PYTEST) -m "not alone" tests
+	$(BIN)/python -m pytest -q -p no:xdist -m alone tests
 
 # Lint (ruff: the rule set and why, in pyproject.toml), types (mypy on the shared floor and the
 # stages' public APIs), the generated CLI reference (docs/cli.md) up to date, and the

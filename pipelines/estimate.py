@@ -10,12 +10,14 @@ How (each step measured, nothing taken from a table):
 2. **Uncertainty**: the single-process chain (`corpus clean`'s, the same functions every
    engine runs) on each part alone: CPU per input byte, documents and kept bytes per input
    byte, per part. Their spread over the parts gives a 95% interval (Student's t).
-3. **The engine**: `corpus build` with the chosen runner, as child processes, twice on a tiny
-   input (the first 20 sampled pages: its fixed cost, start-up, the JVM, workers, the graph,
-   the models; the lower run, and the two runs' difference as the run-to-run noise) and twice
-   on the whole sample (the lower): CPU (user + sys of every process it started), wall,
-   largest process. Other load on the machine only adds time, so the lower run is the better
-   estimate.
+3. **The engine**: `corpus build` with the chosen runner, as child processes, on a tiny input
+   (the first 20 sampled pages: its fixed cost, start-up, the JVM, workers, the graph, the
+   models) and on the whole sample, in ``ENGINE_ROUNDS`` interleaved rounds (a change in the
+   machine's other load falls on both kinds): CPU (user + sys of every process it started),
+   wall, largest process. The median of each kind: one run can cost a second more CPU than its
+   neighbours for no reason the input gives (measured here: the same sample build 5.75-6.72 s),
+   and the projection multiplies the sample's marginal cost by the scale, so an outlier on
+   either side would move it by several times its size; the runs' spread is the noise.
 4. **Projection**: fixed + (sample - fixed) x (input bytes / sample bytes) for CPU and wall;
    documents and output bytes in proportion; memory: the DirectRunner holds every shuffle
    (it grows in proportion), Flink and Spark spill (the sample's peak is the bound). The
@@ -53,6 +55,7 @@ from c4forge.corpus.warc import WarcRecord
 
 PAGE_RECORDS = ("conversion", "response")
 TINY_PAGES = 20
+ENGINE_ROUNDS = 3
 ESTIMATE_RUNNERS = ("DirectRunner", "flink-local", "spark-local")
 # Student's t, two-sided 95%, by degrees of freedom (groups - 1)
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -282,42 +285,45 @@ def interval(value: float, rates: Sequence[float]) -> tuple[float, float]:
     return value * (1 - relative), value * (1 + relative)
 
 
-def project(sample: Sample, parts: list[PartCost], tiny: Sequence[EngineRun], whole: EngineRun,
-            runner: str, workers: Optional[int], fraction: float,
+def project(sample: Sample, parts: list[PartCost], tiny: Sequence[EngineRun],
+            whole: Sequence[EngineRun], runner: str, workers: Optional[int], fraction: float,
             price: Optional[float] = None) -> Estimate:
     """The whole input's figures from the sample's (see the module docstring): ``tiny`` are
     the builds of the tiny input, ``whole`` of the sample."""
     scale = sample.scale
 
-    def grown(at_tiny: Sequence[float], at_whole: float, rates: Sequence[float]) -> Range:
-        fixed = min(at_tiny)
-        marginal = max(0.0, at_whole - fixed) * scale
+    def grown(at_tiny: Sequence[float], at_whole: Sequence[float], rates: Sequence[float]) -> Range:
+        fixed = statistics.median(at_tiny)
+        marginal = max(0.0, statistics.median(at_whole) - fixed) * scale
         low, high = interval(marginal, rates)
-        noise = statistics.stdev(at_tiny) if len(at_tiny) > 1 else 0.0
-        # a difference of two runs carries sqrt(2) x one run's noise; 2 sd for 95%
-        half = math.hypot(high - marginal, 2 * math.sqrt(2) * noise * scale)
+        # the difference's standard error from each kind's run-to-run spread (a median's is
+        # taken as the mean's); 2 of them for 95%
+        error = math.sqrt(sum(statistics.variance(runs) / len(runs)
+                              for runs in (at_tiny, at_whole) if len(runs) > 1))
+        half = math.hypot(high - marginal, 2 * error * scale)
         return Range(fixed + marginal, fixed + max(0.0, marginal - half), fixed + marginal + half)
 
     cpu_rates = [p.cpu / p.bytes for p in parts]
     doc_rates = [p.documents / p.bytes for p in parts]
     kept_rates = [p.kept_bytes / p.bytes for p in parts]
-    documents = whole.documents * scale
-    output = whole.output_bytes * scale
+    documents = whole[0].documents * scale
+    output = whole[0].output_bytes * scale
     grows = runner == "DirectRunner"
     base = min(run.peak_rss for run in tiny)
-    memory = (base + max(0, whole.peak_rss - base) * scale if grows
-              else max(whole.peak_rss, *(run.peak_rss for run in tiny)))
+    largest = max(run.peak_rss for run in whole)
+    memory = (base + max(0, largest - base) * scale if grows
+              else max(largest, *(run.peak_rss for run in tiny)))
     return Estimate(
         runner=runner, workers=workers, sample_fraction=fraction, sample_pages=sample.pages,
         input_pages=round(sample.input_pages * sample.files_total / sample.files_read),
         input_bytes=round(sample.input_bytes * sample.files_total / sample.files_read),
         files_read=sample.files_read, files_total=sample.files_total, scale=scale,
-        cpu_seconds=grown([run.cpu for run in tiny], whole.cpu, cpu_rates),
-        wall_seconds=grown([run.wall for run in tiny], whole.wall, cpu_rates),
+        cpu_seconds=grown([run.cpu for run in tiny], [run.cpu for run in whole], cpu_rates),
+        wall_seconds=grown([run.wall for run in tiny], [run.wall for run in whole], cpu_rates),
         peak_memory_bytes=int(memory), memory_grows=grows,
         documents=Range(documents, *interval(documents, doc_rates)),
         output_bytes=Range(output, *interval(output, kept_rates)),
-        fixed_cpu_seconds=min(run.cpu for run in tiny), price_per_core_hour=price,
+        fixed_cpu_seconds=statistics.median([run.cpu for run in tiny]), price_per_core_hour=price,
         parts=[asdict(p) for p in parts])
 
 
@@ -331,17 +337,13 @@ def estimate(paths: Sequence[str], config: CorpusConfig, *, fraction: float = 0.
         sample = draw_sample(paths, fraction, groups, folder, config, sample_files)
         log(f"timing the chain on each part ({sample.pages:,} pages)")
         parts = time_parts(sample, config)
-        log(f"`corpus build --runner {runner}` twice on a tiny input and twice on the sample")
-        tiny = [run_engine([sample.tiny], folder, config, runner, workers) for _ in range(2)]
-        whole = lowest([run_engine(sample.parts, folder, config, runner, workers) for _ in range(2)])
+        log(f"`corpus build --runner {runner}` on a tiny input and on the sample, "
+            f"{ENGINE_ROUNDS} rounds")
+        tiny, whole = [], []
+        for _ in range(ENGINE_ROUNDS):
+            tiny.append(run_engine([sample.tiny], folder, config, runner, workers))
+            whole.append(run_engine(sample.parts, folder, config, runner, workers))
         return project(sample, parts, tiny, whole, runner, workers, fraction, price)
-
-
-def lowest(runs: Sequence[EngineRun]) -> EngineRun:
-    """Several runs of one build as one: the lowest CPU and wall (other load on the machine
-    only adds to them), the highest memory."""
-    return EngineRun(min(r.cpu for r in runs), min(r.wall for r in runs),
-                     max(r.peak_rss for r in runs), runs[0].documents, runs[0].output_bytes)
 
 
 def report(result: Estimate) -> list[str]:
