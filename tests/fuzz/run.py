@@ -17,7 +17,7 @@ sys.path.insert(0, ROOT)
 import atheris  # noqa: E402
 
 # Numeric and columnar libraries are imported first, so they stay uninstrumented: instrumenting
-# numba's compiler (reached through corpus.config -> minhash) alone takes minutes, and none of
+# numba's compiler (reached through MinHasher.signatures) alone takes minutes, and none of
 # them parses the fuzzed bytes.
 import numba  # noqa: E402,F401
 import numpy  # noqa: E402,F401
