@@ -28,6 +28,7 @@ class Document:
     source: str = ""
     offset: int = -1
     near_dup_cluster_size: int = 1
+    extractor: str = ""  # WARC input: the extractor whose text this is; WET: "" (Common Crawl's)
 
     def replace(self, **changes) -> Document:
         new = dataclasses.replace(self, **changes)
@@ -61,11 +62,11 @@ class Document:
 # Python objects, and a page's str takes 1-4 bytes per character plus object overhead there,
 # where these bytes take one per byte (less with ``compress``).
 
-_HEADER = struct.Struct("<BqdI8I")  # flags, offset, language_score, cluster size, 8 lengths
+_HEADER = struct.Struct("<BqdI9I")  # flags, offset, language_score, cluster size, 9 lengths
 _STRINGS = ("url", "normalized_url", "text", "timestamp", "content_length", "content_type",
-            "language", "source")
+            "language", "source", "extractor")
 _NO_LANGUAGE, _NO_SCORE, _COMPRESSED = 1, 2, 4
-FORMAT_VERSION = 2  # 1: zstd text; 2: LZ4 text (bytes that live only inside one pipeline run)
+FORMAT_VERSION = 3  # 1: zstd text; 2: LZ4 text; 3: + extractor (bytes that live only inside one pipeline run)
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,7 +84,7 @@ def to_bytes(doc: Document, compress: bool = False) -> bytes:
     """The document as bytes (:func:`from_bytes` inverts it exactly); ``compress``: the text
     LZ4-compressed (about 1.6x smaller on web text)."""
     values = [doc.url, doc.normalized_url, doc.text, doc.timestamp, doc.content_length,
-              doc.content_type, doc.language or "", doc.source]
+              doc.content_type, doc.language or "", doc.source, doc.extractor]
     parts = [_utf8(v) for v in values]
     flags = (_NO_LANGUAGE if doc.language is None else 0) | \
         (_NO_SCORE if doc.language_score is None else 0)
@@ -123,12 +124,12 @@ def from_bytes(data: bytes) -> Document:
         elif i == 2:
             size = length
         values.append(_text(chunk))
-    url, normalized_url, text, timestamp, content_length, content_type, language, source = values
+    url, normalized_url, text, timestamp, content_length, content_type, language, source, extractor = values
     doc = Document(url=url, normalized_url=normalized_url, text=text, timestamp=timestamp,
                    content_length=content_length, content_type=content_type,
                    language=None if flags & _NO_LANGUAGE else language,
                    language_score=None if flags & _NO_SCORE else score, source=source,
-                   offset=offset, near_dup_cluster_size=cluster)
+                   offset=offset, near_dup_cluster_size=cluster, extractor=extractor)
     doc.__dict__[_SIZE] = (text, size)  # the byte counters need not encode it again
     return doc
 

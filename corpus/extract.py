@@ -29,7 +29,7 @@ import signal
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Optional, TypeVar
+from typing import NamedTuple, Optional, TypeVar
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus import router
@@ -213,14 +213,22 @@ def fast_pass(html: str) -> tuple[str, str, str]:
     return _plain_text(tree, True), _plain_text(tree, False), tree.title or ""
 
 
-def cascade_text(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> str:
+class Extracted(NamedTuple):
+    """A page's main text and the extractor that produced it (what a document records, so a
+    corpus can be split by extractor: the cascade's pages come from either)."""
+
+    text: str
+    extractor: str
+
+
+def cascade(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> Extracted:
     """resiliparse's main text, or trafilatura's where the router expects it to be better per
     second spent. The fast pass is bounded by ``timeout`` like any extractor; the slow pass has
     its own ``timeout`` and any failure of it keeps the fast text (counted)."""
     fast, full, title = run_with_time_limit(lambda: fast_pass(html), timeout)
     if not router.load_router().sends_slow(router.page_signals(html, url, title, fast, full)):
         inc("extract:kept_fast")
-        return fast
+        return Extracted(fast, "resiliparse")
     inc("extract:routed_slow")
     try:
         slow = run_with_time_limit(lambda: _trafilatura(html, url), timeout)
@@ -229,9 +237,14 @@ def cascade_text(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> 
     if not slow.strip():
         inc("extract:slow_failed")
         inc("extract:kept_fast")
-        return fast
+        return Extracted(fast, "resiliparse")
     inc("extract:kept_slow")
-    return slow
+    return Extracted(slow, "trafilatura")
+
+
+def cascade_text(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> str:
+    """:func:`cascade`'s text."""
+    return cascade(html, url, timeout, inc).text
 
 
 def extract_main_text(html: str, url: str = "", extractor: str = "trafilatura") -> str:
@@ -286,17 +299,18 @@ def run_with_time_limit(fn: Callable[[], T], seconds: float) -> T:
     return box["text"]  # type: ignore[return-value]
 
 
-def response_text(block: bytes, url: str, warc_headers: Callable[[str], str], extractor: str,
-                  timeout: float, max_html_bytes: int, inc: IncFn = null_inc) -> Optional[str]:
-    """The extracted text of one WARC response block, or None with the reason counted."""
+def extract_response(block: bytes, url: str, warc_headers: Callable[[str], str], extractor: str,
+                     timeout: float, max_html_bytes: int, inc: IncFn = null_inc) -> Optional[Extracted]:
+    """The extracted text of one WARC response block and the extractor that produced it, or
+    None with the reason counted."""
     try:
         payload, charset = html_bytes(block, warc_headers, max_html_bytes)
         html, _ = decode_html(payload, charset)
         try:
             if extractor == "cascade":
-                text = cascade_text(html, url, timeout, inc)
-            else:
-                text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
+                return cascade(html, url, timeout, inc)
+            text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
+            return Extracted(text, extractor)
         except Skip:
             raise
         except Exception as exc:  # an extractor bug on one page is one skip
@@ -304,4 +318,10 @@ def response_text(block: bytes, url: str, warc_headers: Callable[[str], str], ex
     except Skip as skip:
         inc(f"skipped:{skip.reason}")
         return None
-    return text
+
+
+def response_text(block: bytes, url: str, warc_headers: Callable[[str], str], extractor: str,
+                  timeout: float, max_html_bytes: int, inc: IncFn = null_inc) -> Optional[str]:
+    """:func:`extract_response`'s text."""
+    extracted = extract_response(block, url, warc_headers, extractor, timeout, max_html_bytes, inc)
+    return None if extracted is None else extracted.text

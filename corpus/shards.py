@@ -20,6 +20,8 @@ read too - or Parquet (``--format parquet``: duckdb, Spark, BigQuery). One row p
     near_dup_cluster_size  int32      documents in this document's MinHash cluster (1: none)
     source                 string     the crawl file the page was read from
     offset                 int64      byte offset of its gzip member (or record) in that file
+    extractor              string     WARC input: the extractor whose text it is (the cascade's
+                                      pages come from either of its two); WET input: null
 
 Every shard describes itself: its schema metadata ``c4forge`` holds the format name and version,
 the shard format and the hash of the config that built it. Rows inside a shard are sorted by
@@ -30,8 +32,9 @@ url, so a build is byte-for-byte reproducible. A document's split is md5(normali
 :mod:`c4forge.core.outdir` (during a swap it carries ``location``, the staging folder its shards are
 in; read shard paths through :func:`shard_paths`, never by joining names yourself). It records:
 format version, shard format, the command's config and its hash, input files, library versions,
-per-split documents/bytes/shard files, and every pipeline counter. Version 1 corpora (Arrow IPC
-*files*, no id/source/offset, timestamp as a string) are still read.
+per-split documents/bytes/shard files (and documents per extractor where pages were extracted
+from HTML), and every pipeline counter. Version 1 corpora (Arrow IPC *files*, no
+id/source/offset, timestamp as a string) and version 2 (no extractor) are still read.
 """
 from __future__ import annotations
 
@@ -56,8 +59,8 @@ from c4forge.core.schemas import problems
 from c4forge.corpus.extract import extraction_info
 from c4forge.corpus.urls import doc_id, split_of
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 # Underscore-prefixed, as Hadoop's _SUCCESS: pyarrow.dataset, Spark and HF datasets skip it when
 # they read the directory's shards. Version 1 corpora named it manifest.json.
 MANIFEST = "_manifest.json"
@@ -75,6 +78,7 @@ SCHEMA = pa.schema([
     ("near_dup_cluster_size", pa.int32()),
     ("source", pa.string()),
     ("offset", pa.int64()),
+    ("extractor", pa.string()),
 ])
 COLUMNS = [field.name for field in SCHEMA]
 METADATA_KEY = b"c4forge"
@@ -161,7 +165,25 @@ def document_row(doc) -> dict:
             "timestamp": parse_timestamp(doc.timestamp), "language": doc.language,
             "language_score": doc.language_score,
             "near_dup_cluster_size": doc.near_dup_cluster_size,
-            "source": doc.source, "offset": doc.offset}
+            "source": doc.source, "offset": doc.offset, "extractor": doc.extractor or None}
+
+
+def extractor_counts(rows: Iterable[dict]) -> dict[str, int]:
+    """Documents per extractor of shard rows ({} where none was extracted from HTML)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        name = row.get("extractor")
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def shard_stats(documents: int, text_bytes: int, extractors: dict[str, int]) -> dict:
+    """What the manifest records of one shard file (``extractors`` only where it has any)."""
+    stats: dict = {"documents": documents, "bytes": text_bytes}
+    if extractors:
+        stats["extractors"] = extractors
+    return stats
 
 
 def config_hash(config: dict) -> str:
@@ -413,6 +435,9 @@ def split_summary(files: dict[str, dict]) -> dict[str, dict]:
         entry["documents"] += files[name]["documents"]
         entry["bytes"] += files[name]["bytes"]
         entry["files"].append(name)
+        for extractor, n in files[name].get("extractors", {}).items():
+            counts = entry.setdefault("extractors", {})
+            counts[extractor] = counts.get(extractor, 0) + n
     return splits
 
 
@@ -439,9 +464,9 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
             for (_, index, count), group in groups.items():
                 name = shard_name(split, index, count, shard_format)
                 rows = in_url_order(document_row(d) for d in group)
-                files[name] = {"documents": len(rows),
-                               "bytes": write_shard(os.path.join(staging, name), rows,
-                                                    metadata=metadata)}
+                files[name] = shard_stats(len(rows), write_shard(os.path.join(staging, name), rows,
+                                                                 metadata=metadata),
+                                          extractor_counts(rows))
         return full_manifest(dict(manifest, shard_format=shard_format,
                                   splits=split_summary(files)))
 
@@ -471,7 +496,9 @@ def export_corpus(source: str, target: str, shard_format: str, overwrite: bool =
                     {METADATA_KEY: json.dumps(metadata, sort_keys=True)})
                 with open(os.path.join(staging, name), "wb") as handle:
                     write_table(handle, table, shard_format)
-                files[name] = {"documents": table.num_rows, "bytes": table_text_bytes(table)}
+                extractors = (extractor_counts(table.select(["extractor"]).to_pylist())
+                              if "extractor" in table.column_names else {})
+                files[name] = shard_stats(table.num_rows, table_text_bytes(table), extractors)
         kept = {k: v for k, v in manifest.items() if k not in ("splits", "shard_format", "location",
                                                                   "superseded")}
         return full_manifest(dict(kept, shard_format=shard_format, splits=split_summary(files),

@@ -17,7 +17,7 @@ from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.document import Document
-from c4forge.corpus.extract import response_text
+from c4forge.corpus.extract import extract_response
 from c4forge.corpus.inputs import CRAWL_SUFFIXES
 from c4forge.corpus.read_options import CrawlReadError, CrawlReadInterrupted, ReadOptions
 from c4forge.corpus.records import iter_records
@@ -83,13 +83,16 @@ def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
     with a counted reason (corpus.extract lists them)."""
 
     url = record.header("WARC-Target-URI")
-    extracted = response_text(record.body, url, record.header, extractor=options.extractor,
-                              timeout=options.extract_timeout,
-                              max_html_bytes=options.max_html_bytes, inc=inc)
+    extracted = extract_response(record.body, url, record.header, extractor=options.extractor,
+                                 timeout=options.extract_timeout,
+                                 max_html_bytes=options.max_html_bytes, inc=inc)
     if extracted is None:
         return None
-    text = page_text(extracted, keep_metadata_like_lines=True)
-    return _document(record, text, inc, str(len(text.encode("utf-8"))), "text/plain")
+    text = page_text(extracted.text, keep_metadata_like_lines=True)
+    page = _document(record, text, inc, str(len(text.encode("utf-8"))), "text/plain")
+    if page is not None:
+        page.extractor = extracted.extractor
+    return page
 
 
 _URL_SETS: dict[str, frozenset] = {}

@@ -46,6 +46,7 @@ from c4forge.corpus.shards import (
     shard_key,
     shard_metadata,
     shard_name,
+    shard_stats,
     write_shard,
 )
 from c4forge.corpus.steps import NS_LINES, NS_NEAR, NS_READ, NS_URL, PageSteps, text_bytes
@@ -743,13 +744,21 @@ class WriteShardFn(_Counting, beam.DoFn):
         # (url, packed page) pairs: sorted by url without unpacking, then unpacked one batch at
         # a time as the shard is written, so a worker holds the shard's packed pages, not its rows
         pages = sorted(pages, key=lambda pair: pair[0])
-        rows = (document_row(from_bytes(packed)) for _, packed in pages)
+        extractors: dict[str, int] = {}
+
+        def rows():
+            for _, packed in pages:
+                row = document_row(from_bytes(packed))
+                if row["extractor"]:
+                    extractors[row["extractor"]] = extractors.get(row["extractor"], 0) + 1
+                yield row
+
         name = shard_name(split, index, count, self.shard_format)
         path = FileSystems.join(self.staging, name)
-        text_bytes = write_shard(path, rows, create=FileSystems.create,
+        text_bytes = write_shard(path, rows(), create=FileSystems.create,
                                  rename=lambda a, b: FileSystems.rename([a], [b]),
                                  metadata=self.metadata)
-        stats = {"documents": len(pages), "bytes": text_bytes}
+        stats = shard_stats(len(pages), text_bytes, dict(sorted(extractors.items())))
         handle = FileSystems.create(path + ".json")
         handle.write(json.dumps(stats).encode("utf-8"))
         handle.close()

@@ -63,6 +63,7 @@ def test_a_page_sent_slow_gets_trafilaturas_text_and_others_resiliparses(monkeyp
         monkeypatch.setattr(router_module, "load_router", lambda slow=slow: always(slow))
         counters = Counters()
         assert cascade_text(FORUM, URL, 5.0, counters.inc_fn("r")) == expected
+        assert extract.cascade(FORUM, URL, 5.0) == (expected, "trafilatura" if slow else "resiliparse")
         assert counters[f"r/extract:{kept}"] == 1
         assert counters["r/extract:routed_slow"] == int(slow)
 
@@ -80,8 +81,9 @@ def test_a_failing_slow_extractor_keeps_the_fast_text(monkeypatch, fault):
     monkeypatch.setattr(extract, "_trafilatura", broken)
     counters = Counters()
     started = time.perf_counter()
-    text = cascade_text(ARTICLE, URL, 0.5, counters.inc_fn("r"))
+    text, extractor = extract.cascade(ARTICLE, URL, 0.5, counters.inc_fn("r"))
     assert text == extract._resiliparse(ARTICLE, URL) and "Paragraph 3" in text
+    assert extractor == "resiliparse"  # the document says whose text it kept
     assert time.perf_counter() - started < 2.5
     assert counters["r/extract:slow_failed"] == counters["r/extract:kept_fast"] == 1
 
@@ -128,3 +130,56 @@ def test_corpus_build_help_documents_every_extractor():
         for name in extract.EXTRACTORS:
             assert name in help_text, (command, name)
         assert "[default: cascade]" in " ".join(help_text.split())
+
+
+class _RouteByPageSize:
+    """A router that sends the larger pages slow (8 of the shared WARC crawl's 17), by a
+    property of the page alone: the same decision in every runner."""
+
+    version = "test: by page size"
+
+    def sends_slow(self, signals) -> bool:
+        return signals["log_html_chars"] > 9.9
+
+
+def test_every_document_names_its_extractor_the_same_in_clean_and_build(tmp_path, monkeypatch):
+    """The manifest and each document record which extractor produced the text (issue 39), so a
+    corpus can be ablated by extractor: on the shared WARC crawl with the cascade sending about
+    half the pages slow, `corpus clean` and `corpus build` give every document the extractor
+    the cascade chose for its page, and count them per split; a single extractor names itself."""
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli
+    from c4forge.corpus.records import iter_records
+    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+    from tests.conftest import shared_path
+
+    warc = sorted(str(p) for p in shared_path("crawl", "warc").glob("*.warc.gz"))
+    monkeypatch.setattr(router_module, "load_router", _RouteByPageSize)
+    expected = {}
+    for path in warc:
+        for record in iter_records(path):
+            if record.type == "response":
+                got = extract.extract_response(record.body, record.header("WARC-Target-URI"),
+                                               record.header, "cascade", 10.0, 1 << 22)
+                if got is not None:
+                    expected[record.header("WARC-Target-URI")] = got.extractor
+    common = ["-i", *warc, "--input-format", "warc", "--preset", "c4-noclean", "--set", "languages=", "-q"]
+    found = {}
+    for command in ("clean", "build"):
+        result = CliRunner().invoke(cli, [command, *common, "-o", str(tmp_path / command)])
+        assert result.exit_code == 0, result.output
+        docs = [d for split in ("train", "validation")
+                for d in iter_corpus_documents(str(tmp_path / command), split)]
+        found[command] = {d["url"]: d["extractor"] for d in docs}
+        assert found[command] == {url: expected[url] for url in found[command]}
+        manifest = read_manifest(str(tmp_path / command))
+        for split, entry in manifest["splits"].items():
+            names = [d["extractor"] for d in iter_corpus_documents(str(tmp_path / command), split)]
+            assert entry.get("extractors", {}) == {n: names.count(n) for n in set(names)}
+    assert found["clean"] == found["build"]
+    assert set(found["build"].values()) == {"resiliparse", "trafilatura"}
+    result = CliRunner().invoke(cli, ["clean", *common, "--extractor", "resiliparse",
+                                      "-o", str(tmp_path / "fast")])
+    assert result.exit_code == 0, result.output
+    assert {d["extractor"] for d in iter_corpus_documents(str(tmp_path / "fast"))} == {"resiliparse"}

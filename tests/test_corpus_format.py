@@ -24,6 +24,7 @@ from c4forge.corpus.shards import (
     iter_corpus_documents,
     parse_timestamp,
     read_manifest,
+    read_shard,
     shard_info,
     shard_paths,
     shard_rows,
@@ -69,10 +70,10 @@ def test_arrow_and_parquet_hold_the_same_documents(corpora):
 def test_every_shard_describes_itself(corpora):
     for shard_format, directory in corpora.items():
         manifest = read_manifest(str(directory))
-        assert manifest["version"] == 2 and manifest["shard_format"] == shard_format
+        assert manifest["version"] == 3 and manifest["shard_format"] == shard_format
         assert manifest["config_hash"] == config_hash(CONFIG)
         for path in shard_paths(str(directory), "train", manifest):
-            assert shard_info(path) == {"format": "c4forge-corpus", "version": 2,
+            assert shard_info(path) == {"format": "c4forge-corpus", "version": 3,
                                         "shard_format": shard_format,
                                         "config_hash": manifest["config_hash"]}
             assert shard_rows(path) > 0
@@ -181,6 +182,24 @@ def test_version_1_corpora_are_read_and_replaced_cleanly(sample_docs, tmp_path):
     assert ours(old)[0]["id"] is not None
 
 
+def test_version_2_corpora_are_read_with_no_extractor(sample_docs, tmp_path):
+    """Version 2 (before the extractor column): read as they are, the column None."""
+    write_corpus(str(tmp_path / "v3"), sample_docs, {"config": CONFIG, "counters": {}})
+    old = tmp_path / "v2"
+    old.mkdir()
+    manifest = read_manifest(str(tmp_path / "v3"))
+    for name in manifest["splits"]["train"]["files"] + manifest["splits"]["validation"]["files"]:
+        table = read_shard(str(tmp_path / "v3" / name)).drop_columns(["extractor"])
+        schema = table.schema.with_metadata({b"c4forge": json.dumps(
+            {"format": "c4forge-corpus", "version": 2, "shard_format": "arrow"})})
+        with ipc.new_stream(str(old / name), schema) as writer:
+            writer.write_table(table.replace_schema_metadata(schema.metadata))
+    (old / MANIFEST).write_text(json.dumps(dict(manifest, version=2)))
+    rows = ours(old)
+    assert rows and all(r["extractor"] is None for r in rows)
+    assert [r["text"] for r in rows] == [r["text"] for r in ours(tmp_path / "v3")]
+
+
 def test_a_shard_that_is_not_arrow_or_parquet_is_a_clear_error(corpora, tmp_path):
     bad = tmp_path / "train-00000-of-00001.arrow"
     bad.write_bytes(gzip.compress(b"not a shard"))
@@ -198,7 +217,7 @@ def test_document_bytes_round_trip(compress):
             Document(url="http://ü.example/ä?q=1", normalized_url="ü.example/ä", text="Grüße 😀\n" * 200,
                      timestamp="2019-04-24T09:23:58Z", content_length="123", content_type="text/plain",
                      language="de", language_score=0.0, source="s3://b/f.wet.gz", offset=1 << 40,
-                     near_dup_cluster_size=7),
+                     near_dup_cluster_size=7, extractor="trafilatura"),
             Document(url="http://x/", text="lone \udc80 surrogate " * 40, language="", language_score=None)]
     for doc in docs:
         data = to_bytes(doc, compress)
