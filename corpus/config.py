@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
@@ -122,7 +123,20 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
     config = apply_settings(config, parse_overrides(overrides))
     config = apply_settings(config, updates or {})
     settings = {k: v for k, v in settings.items() if v is not None}
-    return check_read_options(apply_settings(config, nest(settings)))
+    return check_languages(check_read_options(apply_settings(config, nest(settings))))
+
+
+_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def check_languages(config: CorpusConfig) -> CorpusConfig:
+    """Every kept language is a label a fastText model can give (``en``; ``eng_Latn`` for
+    GlotLID/OpenLID models): a stray character would silently keep no page at all."""
+    for label in config.languages:
+        if not isinstance(label, str) or not _LABEL.fullmatch(label):
+            raise ConfigError(f"languages: {label!r} is not a language label (e.g. en, de or "
+                              "eng_Latn); languages= (empty) keeps every language")
+    return config
 
 
 def check_read_options(config: CorpusConfig) -> CorpusConfig:

@@ -203,3 +203,21 @@ def test_a_name_set_as_a_value_and_as_a_group_is_a_usage_error(words):
 
     with pytest.raises(ConfigError, match="is set to a value|is a group of settings"):
         parse_overrides(words)
+
+
+def test_a_list_typed_as_yaml_on_the_command_line_is_the_list_and_a_bad_label_is_refused(tmp_path):
+    """Regression: `--set languages=[]` became the one label '[]', and the language filter then
+    silently kept no page at all; now a bracketed list is read as YAML reads it, and a label
+    that no fastText model can give is the one-line usage error, before any work."""
+    from c4forge.core.settings import ConfigError
+    from c4forge.corpus.config import build_config
+
+    assert build_config("c4", overrides=["languages=[]"]).languages == ()
+    assert build_config("c4", overrides=["languages=[en, 'de']"]).languages == ("en", "de")
+    assert build_config("c4", overrides=["languages=en,eng_Latn"]).languages == ("en", "eng_Latn")
+    with pytest.raises(ConfigError, match=r"'\[en' is not a language label"):
+        build_config("c4", overrides=["languages=[en"])
+    result = invoke(corpus_cli, ["build", "-i", str(SAMPLE), "-o", str(tmp_path / "out"),
+                                 "--set", "languages=en;de"])
+    assert result.exit_code == 2 and "'en;de' is not a language label" in result.output
+    assert not (tmp_path / "out").exists()

@@ -113,7 +113,10 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         raise ConfigError(f"{key}: expected true/false, got {value!r}")
     if origin in (tuple, tuple):
         if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
+            text = value.strip()
+            if text[:1] == "[" and text[-1:] == "]":  # a YAML list typed on the command line
+                text = text[1:-1]
+            value = [v.strip().strip("'\"") for v in text.split(",") if v.strip().strip("'\"")]
         return tuple(value or ())
     if annotation in (int, float, str):
         try:
