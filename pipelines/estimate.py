@@ -330,17 +330,17 @@ def project(sample: Sample, parts: list[PartCost], tiny: Sequence[EngineRun],
 def estimate(paths: Sequence[str], config: CorpusConfig, *, fraction: float = 0.05,
              groups: int = 4, runner: str = "DirectRunner", workers: Optional[int] = None,
              sample_files: Optional[int] = None, price: Optional[float] = None,
-             log=lambda message: None) -> Estimate:
-    """Sample, time, project (see the module docstring)."""
+             rounds: int = ENGINE_ROUNDS, log=lambda message: None) -> Estimate:
+    """Sample, time, project (see the module docstring); ``rounds`` of the two engine builds."""
     with tempfile.TemporaryDirectory(prefix="c4forge-estimate-") as folder:
         log(f"sampling {fraction:.1%} of the pages in {groups} parts")
         sample = draw_sample(paths, fraction, groups, folder, config, sample_files)
         log(f"timing the chain on each part ({sample.pages:,} pages)")
         parts = time_parts(sample, config)
         log(f"`corpus build --runner {runner}` on a tiny input and on the sample, "
-            f"{ENGINE_ROUNDS} rounds")
+            f"{rounds} rounds")
         tiny, whole = [], []
-        for _ in range(ENGINE_ROUNDS):
+        for _ in range(rounds):
             tiny.append(run_engine([sample.tiny], folder, config, runner, workers))
             whole.append(run_engine(sample.parts, folder, config, runner, workers))
         return project(sample, parts, tiny, whole, runner, workers, fraction, price)
