@@ -168,21 +168,30 @@ def document_row(doc) -> dict:
             "source": doc.source, "offset": doc.offset, "extractor": doc.extractor or None}
 
 
-def extractor_counts(rows: Iterable[dict]) -> dict[str, int]:
-    """Documents per extractor of shard rows ({} where none was extracted from HTML)."""
-    counts: dict[str, int] = {}
+def counting_extractors(rows: Iterable[dict], counts: dict[str, int]) -> Iterator[dict]:
+    """``rows`` passed through while ``counts`` tallies documents per extractor (a shard
+    written as a stream is counted as it goes)."""
     for row in rows:
         name = row.get("extractor")
         if name:
             counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items()))
+        yield row
+
+
+def extractor_counts(rows: Iterable[dict]) -> dict[str, int]:
+    """Documents per extractor of shard rows ({} where none was extracted from HTML)."""
+    counts: dict[str, int] = {}
+    for _ in counting_extractors(rows, counts):
+        pass
+    return counts
 
 
 def shard_stats(documents: int, text_bytes: int, extractors: dict[str, int]) -> dict:
-    """What the manifest records of one shard file (``extractors`` only where it has any)."""
+    """What the manifest records of one shard file (``extractors``, by name, only where it has
+    any)."""
     stats: dict = {"documents": documents, "bytes": text_bytes}
     if extractors:
-        stats["extractors"] = extractors
+        stats["extractors"] = dict(sorted(extractors.items()))
     return stats
 
 

@@ -42,6 +42,7 @@ from c4forge.corpus.near_dedup import (
 from c4forge.corpus.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
+    counting_extractors,
     document_row,
     shard_key,
     shard_metadata,
@@ -745,20 +746,13 @@ class WriteShardFn(_Counting, beam.DoFn):
         # a time as the shard is written, so a worker holds the shard's packed pages, not its rows
         pages = sorted(pages, key=lambda pair: pair[0])
         extractors: dict[str, int] = {}
-
-        def rows():
-            for _, packed in pages:
-                row = document_row(from_bytes(packed))
-                if row["extractor"]:
-                    extractors[row["extractor"]] = extractors.get(row["extractor"], 0) + 1
-                yield row
-
+        rows = counting_extractors((document_row(from_bytes(packed)) for _, packed in pages), extractors)
         name = shard_name(split, index, count, self.shard_format)
         path = FileSystems.join(self.staging, name)
-        text_bytes = write_shard(path, rows(), create=FileSystems.create,
+        text_bytes = write_shard(path, rows, create=FileSystems.create,
                                  rename=lambda a, b: FileSystems.rename([a], [b]),
                                  metadata=self.metadata)
-        stats = shard_stats(len(pages), text_bytes, dict(sorted(extractors.items())))
+        stats = shard_stats(len(pages), text_bytes, extractors)
         handle = FileSystems.create(path + ".json")
         handle.write(json.dumps(stats).encode("utf-8"))
         handle.close()
