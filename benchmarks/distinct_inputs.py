@@ -56,12 +56,13 @@ RULE_WORDS = {"lorem", "ipsum", "javascript", "terms", "of", "use", "privacy", "
               "cookie", "cookies", "uses"}
 
 sys.path.insert(0, str(ROOT))
+# ../shared/data, or where C4FORGE_SHARED_DATA says (as tests/conftest.py reads it); not imported
+# from the tests: `make bench`'s venv has no pytest
+SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def base_files() -> list[str]:
     """The 1x base: every WET file of the shared crawl and of crawl-extra (5,351 real pages)."""
-    from tests.conftest import SHARED
-
     files = sorted(str(p) for p in (SHARED / "crawl").glob("*.wet.gz"))
     files += sorted(str(p) for p in (SHARED / "crawl-extra").glob("*.wet.gz"))
     missing = [p for p in ("crawl", "crawl-extra") if not (SHARED / p).exists()]
@@ -195,8 +196,6 @@ def tag_of(files: list[str]) -> str:
 def distinct_copies(copies: int, files: list[str] | None = None, log=None) -> list[str]:
     """The WET files of copies 0..``copies``-1 (written where missing; one gzip member per
     record, as in Common Crawl)."""
-    from tests.conftest import SHARED
-
     files = files or base_files()
     root = CACHE / tag_of(files)
     vocabulary = None

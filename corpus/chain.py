@@ -28,8 +28,10 @@ from operator import attrgetter
 from typing import Optional
 
 from c4forge.core.counters import IncFn
+from c4forge.corpus import clean as clean_rules
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
+from c4forge.corpus.samples import Explain, Recorder, Sample, step_samples
 from c4forge.corpus.steps import (
     NS_BADWORDS,
     NS_CLEAN,
@@ -75,6 +77,7 @@ class Step:
     clock: Optional[str] = None
     enabled: Callable[[CorpusConfig], bool] = always
     apply: Optional[PageFn] = None  # page steps only
+    explain: Optional[Explain] = None  # page steps that remove lines: each line's fate (samples)
     contract: str = ""  # corpus-wide steps only
 
     @property
@@ -106,6 +109,10 @@ def _clean(steps: PageSteps, page: Document, inc: IncFn, inc_for: IncFor) -> Opt
     return steps.clean(page, inc)
 
 
+def _clean_fates(steps: PageSteps, page: Document):
+    return clean_rules.line_fates(page.text, steps.config.rules)
+
+
 def _language(steps: PageSteps, page: Document, inc: IncFn, inc_for: IncFor) -> Optional[Document]:
     return steps.identify_language(page, inc)
 
@@ -131,7 +138,7 @@ URL_DEDUP = Step(
 PARAGRAPHS = page_step("paragraph-filter", NS_PARAGRAPH, _paragraphs, "[paragraph filter]",
                        clock="clean-page", enabled=attrgetter("paragraph_filter"))
 CLEAN = page_step("clean-page", NS_CLEAN, _clean, "clean_page", flow="clean",
-                  enabled=attrgetter("clean"))
+                  enabled=attrgetter("clean"), explain=_clean_fates)
 LINE_DEDUP = Step(
     "line-dedup", NS_LINES, Scope.LINE_OWNERS, "corpus-wide line dedup", flow="line dedup",
     enabled=attrgetter("dedupe_lines"),
@@ -229,6 +236,20 @@ def run_page_steps(steps: Iterable[Step], machinery: PageSteps, page: Document,
         page = step.apply(machinery, page, inc_for(step.namespace), inc_for)
         if page is None:
             return None
+    return page
+
+
+def run_traced_page_steps(steps: Iterable[Step], machinery: PageSteps, page: Document,
+                          inc_for: IncFor, key: int, out: list[Sample]) -> Optional[Document]:
+    """:func:`run_page_steps` for a page the rule samples trace (corpus/samples.py): the same
+    result and counts, and what each step did to it appended to ``out``."""
+    for step in steps:
+        recorder = Recorder(inc_for(step.namespace))
+        after = step.apply(machinery, page, recorder, inc_for)
+        out.extend(step_samples(step.namespace, recorder.fired, key, page, after, step.explain, machinery))
+        if after is None:
+            return None
+        page = after
     return page
 
 

@@ -140,6 +140,42 @@ def clean_page(page: Document, rules: PageRules = PageRules(),
     return page.replace(text="\n".join(valid_lines).strip())
 
 
+def line_fates(text: str, rules: PageRules = PageRules()) -> tuple[list[str], list[Optional[str]], Optional[int]]:
+    """What :func:`clean_page` does to each line of ``text``, for the rule samples
+    (corpus/samples.py): the stripped lines, each line's fate (None: kept; else the counter
+    that removed it, e.g. ``line-filtered:no_endmark``) and the index of the line that dropped
+    the page (lorem ipsum, a curly bracket), if one did. The same tests in the same order as
+    clean_page (tests/test_rule_samples.py checks the counts agree on every real page); run
+    only on traced pages, so clean_page's loop stays as it is."""
+    max_word = rules.max_word_length
+    end_marks, ellipsis = rules.end_marks, rules.ellipsis
+    lines = [line.strip() for line in text.splitlines()]
+    fates: list[Optional[str]] = [None] * len(lines)
+    for i, line in enumerate(lines):
+        if max_word and len(line) > max_word and any(len(w) > max_word for w in line.split()):
+            fates[i] = "line-filtered:too_long_word"
+            continue
+        if rules.remove_citations and "[" in line:
+            line = _CITATION_REGEX.sub("", line)
+        if end_marks and (not line.endswith(end_marks) or (ellipsis and line.endswith(ellipsis))):
+            fates[i] = "line-filtered:no_endmark"
+            continue
+        if rules.min_words_per_line and len(line.split()) < rules.min_words_per_line:
+            fates[i] = "line-filtered:too_short"
+            continue
+        line_lower = line.lower()
+        if rules.drop_lorem_ipsum and "lorem ipsum" in line_lower:
+            return lines, fates, i
+        if rules.drop_javascript_lines and "javascript" in line_lower:
+            fates[i] = "line-filtered:javascript"
+            continue
+        if rules.drop_curly_bracket_pages and "{" in line:
+            return lines, fates, i
+        if rules.policy_substrings and any(p in line_lower for p in rules.policy_substrings):
+            fates[i] = "line-filtered:policy"
+    return lines, fates, None
+
+
 def lines_hold_sentences(lines: list, n: int) -> bool:
     """``sum(len(get_sentences(l)) for l in lines) >= n``, computed with as little Punkt as
     possible: each line with a non-space character holds at least one sentence."""

@@ -25,6 +25,7 @@ from c4forge.corpus.extract import EXTRACTORS
 from c4forge.corpus.langid import DEFAULT_THRESHOLD
 from c4forge.corpus.minhash import MinHashConfig
 from c4forge.corpus.read_options import INPUT_FORMATS, ReadOptions
+from c4forge.corpus.samples import SampleOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,8 @@ class CorpusConfig:
         smallest md5(normalised url)). Not part of tfds c4: ``near_dedup=false`` reproduces it.
     minhash: bands x rows permutations and shingle size (FineWeb's 14 x 8, 5-grams).
     read: bounds of the crawl reader.
+    rule_samples: what each rule did, sampled for ``corpus inspect`` (corpus/samples.py):
+        per_rule (0: none), rate (share of pages traced), seed.
     """
 
     preset: str = "c4"
@@ -69,6 +72,7 @@ class CorpusConfig:
     near_dedup: bool = True
     minhash: MinHashConfig = MinHashConfig()
     read: ReadOptions = ReadOptions()
+    rule_samples: SampleOptions = SampleOptions()
 
     @property
     def dedupe_min_sentences(self) -> int:
@@ -123,7 +127,15 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
     config = apply_settings(config, parse_overrides(overrides))
     config = apply_settings(config, updates or {})
     settings = {k: v for k, v in settings.items() if v is not None}
-    return check_languages(check_read_options(apply_settings(config, nest(settings))))
+    return check_samples(check_languages(check_read_options(apply_settings(config, nest(settings)))))
+
+
+def check_samples(config: CorpusConfig) -> CorpusConfig:
+    try:
+        config.rule_samples.check()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return config
 
 
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

@@ -114,6 +114,25 @@ def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
     return page.replace(text=new_text)
 
 
+def line_fates(page: Document, owned: set[bytes]) -> tuple[list[str], list[Optional[str]], Optional[int]]:
+    """What :func:`keep_owned_lines` does to each line (for the rule samples, corpus/samples.py):
+    the lines, each one's fate (None: kept; ``line-filtered:global_duplicate``: another page owns
+    it; ``line-filtered:local_duplicate``: repeated in this page) and no deciding line."""
+    lines = page.text.split("\n")
+    fates: list[Optional[str]] = []
+    seen: set[bytes] = set()
+    for line in lines:
+        key = line_key(line)
+        if key not in owned:
+            fates.append("line-filtered:global_duplicate")
+        elif key in seen:
+            fates.append("line-filtered:local_duplicate")
+        else:
+            fates.append(None)
+            seen.add(key)
+    return lines, fates, None
+
+
 class LineOwners:
     """In-memory owner table for single-process runs: line key -> smallest md5(url)."""
 

@@ -7,14 +7,15 @@ this is for inputs of up to a few GB; ``corpus build`` runs the same steps on Be
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Optional
 
 from c4forge.core import progress
 from c4forge.core.counters import Counters
 from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
-from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps
+from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps, run_traced_page_steps
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
-from c4forge.corpus.line_dedup import LineOwners, dedupe_page_lines
+from c4forge.corpus.line_dedup import LineOwners, dedupe_page_lines, line_fates
 from c4forge.corpus.minhash import MinHasher, batched
 from c4forge.corpus.near_dedup import (
     bucket_edges,
@@ -23,8 +24,16 @@ from c4forge.corpus.near_dedup import (
     count_near_dedup,
     doc_id,
 )
+from c4forge.corpus.samples import (
+    Recorder,
+    Reservoir,
+    near_duplicate,
+    step_samples,
+    traced_key,
+    url_duplicates,
+)
 from c4forge.corpus.steps import NS_LINES, NS_NEAR, NS_READ, NS_URL, PageSteps, text_bytes
-from c4forge.corpus.urls import count_url_group, newer_page
+from c4forge.corpus.urls import count_url_group, newer_page, page_record_id
 from c4forge.corpus.wet import iter_file_documents
 
 
@@ -41,52 +50,67 @@ def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -
             bar.update(1)
 
 
-def dedupe_urls(pages: Iterable[Document], counters: Counters) -> list[Document]:
+def dedupe_urls(pages: Iterable[Document], counters: Counters,
+                samples: Optional[Reservoir] = None, config: Optional[CorpusConfig] = None) -> list[Document]:
     """One page per normalised URL, the newest (ties: the smallest record id, ``newer_page``), in
-    first-seen order of the URLs (tfds ``select_newest_page``)."""
+    first-seen order of the URLs (tfds ``select_newest_page``). ``samples``: the traced URLs
+    crawled more than once, each with the crawl kept and the others."""
     inc = counters.inc_fn(NS_URL)
     best: dict[str, Document] = {}
     seen: dict[str, tuple[int, int]] = {}  # normalised url -> (pages, text bytes)
+    crawls: dict[str, list[tuple[str, bytes]]] = {}  # traced url -> (crawl time, record id)...
     for page in pages:
         current = best.get(page.normalized_url)
         best[page.normalized_url] = page if current is None else newer_page(current, page)
         count, size = seen.get(page.normalized_url, (0, 0))
         seen[page.normalized_url] = (count + 1, size + page.text_size())
+        if samples is not None and traced_key(page.normalized_url, config.rule_samples) is not None:
+            crawls.setdefault(page.normalized_url, []).append((page.timestamp, page_record_id(page)))
     for url, page in best.items():
         count_url_group(inc, seen[url][0], seen[url][1], page.text_size())
+    for url, all_crawls in crawls.items():
+        if len(all_crawls) > 1:
+            kept = (best[url].timestamp, page_record_id(best[url]))
+            dropped = list(all_crawls)
+            dropped.remove(kept)
+            samples.add(url_duplicates(f"{NS_URL}/filtered", traced_key(url, config.rule_samples),
+                                       url, kept, dropped))
     return list(best.values())
 
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
               steps: PageSteps = None, clock: StageClock | NoClock = NO_CLOCK,
-              chain: Sequence[Step] = C4_CHAIN) -> list[Document]:
+              chain: Sequence[Step] = C4_CHAIN, samples: Optional[Reservoir] = None) -> list[Document]:
     """Read, filter and dedup: the steps of ``chain`` (corpus/chain.py) in order; returns the
     surviving documents in input order. ``clock`` (a StageClock) collects the CPU seconds of
-    each stage (benchmarks/bench_stages.py)."""
+    each stage (benchmarks/bench_stages.py); ``samples`` collects what every rule did to the
+    traced pages (corpus/samples.py)."""
     steps = steps or PageSteps(config).setup()
     layout: Plan = plan(config, chain)
     pages: Iterable[Document] = clock.timed("read", read_pages(paths, config, counters))
-    pages = page_steps(layout.before_urls, pages, steps, counters, clock)
+    pages = page_steps(layout.before_urls, pages, steps, counters, clock, samples)
     if layout.url_dedup:
         with clock.stage("url-dedup"):
-            pages = dedupe_urls(pages, counters)
-    pages = list(page_steps(layout.before_lines, pages, steps, counters, clock))
+            pages = dedupe_urls(pages, counters, samples, config)
+    pages = list(page_steps(layout.before_lines, pages, steps, counters, clock, samples))
     if layout.line_dedup:
         with clock.stage("line-dedup", len(pages)):
-            pages = dedupe_lines(pages, config, counters)
+            pages = dedupe_lines(pages, config, counters, samples)
     if layout.after_lines:
         desc = " and ".join(step.summary for step in layout.after_lines)
         pages = list(page_steps(layout.after_lines, progress.bar(pages, desc=desc, unit=" pages"),
-                                steps, counters, clock))
+                                steps, counters, clock, samples))
     if layout.near_dedup:
-        pages = near_dedup(pages, config, counters, clock=clock)
+        pages = near_dedup(pages, config, counters, clock=clock, samples=samples)
     return list(pages)
 
 
 def page_steps(chain_steps: tuple[Step, ...], pages: Iterable[Document], steps: PageSteps,
-               counters: Counters, clock: StageClock | NoClock = NO_CLOCK) -> Iterator[Document]:
+               counters: Counters, clock: StageClock | NoClock = NO_CLOCK,
+               samples: Optional[Reservoir] = None) -> Iterator[Document]:
     """The pages that pass a run of page steps, lazily, in order. With a clock, each step's CPU
-    seconds go to its stage, and a page counts once as that stage's input."""
+    seconds go to its stage, and a page counts once as that stage's input (pages are not traced
+    for samples then)."""
     if not chain_steps:
         yield from pages
         return
@@ -99,8 +123,15 @@ def page_steps(chain_steps: tuple[Step, ...], pages: Iterable[Document], steps: 
         return inc
 
     if isinstance(clock, NoClock):
+        options = steps.config.rule_samples
         for page in pages:
-            kept = run_page_steps(chain_steps, steps, page, inc_for)
+            key = traced_key(page.normalized_url, options) if samples is not None else None
+            if key is None:
+                kept = run_page_steps(chain_steps, steps, page, inc_for)
+            else:
+                found: list = []
+                kept = run_traced_page_steps(chain_steps, steps, page, inc_for, key, found)
+                samples.extend(found)
             if kept is not None:
                 yield kept
         return
@@ -117,7 +148,8 @@ def page_steps(chain_steps: tuple[Step, ...], pages: Iterable[Document], steps: 
             yield page
 
 
-def dedupe_lines(pages: list[Document], config: CorpusConfig, counters: Counters) -> list[Document]:
+def dedupe_lines(pages: list[Document], config: CorpusConfig, counters: Counters,
+                 samples: Optional[Reservoir] = None) -> list[Document]:
     """Each page keeps the lines it owns (every line's owner: the page with the smallest
     md5(url) that holds it, ``LineOwners``); a page left with too little is dropped."""
     owners = LineOwners()
@@ -126,14 +158,31 @@ def dedupe_lines(pages: list[Document], config: CorpusConfig, counters: Counters
     inc = counters.inc_fn(NS_LINES)
     kept = []
     for page in pages:
-        result = dedupe_page_lines(page, owners.owned_by(page), config.dedupe_min_sentences, inc)
+        owned = owners.owned_by(page)
+        key = traced_key(page.normalized_url, config.rule_samples) if samples is not None else None
+        if key is None:
+            result = dedupe_page_lines(page, owned, config.dedupe_min_sentences, inc)
+        else:
+            result = traced_line_dedup(page, owned, config.dedupe_min_sentences, inc, key, samples)
         if result is not None:
             kept.append(result)
     return kept
 
 
+def traced_line_dedup(page: Document, owned: set[bytes], min_sentences: int, inc, key: int,
+                      samples: Reservoir) -> Optional[Document]:
+    """:func:`dedupe_page_lines` for a traced page, its samples added to ``samples`` (both
+    chains call this)."""
+    recorder = Recorder(inc)
+    result = dedupe_page_lines(page, owned, min_sentences, recorder)
+    samples.extend(step_samples(NS_LINES, recorder.fired, key, page, result,
+                                lambda _, p: line_fates(p, owned)))
+    return result
+
+
 def near_dedup(pages: list[Document], config: CorpusConfig, counters: Counters,
-               batch_size: int = 512, clock: StageClock | NoClock = NO_CLOCK) -> list[Document]:
+               batch_size: int = 512, clock: StageClock | NoClock = NO_CLOCK,
+               samples: Optional[Reservoir] = None) -> list[Document]:
     """Keep one page per MinHash cluster (the smallest id) and record each cluster's size."""
     inc = counters.inc_fn(NS_NEAR)
     hasher = MinHasher(config.minhash)
@@ -153,8 +202,18 @@ def near_dedup(pages: list[Document], config: CorpusConfig, counters: Counters,
         sizes = cluster_sizes(labels)
         kept = []
         for page, node in zip(pages, ids):
-            survives = labels.get(node, node) == node
+            label = labels.get(node, node)
+            survives = label == node
             count_near_dedup(inc, page.text_size(), survives, sizes.get(node, 1))
+            if not survives and samples is not None:
+                near_sample(page, label, config, samples)
             if survives:
                 kept.append(page.replace(near_dup_cluster_size=sizes.get(node, 1)))
     return kept
+
+
+def near_sample(page: Document, kept_id: int, config: CorpusConfig, samples: Reservoir) -> None:
+    """A traced page near-dedup dropped, with the id of the page kept instead (both chains)."""
+    key = traced_key(page.normalized_url, config.rule_samples)
+    if key is not None and samples.wants(f"{NS_NEAR}/filtered", key):
+        samples.add(near_duplicate(f"{NS_NEAR}/filtered", key, page, kept_id))

@@ -57,6 +57,9 @@ from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
 from c4forge.corpus.extract import extraction_info
+from c4forge.corpus.samples import FILE as SAMPLES_FILE
+from c4forge.corpus.samples import dumps as dump_samples
+from c4forge.corpus.samples import read_samples
 from c4forge.corpus.urls import doc_id, split_of
 
 FORMAT_VERSION = 3
@@ -395,11 +398,33 @@ def read_manifest(directory: str) -> dict:
 
 
 def manifest_files(manifest: dict) -> list[str]:
-    """Every shard file a corpus manifest lists (all splits)."""
+    """Every file a corpus manifest lists: the shards of all splits, and the rule samples."""
     splits = manifest.get("splits") or {}
     if not isinstance(splits, dict):
         raise CorpusFormatError("manifest 'splits' is not a mapping")
-    return [name for entry in splits.values() for name in (entry or {}).get("files", [])]
+    shards = [name for entry in splits.values() for name in (entry or {}).get("files", [])]
+    samples = manifest.get("rule_samples")
+    return shards + ([samples["file"]] if isinstance(samples, dict) and samples.get("file") else [])
+
+
+def samples_entry(document: dict) -> dict:
+    """What the manifest records of the rule samples written beside the shards."""
+    return {"file": SAMPLES_FILE, "version": document["version"], "rules": len(document["rules"]),
+            "samples": sum(len(rule["samples"]) for rule in document["rules"])}
+
+
+def read_rule_samples(directory: str, manifest: Optional[dict] = None) -> Optional[dict]:
+    """The corpus's rule samples (corpus/samples.py), None when it has none."""
+    manifest = manifest or read_manifest(directory)
+    entry = manifest.get("rule_samples")
+    if not isinstance(entry, dict) or not entry.get("file"):
+        return None
+    path = resolve(directory, manifest, entry["file"])
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return read_samples(handle.read())
+    except (OSError, ValueError) as exc:
+        raise CorpusFormatError(f"{path}: {exc}") from None
 
 
 CORPUS_KIND = OutputKind("corpus", MANIFEST, "c4forge-corpus", manifest_files,
@@ -453,10 +478,11 @@ def split_summary(files: dict[str, dict]) -> dict[str, dict]:
 def write_corpus(directory: str, documents: Iterable, manifest: dict,
                  docs_per_shard: int = DEFAULT_DOCS_PER_SHARD, validation_per_mille: int = 1,
                  overwrite: bool = False, hook=None,
-                 shard_format: str = DEFAULT_SHARD_FORMAT) -> dict:
+                 shard_format: str = DEFAULT_SHARD_FORMAT, samples: Optional[dict] = None) -> dict:
     """Write Documents as a corpus directory in one process - the same files, split and shard
     assignment as the Beam writer - through the output-directory rule and swap of
-    :mod:`c4forge.core.outdir` (refuse, or with ``overwrite`` replace only this corpus's files)."""
+    :mod:`c4forge.core.outdir` (refuse, or with ``overwrite`` replace only this corpus's files).
+    ``samples``: the rule samples' document (corpus/samples.py), written beside the shards."""
     check_shard_format(shard_format)
     metadata = shard_metadata(manifest.get("config") or {}, shard_format)
     by_split: dict[str, list] = {}
@@ -476,8 +502,13 @@ def write_corpus(directory: str, documents: Iterable, manifest: dict,
                 files[name] = shard_stats(len(rows), write_shard(os.path.join(staging, name), rows,
                                                                  metadata=metadata),
                                           extractor_counts(rows))
+        extra = {}
+        if samples is not None:
+            with open(os.path.join(staging, SAMPLES_FILE), "w", encoding="utf-8") as handle:
+                handle.write(dump_samples(samples))
+            extra["rule_samples"] = samples_entry(samples)
         return full_manifest(dict(manifest, shard_format=shard_format,
-                                  splits=split_summary(files)))
+                                  splits=split_summary(files), **extra))
 
     return write_directory(directory, CORPUS_KIND, overwrite, fill, hook)
 
@@ -508,6 +539,10 @@ def export_corpus(source: str, target: str, shard_format: str, overwrite: bool =
                 extractors = (extractor_counts(table.select(["extractor"]).to_pylist())
                               if "extractor" in table.column_names else {})
                 files[name] = shard_stats(table.num_rows, table_text_bytes(table), extractors)
+        samples = read_rule_samples(source, manifest)
+        if samples is not None:
+            with open(os.path.join(staging, SAMPLES_FILE), "w", encoding="utf-8") as handle:
+                handle.write(dump_samples(samples))
         kept = {k: v for k, v in manifest.items() if k not in ("splits", "shard_format", "location",
                                                                   "superseded")}
         return full_manifest(dict(kept, shard_format=shard_format, splits=split_summary(files),

@@ -85,6 +85,7 @@ class UrlCandidate(NamedTuple):
     rank: bytes  # md5 of the cleaned page's URL; b"" when cleaning dropped the page
     record_id: bytes  # :func:`page_record_id`: breaks ties between equally new crawls
     line_keys: bytes  # the cleaned page's line keys, packed (b"" without line dedup)
+    samples: str = ""  # a traced crawl: what cleaning did to it (corpus/samples.py), JSON
 
     def replaces(self, other: UrlCandidate) -> bool:
         return replaces(self.timestamp, self.record_id, other.timestamp, other.record_id)

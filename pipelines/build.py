@@ -28,15 +28,18 @@ from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env, writin
 from c4forge.corpus.config import CorpusConfig, worker_path
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.report import strict_problem
+from c4forge.corpus.samples import FILE as SAMPLES_FILE
+from c4forge.corpus.samples import dumps as dump_samples
 from c4forge.corpus.shards import (
     CORPUS_KIND,
     DEFAULT_SHARD_FORMAT,
     corpus_manifest,
     full_manifest,
     parse_shard_name,
+    samples_entry,
     split_summary,
 )
-from c4forge.pipelines.c4 import build_graph, shuffle_buckets
+from c4forge.pipelines.c4 import build_graph, merge_sample_parts, shuffle_buckets
 from c4forge.pipelines.engines.runners import (
     ENGINE_RUNNERS,
     FLINK_LOCAL,
@@ -222,6 +225,11 @@ class BeamFS:
             FileSystems.delete([path])
 
 
+# where the workers write the rule samples they find, inside the staging folder (merged into
+# rule-samples.json and removed before the swap; pipelines/c4.py merge_sample_parts)
+SAMPLE_PARTS = ".rule-samples"
+
+
 def _size(path: str) -> int:
     """Size of an input file in bytes, 0 where the filesystem cannot tell (http, missing)."""
     try:
@@ -368,6 +376,7 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
         log(warning)
     pipeline = beam.Pipeline(runner=local_runner(options), options=options)
     reports = progress_dir(staging)
+    parts = FileSystems.join(staging, SAMPLE_PARTS) if config.rule_samples.on else None
     # workers (portable runners) start in folders of their own: they get absolute paths, and
     # the inputs as given (what documents record) with the folder they are relative to
     build_graph(pipeline, inputs, config.for_workers(),
@@ -375,7 +384,7 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
                 cc_rounds=cc_rounds, shard_format=shard_format,
                 progress_dir=worker_path(reports) if reports else reports,
                 buckets=shuffle_buckets(sum(input_bytes.values())), launch_dir=os.getcwd(),
-                recorded=config)
+                recorded=config, samples_dir=worker_path(parts) if parts else None)
     try:
         with ProgressBoard(reports, len(inputs)):
             result = pipeline.run()
@@ -402,13 +411,20 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
         if parse_shard_name(name):
             files[name] = json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
 
+    samples = {}
+    if parts:
+        document = merge_sample_parts(parts, config.rule_samples)
+        fs.write_text(FileSystems.join(staging, SAMPLES_FILE), dump_samples(document))
+        fs.remove(parts)
+        samples["rule_samples"] = samples_entry(document)
+
     read_bytes = sum(input_bytes.values())
     extra = {"engine": engine_info} if engine_info else {}
     manifest = corpus_manifest(config, inputs, counters, runner,
                                command or sys.argv, seconds=round(elapsed, 1),
                                docs_per_shard=docs_per_shard, num_shards=num_shards,
                                cc_rounds=cc_rounds, input_bytes=read_bytes, **extra)
-    manifest.update(shard_format=shard_format, versions=versions(), splits=split_summary(files))
+    manifest.update(shard_format=shard_format, versions=versions(), splits=split_summary(files), **samples)
     return full_manifest(manifest)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, Optional
@@ -17,7 +18,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps
+from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps, run_traced_page_steps
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, from_bytes, packed_text_size, to_bytes
 from c4forge.corpus.line_dedup import (
@@ -30,6 +31,7 @@ from c4forge.corpus.line_dedup import (
     unpack_keys,
     url_rank,
 )
+from c4forge.corpus.local import near_sample, traced_line_dedup
 from c4forge.corpus.minhash import MinHasher
 from c4forge.corpus.near_dedup import (
     DEFAULT_CC_ROUNDS,
@@ -39,6 +41,7 @@ from c4forge.corpus.near_dedup import (
     hash_to_min,
     initial_cluster,
 )
+from c4forge.corpus.samples import Reservoir, Sample, SampleOptions, traced_key, url_duplicates
 from c4forge.corpus.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
@@ -123,6 +126,7 @@ class UrlGroup:
     newest: UrlCandidate
     crawls: int
     raw_bytes: int
+    traced: Optional[list[UrlCandidate]] = None  # every crawl, where the URL is traced (samples)
 
 
 class Batcher:
@@ -184,17 +188,79 @@ class _Counting:
             pending.clear()
 
 
-class StepsFn(_Counting, beam.DoFn):
+class _Sampling:
+    """Mixin: the rule samples (corpus/samples.py) a DoFn finds, kept per bundle in a
+    Reservoir and written when the bundle finishes, one file per bundle in ``samples_dir``
+    (the launcher merges them: :func:`merge_sample_parts`). Only events that are final where
+    they are found go in: a crawl's cleaning is sampled where it is read but travels with its
+    URL candidate, since only the URL group knows whether it is the crawl kept."""
+
+    samples_dir: Optional[str] = None
+    sample_options: SampleOptions = SampleOptions(per_rule=0)
+
+    def samples(self) -> Optional[Reservoir]:
+        if not self.samples_dir:
+            return None
+        reservoir = self.__dict__.get("_reservoir")
+        if reservoir is None:
+            reservoir = self.__dict__["_reservoir"] = Reservoir(self.sample_options.per_rule)
+        return reservoir
+
+    def traced(self, normalized_url: str) -> Optional[int]:
+        return traced_key(normalized_url, self.sample_options) if self.samples_dir else None
+
+    def write_samples(self) -> None:
+        from apache_beam.io.filesystems import FileSystems
+
+        reservoir = self.__dict__.pop("_reservoir", None)
+        if not reservoir:
+            return
+        path = FileSystems.join(self.samples_dir, f"{uuid.uuid4().hex}.json")
+        handle = FileSystems.create(path)
+        handle.write(json.dumps(reservoir.to_wire()).encode("utf-8"))
+        handle.close()
+
+
+def merge_sample_parts(directory: str, options: SampleOptions) -> dict:
+    """The workers' sample files merged into the rule samples' document (corpus/samples.py)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    reservoir = Reservoir(options.per_rule)
+    pattern = FileSystems.join(directory, "*.json")
+    for match in FileSystems.match([pattern])[0].metadata_list:
+        with FileSystems.open(match.path) as handle:
+            reservoir.extend(Sample.from_wire(wire) for wire in json.loads(handle.read().decode("utf-8")))
+    return reservoir.document(options)
+
+
+class StepsFn(_Counting, _Sampling, beam.DoFn):
     """Base for DoFns that run page steps of the chain (``layout``, corpus/chain.py's plan of
     it) with the configured PageSteps (built once per worker in setup)."""
 
-    def __init__(self, config: CorpusConfig, layout: Optional[Plan] = None) -> None:
+    def __init__(self, config: CorpusConfig, layout: Optional[Plan] = None,
+                 samples_dir: Optional[str] = None) -> None:
         self.config = config
         self.layout = layout or plan(config)
         self.steps: Optional[PageSteps] = None
+        self.samples_dir = samples_dir if config.rule_samples.on else None
+        self.sample_options = config.rule_samples
 
     def setup(self) -> None:
         self.steps = PageSteps(self.config)
+
+    def run_steps(self, steps, page: Document, inc_for, carried: Optional[list] = None) -> Optional[Document]:
+        """``run_page_steps``, tracing the page when it is sampled: its samples go to the
+        bundle's reservoir, or to ``carried`` (a URL candidate's)."""
+        key = self.traced(page.normalized_url) if steps else None
+        if key is None:
+            return run_page_steps(steps, self.steps, page, inc_for)
+        found: list[Sample] = []
+        kept = run_traced_page_steps(steps, self.steps, page, inc_for, key, found)
+        if carried is not None:
+            carried.extend(found)
+        else:
+            self.samples().extend(found)
+        return kept
 
 
 def _recorder(counts: dict[tuple[str, str], int], namespace: str):
@@ -230,8 +296,9 @@ class ReadCleanFn(StepsFn):
 
     def __init__(self, config: CorpusConfig, progress_dir: Optional[str] = None,
                  candidates: bool = True, buckets: int = DEFAULT_BUCKETS,
-                 launch_dir: Optional[str] = None, layout: Optional[Plan] = None) -> None:
-        super().__init__(config, layout)
+                 launch_dir: Optional[str] = None, layout: Optional[Plan] = None,
+                 samples_dir: Optional[str] = None) -> None:
+        super().__init__(config, layout, samples_dir)
         self.progress_dir = progress_dir
         self.launch_dir = launch_dir
         self.candidates = candidates
@@ -258,13 +325,13 @@ class ReadCleanFn(StepsFn):
         for page in iter_file_documents(where, self.inc_for(NS_READ), self.config.read, source=path):
             if self.reporter:
                 self.reporter.page(text_bytes(page))
-            page = run_page_steps(before_urls, self.steps, page, self.inc_for)
+            page = self.run_steps(before_urls, page, self.inc_for)
             if page is None:
                 continue
             if self.candidates:
                 yield from self._candidate(page)
             else:
-                cleaned = run_page_steps(before_lines, self.steps, page, self.inc_for)
+                cleaned = self.run_steps(before_lines, page, self.inc_for)
                 if cleaned is not None:
                     yield cleaned
         if self.reporter:
@@ -272,6 +339,7 @@ class ReadCleanFn(StepsFn):
 
     def finish_bundle(self):
         super().finish_bundle()
+        self.write_samples()
         if self.reporter:
             self.reporter.flush()
         yield from _in_global_window(self.batcher.drain())
@@ -280,8 +348,9 @@ class ReadCleanFn(StepsFn):
 
     def _candidate(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
-        cleaned = run_page_steps(self.layout.before_lines, self.steps, page,
-                                 lambda namespace: _recorder(counts, namespace))
+        carried: list[Sample] = []
+        cleaned = self.run_steps(self.layout.before_lines, page,
+                                 lambda namespace: _recorder(counts, namespace), carried)
         rank = keys = b""
         record = page_record_id(page)  # every page: it breaks ties between equally new crawls
         if cleaned is not None:
@@ -294,12 +363,13 @@ class ReadCleanFn(StepsFn):
                                         len(packed) + 64):
                 yield beam.pvalue.TaggedOutput(self.PAGES, batch)
         url = page.normalized_url
-        candidate = UrlCandidate(page.timestamp, text_bytes(page), pack_counts(counts), rank, record, keys)
+        candidate = UrlCandidate(page.timestamp, text_bytes(page), pack_counts(counts), rank, record, keys,
+                                 json.dumps([s.to_wire() for s in carried]) if carried else "")
         yield from self.batcher.add(url_bucket(url, self.buckets), (url, on_the_wire(candidate)),
                                     len(url) + len(candidate.counts) + len(keys) + 96)
 
 
-class NewestPagesFn(_Counting, beam.DoFn):
+class NewestPagesFn(_Counting, _Sampling, beam.DoFn):
     """(url bucket, batches of (normalised url, candidate)) -> for every URL of the bucket the
     newest crawl wins; the others are counted as duplicates and the winner's recorded clean
     counters are counted. Equally new crawls keep the smallest record id (``replaces``), so the
@@ -317,7 +387,10 @@ class NewestPagesFn(_Counting, beam.DoFn):
     CLAIMS = "claims"
 
     def __init__(self, lines: bool = False, buckets: int = DEFAULT_BUCKETS,
-                 max_keys: int = 250_000) -> None:
+                 max_keys: int = 250_000, samples_dir: Optional[str] = None,
+                 sample_options: SampleOptions = SampleOptions(per_rule=0)) -> None:
+        self.samples_dir = samples_dir if sample_options.on else None
+        self.sample_options = sample_options
         self.lines = lines
         self.buckets = buckets
         self.max_keys = max_keys
@@ -336,16 +409,22 @@ class NewestPagesFn(_Counting, beam.DoFn):
                 candidate = UrlCandidate._make(wire)
                 group = groups.get(url)
                 if group is None:
-                    groups[url] = UrlGroup(candidate, 1, candidate.raw_bytes)
+                    groups[url] = group = UrlGroup(candidate, 1, candidate.raw_bytes)
+                    if self.traced(url) is not None:
+                        group.traced = [candidate]
                     continue
                 if candidate.replaces(group.newest):
                     group.newest = candidate
                 group.crawls += 1
                 group.raw_bytes += candidate.raw_bytes
+                if group.traced is not None:
+                    group.traced.append(candidate)
         url_inc = self.inc_for(NS_URL)
-        for group in groups.values():
+        for url, group in groups.items():
             best = group.newest
             count_url_group(url_inc, group.crawls, group.raw_bytes, best.raw_bytes)
+            if group.traced is not None:
+                self._sample(url, group)
             for count in unpack_counts(best.counts):
                 self.inc_for(count.namespace)(count.name, count.n)
             if not best.rank:  # the newest crawl was cleaned away
@@ -357,12 +436,24 @@ class NewestPagesFn(_Counting, beam.DoFn):
                         yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
             yield from self.batcher.add(digest_bucket(best.rank, self.buckets), (best.rank, best.record_id), 40)
 
+    def _sample(self, url: str, group: UrlGroup) -> None:
+        """A traced URL: its duplicate crawls, and what cleaning did to the crawl kept."""
+        samples, best = self.samples(), group.newest
+        if group.crawls > 1:
+            crawls = [(c.timestamp, c.record_id) for c in group.traced]
+            crawls.remove((best.timestamp, best.record_id))
+            samples.add(url_duplicates(f"{NS_URL}/filtered", self.traced(url), url,
+                                       (best.timestamp, best.record_id), crawls))
+        if best.samples:
+            samples.extend(Sample.from_wire(wire) for wire in json.loads(best.samples))
+
     def _drain(self) -> dict[bytes, bytes]:
         table, self.table = self.table, {}
         return table
 
     def finish_bundle(self):
         super().finish_bundle()
+        self.write_samples()
         yield from _in_global_window(self.batcher.drain())
         for claims in _in_global_window(_claim_batches(self._drain(), self.buckets)):
             yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
@@ -477,8 +568,8 @@ class FilterPagesFn(StepsFn):
     either, elements are Documents."""
 
     def __init__(self, config: CorpusConfig, owned_lines: bool, winners: bool = False,
-                 layout: Optional[Plan] = None) -> None:
-        super().__init__(config, layout)
+                 layout: Optional[Plan] = None, samples_dir: Optional[str] = None) -> None:
+        super().__init__(config, layout, samples_dir)
         self.owned_lines = owned_lines
         self.winners = winners
 
@@ -495,9 +586,13 @@ class FilterPagesFn(StepsFn):
         for page in pages:
             if page is None:
                 continue
-            page = run_page_steps(after_lines, self.steps, page, self.inc_for)
+            page = self.run_steps(after_lines, page, self.inc_for)
             if page is not None:
                 yield page
+
+    def finish_bundle(self):
+        super().finish_bundle()
+        self.write_samples()
 
     def _joined_pages(self, element) -> Iterator[Optional[Document]]:
         _, grouped = element
@@ -524,10 +619,18 @@ class FilterPagesFn(StepsFn):
                     yield from_bytes(packed)
                     continue
                 mine = owned.get(rank)
-                if mine is None:
+                if mine is None and not self.samples_dir:
                     count_page_owning_nothing(n_lines, packed_text_size(packed), inc)
                     continue
-                yield dedupe_page_lines(from_bytes(packed), mine, self.config.dedupe_min_sentences, inc)
+                page = from_bytes(packed)
+                key = self.traced(page.normalized_url)
+                if key is not None:
+                    yield traced_line_dedup(page, mine or set(), self.config.dedupe_min_sentences, inc,
+                                            key, self.samples())
+                elif mine is None:
+                    count_page_owning_nothing(n_lines, packed_text_size(packed), inc)
+                else:
+                    yield dedupe_page_lines(page, mine, self.config.dedupe_min_sentences, inc)
         if winners:
             raise ValueError(f"the winning crawl of md5(url) {min(winners)[0].hex()} has no page")
         orphans = owned.keys() - seen
@@ -642,8 +745,17 @@ def connected_components(edges, rounds: int):
     return out.out, out[ClusterRoundFn.CHANGED]
 
 
-class ApplyClustersFn(_Counting, beam.DoFn):
+class ApplyClustersFn(_Counting, _Sampling, beam.DoFn):
     """Keep a page unless its cluster label is a smaller id; record the cluster size."""
+
+    def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None) -> None:
+        self.config = config
+        self.samples_dir = samples_dir if config.rule_samples.on else None
+        self.sample_options = config.rule_samples
+
+    def finish_bundle(self):
+        super().finish_bundle()
+        self.write_samples()
 
     def process(self, element):
         node, grouped = element
@@ -655,11 +767,13 @@ class ApplyClustersFn(_Counting, beam.DoFn):
         size = sizes[0] if sizes else 1
         survives = not labels or labels[0] == node
         count_near_dedup(self.inc_for(NS_NEAR), text_bytes(pages[0]), survives, size)
+        if not survives and self.samples_dir:
+            near_sample(pages[0], labels[0], self.config, self.samples())
         if survives:
             yield pages[0].replace(near_dup_cluster_size=size)
 
 
-def near_dedup(pages, config: CorpusConfig, rounds: int):
+def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[str] = None):
     keyed = pages | "key by id" >> beam.Map(lambda p: (doc_id(p.normalized_url), p))
     threshold = config.minhash.threshold
     edges = (keyed
@@ -672,7 +786,7 @@ def near_dedup(pages, config: CorpusConfig, rounds: int):
              | "cluster size" >> beam.CombinePerKey(sum))
     deduped = ({"page": keyed | "pack pages for join" >> beam.Map(_packed), "label": labels, "size": sizes}
                | "join clusters" >> beam.CoGroupByKey()
-               | "apply clusters" >> beam.ParDo(ApplyClustersFn()))
+               | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, samples_dir)))
     _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
     return deduped
 
@@ -686,11 +800,13 @@ class _CountUnconverged(_Counting, beam.DoFn):
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
-             launch_dir: Optional[str] = None, chain: Sequence[Step] = C4_CHAIN):
+             launch_dir: Optional[str] = None, chain: Sequence[Step] = C4_CHAIN,
+             samples_dir: Optional[str] = None):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths:
     ``chain`` (corpus/chain.py) compiled into the graph (``progress_dir``: where the reading
     step reports, see pipelines/progress.py; ``buckets``: see shuffle_buckets; ``launch_dir``:
-    what relative paths are relative to)."""
+    what relative paths are relative to; ``samples_dir``: where the DoFns write the rule
+    samples they find, see merge_sample_parts)."""
     layout = plan(config, chain)
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
     join = {}  # what meets each page, by the bucket of its md5(url)
@@ -699,17 +815,20 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
         read = (files
                 | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=True,
                                                              buckets=buckets, launch_dir=launch_dir,
-                                                             layout=layout))
+                                                             layout=layout, samples_dir=samples_dir))
                 .with_outputs(ReadCleanFn.PAGES, main="candidates"))
         newest = (read.candidates
                   | "group by url bucket" >> beam.GroupByKey()
-                  | "newest per url" >> beam.ParDo(NewestPagesFn(lines=layout.line_dedup, buckets=buckets))
+                  | "newest per url" >> beam.ParDo(NewestPagesFn(lines=layout.line_dedup, buckets=buckets,
+                                                               samples_dir=samples_dir,
+                                                               sample_options=config.rule_samples))
                   .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
         join.update(pages=read[ReadCleanFn.PAGES], winners=newest.winners)
         claims = newest[NewestPagesFn.CLAIMS]
     else:
         pages = files | "read and clean" >> beam.ParDo(ReadCleanFn(config, progress_dir, candidates=False,
-                                                                   launch_dir=launch_dir, layout=layout))
+                                                                   launch_dir=launch_dir, layout=layout,
+                                                                   samples_dir=samples_dir))
         if layout.line_dedup:
             join.update(pages=pages | "key by url rank" >> beam.ParDo(KeyPagesFn(buckets)))
             claims = pages | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=buckets))
@@ -722,11 +841,13 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
         pages = (join
                  | "group by page bucket" >> beam.CoGroupByKey()
                  | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=layout.line_dedup,
-                                                     winners=layout.url_dedup, layout=layout)))
+                                                     winners=layout.url_dedup, layout=layout,
+                                                     samples_dir=samples_dir)))
     else:
-        pages = pages | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=False, layout=layout))
+        pages = pages | steps >> beam.ParDo(FilterPagesFn(config, owned_lines=False, layout=layout,
+                                                          samples_dir=samples_dir))
     if layout.near_dedup:
-        pages = near_dedup(pages, config, cc_rounds)
+        pages = near_dedup(pages, config, cc_rounds, samples_dir)
     return pages
 
 
@@ -794,13 +915,14 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
                 cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
                 progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
                 launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None,
-                chain: Sequence[Step] = C4_CHAIN):
+                chain: Sequence[Step] = C4_CHAIN, samples_dir: Optional[str] = None):
     """The whole graph on ``pipeline`` (``chain``: corpus/chain.py's steps); returns the (file
     name, stats) PCollection.
     ``recorded``: the config as the manifest records it (``config`` by default), whose hash
-    every shard carries; ``config`` itself may be its worker form (absolute paths)."""
+    every shard carries; ``config`` itself may be its worker form (absolute paths).
+    ``samples_dir``: where the rule samples' parts go (None: none recorded)."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain)
+    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain, samples_dir)
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata((recorded or config).to_dict(), shard_format))

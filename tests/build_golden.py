@@ -1,5 +1,6 @@
 """The fingerprint of a `corpus build` of the shared crawl, pinned in tests/golden/: every shard's
-rows (every column, in file order) hashed per file, and every counter. Changes to the Beam wiring
+rows (every column, in file order) hashed per file, every counter, and the rule samples' file
+(corpus/samples.py; added 2026-11-26, the rest unchanged by it). Changes to the Beam wiring
 (batching, coders, fused steps) must leave it unchanged: tests/test_pipeline.py compares a fresh
 build with the fingerprint recorded before such a change.
 
@@ -41,7 +42,10 @@ def corpus_fingerprint(directory: str) -> dict:
                     row["source"] = Path(row["source"]).name
                 digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
             files[f"{split}/{Path(path).name}"] = {"documents": table.num_rows, "sha256": digest.hexdigest()}
-    return {"files": files, "counters": manifest["counters"]}
+    samples = manifest.get("rule_samples")
+    samples_sha = (hashlib.sha256((Path(directory) / samples["file"]).read_bytes()).hexdigest()
+                   if samples else None)
+    return {"files": files, "counters": manifest["counters"], "rule_samples": samples_sha}
 
 
 def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
@@ -91,7 +95,7 @@ def main() -> int:
                       "shared badwords, 100 documents per shard"}
     with tempfile.TemporaryDirectory() as tmp:
         built = build_shared_crawl(tmp, crawl, str(shared_path("badwords")), GOLDEN_COPIES)
-        found.update(files=built["files"], counters=built["counters"])
+        found.update(files=built["files"], counters=built["counters"], rule_samples=built["rule_samples"])
     GOLDEN.parent.mkdir(exist_ok=True)
     GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(found['files'])} shard files, "

@@ -75,6 +75,7 @@ def build_pinned(pinned_inputs):
 def assert_same_corpus(found: dict, pinned: dict, folder: Path, direct_shards: dict) -> None:
     assert found["counters"] == pinned["counters"]  # every rule's pages, lines and bytes
     assert found["files"] == pinned["files"] and len(found["files"]) >= 3
+    assert found["rule_samples"] == pinned["rule_samples"] is not None  # what every rule did, sampled
     shards = {p.name: p.read_bytes() for p in (folder / "c4").glob("*.arrow")}
     assert shards == direct_shards
 

@@ -417,6 +417,7 @@ def test_build_output_and_counters_unchanged_from_the_pinned_fingerprint(tmp_pat
     pinned = json.loads(GOLDEN.read_text())
     assert found["counters"] == pinned["counters"]
     assert found["files"] == pinned["files"] and len(found["files"]) >= 3
+    assert found["rule_samples"] == pinned["rule_samples"] is not None
 
 
 @pytest.mark.parametrize("overrides,buckets,batch_bytes", [

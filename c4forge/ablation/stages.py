@@ -16,6 +16,7 @@ from c4forge.core.counters import Counters
 from c4forge.core.io import atomic_write
 from c4forge.core.settings import ConfigError, apply_settings
 from c4forge.corpus.local import run_chain
+from c4forge.corpus.samples import Reservoir
 from c4forge.corpus.shards import (
     CorpusFormatError,
     corpus_manifest,
@@ -76,10 +77,12 @@ def build_corpora(spec: AblationSpec, log) -> dict[str, str]:
 
         def build(directory=directory, config=config, inputs=inputs) -> str:
             counters = Counters()
-            docs = run_chain(inputs, config, counters)
+            samples = Reservoir(config.rule_samples.per_rule) if config.rule_samples.on else None
+            docs = run_chain(inputs, config, counters, samples=samples)
             manifest = corpus_manifest(config, inputs, counters.as_dict(), "single process (ablation)")
             write_corpus(directory, docs, manifest, validation_per_mille=config.validation_per_mille,
-                         overwrite=True)  # the ablation's own folder: only its files go
+                         overwrite=True,  # the ablation's own folder: only its files go
+                         samples=samples.document(config.rule_samples) if samples is not None else None)
             return f"built {len(docs):,} documents"
 
         out[name] = reuse_or_build(f"corpus {name}", directory, current, build, log)

@@ -38,6 +38,7 @@ from c4forge.corpus.report import (
     strict_problem,
     zero_documents_warning,
 )
+from c4forge.corpus.samples import Reservoir
 from c4forge.corpus.sniff import check_input_formats
 from c4forge.corpus.steps import PageSteps
 from c4forge.corpus.urls import split_of
@@ -166,13 +167,15 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         check_jsonl_target(output, overwrite)
     counters = Counters()
     started = time.perf_counter()
-    documents = run_chain(paths, config, counters)
+    samples = Reservoir(config.rule_samples.per_rule) if config.rule_samples.on else None
+    documents = run_chain(paths, config, counters, samples=samples)
     problem = strict_problem(counters.as_dict()) if strict else None
     if problem:
         raise StrictModeError(f"--strict: {problem}; nothing written")
     _write_clean_outputs(documents, config=config, paths=paths, counters=counters, started=started,
                          output=output, output_dir=output_dir, overwrite=overwrite,
-                         shard_format=shard_format)
+                         shard_format=shard_format,
+                         samples=samples.document(config.rule_samples) if samples is not None else None)
     values = counters.as_dict()
     if not documents:
         click.echo(zero_documents_warning(values), err=True)
@@ -219,7 +222,7 @@ def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
 
 
 def _write_clean_outputs(documents, *, config, paths, counters, started, output, output_dir,
-                         overwrite, shard_format="arrow") -> None:
+                         overwrite, shard_format="arrow", samples=None) -> None:
     if output_dir:
         from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
             corpus_manifest,
@@ -231,7 +234,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
                                    seconds=round(time.perf_counter() - started, 1))
         write_corpus(output_dir, documents, manifest,
                      validation_per_mille=config.validation_per_mille, overwrite=overwrite,
-                     hook=hook_from_env(), shard_format=shard_format)
+                     hook=hook_from_env(), shard_format=shard_format, samples=samples)
     if not output:
         return
     with atomic_write(output) as handle:
