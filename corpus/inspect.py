@@ -19,13 +19,17 @@ from collections.abc import Iterable, Iterator
 from typing import Optional
 from urllib.parse import urlsplit
 
-from c4forge.corpus.report import manifest_stats
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+from c4forge.corpus.near_dedup import doc_id
+from c4forge.corpus.report import manifest_stats, rule_order
+from c4forge.corpus.samples import DROP, GAP, NEAR, URL
+from c4forge.corpus.shards import iter_corpus_documents, read_manifest, read_rule_samples
+from c4forge.corpus.urls import normalize_url
 
 SPLITS = ("train", "validation")
 LENGTH_BINS = (0, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
 EXAMPLES = 12  # pages shown per comparison list
 CONTEXT = 2  # kept lines shown around a removed run
+SHOWN_SAMPLES = 3  # rule samples shown open per rule (the rest behind "more")
 
 
 @dataclasses.dataclass
@@ -39,6 +43,9 @@ class CorpusView:
     domains: Counter
     lengths: list[int]  # documents per LENGTH_BINS bin
     clusters: Counter  # near-duplicate cluster size -> documents
+    samples: Optional[dict] = None  # the rule samples (corpus/samples.py), if the corpus has them
+    kept_urls: dict = dataclasses.field(default_factory=dict)  # near samples' kept id -> url
+    counters: dict = dataclasses.field(default_factory=dict)  # the manifest's
 
     @property
     def flow(self) -> dict[str, int]:
@@ -81,6 +88,10 @@ def _bin(length: int) -> int:
 def view(directory: str) -> CorpusView:
     """The manifest's statistics and one pass over the documents (language, URL, length)."""
     manifest = read_manifest(directory)
+    samples = read_rule_samples(directory, manifest)
+    wanted = {int(s["kept_id"]) for rule in (samples or {}).get("rules", ()) for s in rule["samples"]
+              if s.get("kind") == NEAR}
+    kept_urls: dict[int, str] = {}
     languages: Counter = Counter()
     domains: Counter = Counter()
     clusters: Counter = Counter()
@@ -92,8 +103,32 @@ def view(directory: str) -> CorpusView:
         domains[(urlsplit(doc["url"]).hostname or "-").removeprefix("www.")] += 1
         lengths[_bin(len(doc["text"]))] += 1
         clusters[doc.get("near_dup_cluster_size") or 1] += 1
+        if wanted and (doc.get("near_dup_cluster_size") or 1) > 1:
+            node = doc_id(normalize_url(doc["url"]))
+            if node in wanted:
+                kept_urls[node] = doc["url"]
     return CorpusView(os.path.basename(os.path.normpath(directory)), manifest_stats(manifest), n,
-                      languages, domains, lengths, clusters)
+                      languages, domains, lengths, clusters, samples, kept_urls,
+                      manifest.get("counters") or {})
+
+
+def sample_rules(v: CorpusView) -> list[dict]:
+    """The sampled rules in chain order, each with its counter's total."""
+    rules = [dict(rule, total=v.counters.get(rule["rule"], 0)) for rule in (v.samples or {}).get("rules", ())]
+    return sorted(rules, key=lambda r: rule_order(r["rule"]))
+
+
+def sample_note(sample: dict, kept_urls: dict) -> str:
+    """One line on what a sample shows beyond its lines (the crawl or page kept instead)."""
+    if sample["kind"] == URL:
+        dropped = ", ".join(d["timestamp"] for d in sample["dropped"])
+        return f"{sample['crawls']} crawls: kept the one of {sample['kept']['timestamp']}; dropped {dropped}"
+    if sample["kind"] == NEAR:
+        kept = kept_urls.get(int(sample["kept_id"]), f"document id {sample['kept_id']}")
+        return f"a near-duplicate of {kept}, which was kept"
+    if sample["kind"] == "lines":
+        return f"{sample['removed']} line(s) of this page removed by this rule"
+    return f"page of {sample['chars']:,} characters dropped"
 
 
 def _rank(url: str) -> str:
@@ -163,6 +198,11 @@ def text_report(views: list[CorpusView], comparison: Optional[Comparison] = None
         out += [f"== {v.name}: {v.documents:,} documents (preset {v.stats['preset']})",
                 "pages: " + " -> ".join(f"{k} {n:,}" for k, n in v.flow.items())]
         out += [f"  {r['step']} {r['rule']}: {r['count']:,} {r['unit']}" for r in v.stats["removed"]]
+        for rule in sample_rules(v):
+            first = rule["samples"][0]
+            out.append(f"  e.g. {rule['rule']}: {first['url']} ({sample_note(first, v.kept_urls)})")
+            out += [("    - " if mark == DROP else "      ") + (line if mark != GAP else "…")
+                    for line, mark in first.get("lines", [])[:8]]
         out.append("languages: " + ", ".join(f"{k} {n:,}" for k, n in v.languages.most_common(8)))
         out.append("domains: " + ", ".join(f"{k} {n:,}" for k, n in v.domains.most_common(8)))
         out.append("")
@@ -185,6 +225,8 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;border-botto
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .page{background:#fafafa;border:1px solid #e4e4e4;padding:.5em .8em;margin:.6em 0;font:12px/1.4 ui-monospace,monospace;white-space:pre-wrap}
 .gone{background:#ffd7d5;text-decoration:line-through;color:#7a1712}.url{color:#555;font-size:12px}
+.sample{background:#fafafa;border:1px solid #e4e4e4;padding:.5em .8em;margin:.6em 0;font:12px/1.4 ui-monospace,monospace;white-space:pre-wrap}
+.note{color:#555;font:12px system-ui,sans-serif}h4{margin:1.2em 0 .2em}
 .cols{display:flex;gap:2em;flex-wrap:wrap}.cols>div{flex:1;min-width:320px}
 """
 
@@ -221,6 +263,30 @@ def _table(header: list[str], rows: list[list[object]], numeric: Iterable[int] =
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _sample_html(sample: dict, kept_urls: dict) -> str:
+    lines = "\n".join("…" if mark == GAP else (f'<span class="gone">{_e(line)}</span>' if mark == DROP else _e(line))
+                      for line, mark in sample.get("lines", []))
+    return (f'<div class="sample"><div class="url">{_e(sample["url"])}</div>'
+            f'<div class="note">{_e(sample_note(sample, kept_urls))}</div>{lines}</div>')
+
+
+def _samples_section(v: CorpusView) -> str:
+    if not v.samples:
+        return ("<h3>Examples of what each rule did</h3><p>This corpus has no rule samples (built with "
+                "rule_samples.per_rule=0, or by a c4forge before them).</p>")
+    parts = [f'<h3>Examples of what each rule did</h3><p class="note">Up to {v.samples["per_rule"]} pages per '
+             f'rule, from the {100 * v.samples["rate"]:g}% of pages chosen by a hash of their URL '
+             f'(seed {v.samples["seed"]}; the corpus config\'s rule_samples). Struck out: what the rule removed.</p>']
+    for rule in sample_rules(v):
+        shown = "".join(_sample_html(s, v.kept_urls) for s in rule["samples"][:SHOWN_SAMPLES])
+        more = rule["samples"][SHOWN_SAMPLES:]
+        if more:
+            shown += (f"<details><summary>{len(more)} more</summary>"
+                      + "".join(_sample_html(s, v.kept_urls) for s in more) + "</details>")
+        parts.append(f'<h4>{_e(rule["rule"])}: {rule["total"]:,} in all, {len(rule["samples"])} sampled</h4>{shown}')
+    return "".join(parts)
+
+
 def _corpus_section(v: CorpusView) -> str:
     stats = v.stats
     flow = bar_chart(list(v.flow.items()), "Pages into each step")
@@ -238,7 +304,7 @@ def _corpus_section(v: CorpusView) -> str:
     clusters = _table(["near-duplicate cluster size", "documents"], [[k, n] for k, n in sorted(v.clusters.items())],
                       numeric=[0, 1])
     return (f'<section class="corpus"><h2>{_e(v.name)}: {v.documents:,} documents, preset {_e(stats["preset"])}</h2>'
-            f"{flow}{text_mb}<h3>What each rule removed</h3>{rules}{shares}"
+            f"{flow}{text_mb}<h3>What each rule removed</h3>{rules}{shares}{_samples_section(v)}"
             f'<div class="cols"><div><h3>Languages</h3>'
             f'{_table(["language", "documents"], [[k, n] for k, n in v.languages.most_common(15)], numeric=[1])}</div>'
             f'<div><h3>Domains</h3>'

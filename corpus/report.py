@@ -20,6 +20,11 @@ def _stage_key(name: str) -> tuple:
     return (len(STAGE_ORDER), base, name)
 
 
+def rule_order(name: str) -> tuple:
+    """A ``namespace/counter`` name's place in the chain (reports list rules in it)."""
+    return _stage_key(name)
+
+
 def counter_table(counters: Mapping[str, int]) -> str:
     """``| step | counter | count |`` rows in pipeline order."""
     rows = ["| step | counter | count |", "|---|---|---:|"]

@@ -1,6 +1,7 @@
 """`corpus inspect` (issue 41): the report of C4 vs C4-unfiltered on the embedded sample, checked
 against the corpora themselves: the page flow drawn, the pages one kept and the other did not,
 the lines C4's rules removed struck out in their page, nothing loaded from the network."""
+import html
 import re
 import shutil
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+from c4forge.corpus.shards import iter_corpus_documents, read_manifest, read_rule_samples
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
@@ -62,14 +63,31 @@ def test_the_report_shows_what_the_rules_did(two_presets, tmp_path):
             assert url in both and line in b[url].split("\n") and line not in a[url].split("\n")
             struck += 1
     assert struck > 0
-    for section in ("What each rule removed", "Languages", "Domains", "Kept documents by length",
-                    "Near-duplicate clusters"):
+    for section in ("What each rule removed", "Examples of what each rule did", "Languages", "Domains",
+                    "Kept documents by length", "Near-duplicate clusters"):
         assert section in page
+    # the rule samples recorded during the build: every sampled rule has its heading, and every
+    # line a sample struck out is a line of the rule's removal in the samples file
+    sections = page.split('aria-label="Pages into each step"')[1:]
+    assert len(sections) == 2
+    shown = 0
+    for directory, section in zip((c4, noclean), sections):
+        samples = read_rule_samples(str(directory))
+        assert samples is not None
+        for rule in samples["rules"]:
+            assert f"<h4>{rule['rule']}: " in section
+            for sample in rule["samples"]:
+                for line, mark in sample.get("lines", []):
+                    if mark == "drop":
+                        assert f'<span class="gone">{html.escape(line, quote=True)}</span>' in section
+                        shown += 1
+    assert shown > 10
 
 
 def test_text_report_and_the_output_file_rule(two_presets, tmp_path):
     result = CliRunner().invoke(cli, ["inspect", str(two_presets / "c4"), "--text"])
     assert result.exit_code == 0 and "pages: read 171 ->" in result.output
+    assert "  e.g. clean-page/line-filtered:no_endmark: " in result.output
     user_file = tmp_path / "mine.html"
     user_file.write_text("<html>my notes</html>")
     refused = CliRunner().invoke(cli, ["inspect", str(two_presets / "c4"), "-o", str(user_file), "--overwrite"])
