@@ -167,7 +167,8 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         check_jsonl_target(output, overwrite)
     counters = Counters()
     started = time.perf_counter()
-    samples = Reservoir(config.rule_samples.per_rule) if config.rule_samples.on else None
+    # the rule samples go beside the shards (a --jsonl file has no place for them)
+    samples = Reservoir(config.rule_samples.per_rule) if config.rule_samples.on and output_dir else None
     documents = run_chain(paths, config, counters, samples=samples)
     problem = strict_problem(counters.as_dict()) if strict else None
     if problem:
