@@ -272,9 +272,9 @@ def _sample_html(sample: dict, kept_urls: dict) -> str:
 
 def _samples_section(v: CorpusView) -> str:
     if not v.samples:
-        return ("<h3>Examples of what each rule did</h3><p>This corpus has no rule samples (built with "
-                "rule_samples.per_rule=0, or by a c4forge before them).</p>")
-    parts = [f'<h3>Examples of what each rule did</h3><p class="note">Up to {v.samples["per_rule"]} pages per '
+        return (f'<h3 id="samples-{_e(v.name)}">Examples of what each rule did</h3><p>This corpus has no rule '
+                "samples (built with rule_samples.per_rule=0, or by a c4forge before them).</p>")
+    parts = [f'<h3 id="samples-{_e(v.name)}">Examples of what each rule did</h3><p class="note">Up to {v.samples["per_rule"]} pages per '
              f'rule, from the {100 * v.samples["rate"]:g}% of pages chosen by a hash of their URL '
              f'(seed {v.samples["seed"]}; the corpus config\'s rule_samples). Struck out: what the rule removed.</p>']
     for rule in sample_rules(v):
