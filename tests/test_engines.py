@@ -26,6 +26,7 @@ from c4forge.pipelines.engines.runners import check_engine_options
 from c4forge.pipelines.engines.spark import SparkCluster
 from tests.build_golden import GOLDEN, GOLDEN_COPIES, build_shared_crawl, copies_of
 from tests.conftest import ROOT, shared_path
+from tests.test_portable import progress_seen
 
 # Not marked slow: `make test` runs every engine (issue 37), about 7 minutes of test time.
 LOCKS = ("flink-1.19-job-server", "flink-1.19-cluster", "spark-3-job-server", "spark-3.5-cluster")
@@ -95,10 +96,15 @@ def java_children(root: psutil.Process = None) -> list:
 
 
 def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, direct_shards,
-                                                            build_pinned):
-    """--runner flink-local: Flink inside the job server with 2 slots, one SDK worker each."""
-    found = build_pinned(tmp_path, runner="flink-local", workers=2)
+                                                            build_pinned, monkeypatch):
+    """--runner flink-local: Flink inside the job server with 2 slots, one SDK worker each; its
+    workers report progress to the launching process's sink while the job runs (pages read,
+    the reading ETA), as the portable runner's do (tests/test_portable.py)."""
+    logged: list = []
+    monkeypatch.setenv("C4FORGE_PROGRESS_SECONDS", "0.5")
+    found = build_pinned(tmp_path, runner="flink-local", workers=2, log=logged.append)
     assert_same_corpus(found, pinned, tmp_path, direct_shards)
+    assert progress_seen(logged), [str(line) for line in logged][-5:]
     build = found["build"]
     assert build["runner"] == "flink-local"
     assert build["engine"]["engine"] == "flink" and build["engine"]["version"] == "1.19.0"

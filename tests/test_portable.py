@@ -3,6 +3,7 @@ external pool of SDK worker processes that boot as Beam's container does (the pr
 with its setup.py, pip-installed per worker), pickled DoFns, gRPC data and state planes.
 Same corpus (documents, texts, shard bytes, every counter) as the DirectRunner."""
 import os
+import re
 
 import pytest
 
@@ -19,7 +20,18 @@ def _corpus(directory):
     return {d["url"]: d for s in ("train", "validation") for d in iter_corpus_documents(str(directory), s)}
 
 
-def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):
+def progress_seen(lines: list) -> list:
+    """The progress lines a build logged that show reading under way: pages counted and an ETA."""
+    found = []
+    for line in lines:
+        match = re.match(r"progress: (\d+)/(\d+) files, ([\d,]+) pages read, .* (reading ETA \d+:\d\d:\d\d|reading done)",
+                         str(line))
+        if match and int(match.group(3).replace(",", "")) > 0:
+            found.append(line)
+    return found
+
+
+def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path, monkeypatch):
     shared = shared_path()
     crawl = sorted(os.path.relpath(p, shared) for p in (shared / "crawl").glob("*.wet.gz"))
     services = tmp_path / "services"
@@ -31,12 +43,17 @@ def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path):
         cfg = build_config("c4", badwords="badwords")
         direct = run_build(crawl, str(tmp_path / "direct"), cfg, log=lambda *_: None,
                            beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+        logged: list = []
+        monkeypatch.setenv("C4FORGE_PROGRESS_SECONDS", "0.5")
         with local_portable_services(str(services), workers=2) as beam_args:
-            portable = run_build(crawl, str(tmp_path / "portable"), cfg, log=lambda *_: None,
+            portable = run_build(crawl, str(tmp_path / "portable"), cfg, log=logged.append,
                                  beam_args=beam_args)
     finally:
         os.chdir(cwd)
     assert portable["build"]["runner"] == "PortableRunner"
+    # progress while it ran, from workers that write no file the launcher reads (they report to
+    # its sink over HTTP; pipelines/progress.py): pages read and the reading ETA
+    assert progress_seen(logged), [str(line) for line in logged][-5:]
     assert portable["counters"] == direct["counters"]  # every step's element and byte counts
     assert portable["counters"]["split-wet-file/passed"] > 1500
     built, expected = _corpus(tmp_path / "portable"), _corpus(tmp_path / "direct")
