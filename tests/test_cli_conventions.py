@@ -147,7 +147,17 @@ def test_progress_sink_takes_workers_reports_over_http_and_the_board_logs_an_eta
     import urllib.error
     import urllib.request
 
-    from c4forge.pipelines.progress import ProgressBoard, ProgressReporter, ProgressSink, eta_text
+    from c4forge.pipelines.progress import (
+        ProgressBoard,
+        ProgressReporter,
+        ProgressSink,
+        eta_text,
+        progress_channel,
+    )
+
+    assert [progress_channel(r) for r in ("DirectRunner", "PortableRunner", "FlinkRunner", "SparkRunner",
+                                          "flink-local", "spark-local", "DataflowRunner")] == \
+        ["files", "sink", "sink", "sink", "sink", "sink", "metrics"]
 
     with ProgressSink() as sink:
         assert sink.url.startswith("http://127.0.0.1:")
