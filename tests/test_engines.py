@@ -227,8 +227,9 @@ def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
     """`python -m c4forge.pipelines.engines.cluster flink`: JobManager + 2 TaskManagers, the
     master printed as a corpus build flag, every JVM gone after --minutes; SIGTERM stops it too."""
     command = [sys.executable, "-m", "c4forge.pipelines.engines.cluster"]
+    env = dict(os.environ, TMPDIR=str(tmp_path))  # where its folder goes: checked gone after
     proc = subprocess.Popen([*command, "flink", "--taskmanagers", "2", "--minutes", "0.75"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         assert "flink cluster up" in lines[0], (lines, proc.stderr.read() if proc.poll() is not None else "")
@@ -242,8 +243,9 @@ def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
             proc.kill()
     assert not alive(jvms) and not port_open(int(master.rsplit(":", 1)[1]))
 
+    assert not list(tmp_path.glob("c4forge-flink-cluster-*"))  # its logs and spill files went with it
     proc = subprocess.Popen([*command, "spark", "--cores", "1", "--minutes", "10"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     try:
         assert "spark cluster up" in proc.stdout.readline()
         assert "spark://127.0.0.1:" in proc.stdout.readline()
@@ -258,6 +260,7 @@ def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
     while time.monotonic() < deadline and alive(jvms):
         time.sleep(0.5)
     assert not alive(jvms)
+    assert not list(tmp_path.glob("c4forge-spark-cluster-*"))
     result = subprocess.run([*command, "flink", "--slots", "0"], capture_output=True, text=True)
     assert result.returncode == 2 and "--slots must be at least 1" in result.stderr
 

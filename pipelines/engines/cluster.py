@@ -9,6 +9,8 @@ real cluster without installing one.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -17,6 +19,7 @@ import time
 from c4forge.core.io import shown_place
 from c4forge.pipelines.engines.flink import FlinkCluster
 from c4forge.pipelines.engines.jars import EngineError
+from c4forge.pipelines.engines.runners import KEEP_ENV
 from c4forge.pipelines.engines.spark import SparkCluster
 
 
@@ -62,11 +65,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"  corpus build ... {flag} {cluster.master}", flush=True)
             time.sleep(args.minutes * 60)
     except EngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc} (logs kept in {shown_place(folder)})", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (its handler exits)
         pass
-    print(f"{args.engine} cluster stopped", file=sys.stderr)
+    # stopped as asked: its folder (logs, spill files) goes with it, unless asked to keep it
+    if os.environ.get(KEEP_ENV) == "1":
+        print(f"{args.engine} cluster stopped; its folder kept ({KEEP_ENV}=1): {shown_place(folder)}",
+              file=sys.stderr)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+        print(f"{args.engine} cluster stopped", file=sys.stderr)
     return 0
 
 
