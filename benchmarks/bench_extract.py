@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import harness
 
 from c4forge.core.counters import Counters, null_inc
-from c4forge.corpus.extract import decode_html, html_bytes, response_text
+from c4forge.corpus.extract import OPTIONAL, decode_html, html_bytes, missing_extractor, response_text
 from c4forge.corpus.records import iter_records
 from c4forge.corpus.wet import page_text
 
@@ -204,14 +204,16 @@ def main() -> None:
     records, rows, html = load_dev_pages(args.warc, args.truth, args.split, args.limit)
     print(f"{len(records)} WCXB dev pages, {args.split} half "
           f"({Counter(t['page_type'] for t in rows).most_common()})", flush=True)
-    counters = Counters()
-    ours = {"trafilatura": record_path(records, "trafilatura"),
-            "resiliparse": record_path(records, "resiliparse"),
-            "cascade": record_path(records, "cascade", counters)}
+    names = ["trafilatura", "resiliparse", "cascade"]
+    names += [name for name in OPTIONAL if missing_extractor(name) is None]  # rs-trafilatura, if built
+    counters = {name: Counters() for name in names}
+    ours = {name: record_path(records, name, counters[name]) for name in names}
     outputs, cpu, _ = harness.interleave(ours, args.repeats)
-    routed = counters["split-wet-file/extract:routed_slow"] / args.repeats
+    routed = counters["cascade"]["split-wet-file/extract:routed_slow"] / args.repeats
     results = {f"c4forge --extractor {name}": evaluate(outputs[name], rows) | {
         "pages_per_s": [len(records) / s for s in cpu[name]],
+        "failed": sum(counters[name][f"split-wet-file/skipped:{reason}"]
+                      for reason in ("extract_error", "extract_timeout")) / args.repeats,
         "speedup": harness.ratios(cpu["trafilatura"], cpu[name])} for name in ours}
     if args.peers:
         for name, fn in peers().items():
@@ -222,14 +224,16 @@ def main() -> None:
              f"{args.repeats} interleaved repeats, one core, CPU time. The cascade sent "
              f"{routed:.0f} pages ({routed / max(1, len(records)):.1%}) to trafilatura.", "",
              "| system | F1 | F1 - trafilatura [95% CI] | precision | recall | `with` found | "
-             "`without` avoided | pages/s | x trafilatura's speed |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "`without` avoided | pages/s | x trafilatura's speed | failed or timed out (10 s) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in results.items():
         diff, lo, hi = paired_bootstrap(r["page_f1"], reference)
         ci = "-" if r["page_f1"] is reference else f"{diff:+.4f} [{lo:+.4f}, {hi:+.4f}]"
         speed = harness.spread(r["speedup"]) + "x" if "speedup" in r else "-"
+        failed = f"{r['failed']:.0f}" if "failed" in r else "-"
         lines.append(f"| {name} | {r['f1']:.4f} | {ci} | {r['precision']:.3f} | {r['recall']:.3f} | "
-                     f"{r['with']:.3f} | {r['without']:.3f} | {harness.spread(r['pages_per_s'], '{:.1f}')} | {speed} |")
+                     f"{r['with']:.3f} | {r['without']:.3f} | {harness.spread(r['pages_per_s'], '{:.1f}')} | "
+                     f"{speed} | {failed} |")
     types = sorted({t for r in results.values() for t in r["types"]})
     counts = Counter(t["page_type"] for t in rows)
     lines += ["", "F1 per page type (pages in the split):", "",

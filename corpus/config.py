@@ -21,7 +21,7 @@ from typing import Any, Optional
 from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 from c4forge.corpus.badwords import DEFAULT_SOURCE
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
-from c4forge.corpus.extract import EXTRACTORS
+from c4forge.corpus.extract import EXTRACTORS, missing_extractor
 from c4forge.corpus.langid import DEFAULT_THRESHOLD
 from c4forge.corpus.minhash import MinHashConfig
 from c4forge.corpus.read_options import INPUT_FORMATS, ReadOptions
@@ -156,6 +156,9 @@ def check_read_options(config: CorpusConfig) -> CorpusConfig:
         raise ConfigError(f"read.input_format={config.read.input_format!r}: choose {', '.join(INPUT_FORMATS)}")
     if config.read.extractor not in EXTRACTORS:
         raise ConfigError(f"read.extractor={config.read.extractor!r}: choose {', '.join(EXTRACTORS)}")
+    missing = missing_extractor(config.read.extractor) if config.read.input_format != "wet" else None
+    if missing:
+        raise ConfigError(f"read.extractor: {missing}")
     if config.read.extract_timeout < 0 or config.read.max_html_bytes <= 0:
         raise ConfigError("read.extract_timeout must be >= 0 and read.max_html_bytes > 0")
     return config

@@ -10,7 +10,8 @@ reader):
    and transfer encodings undone (``bad_encoding``);
 2. decoding: the charset of the HTTP header, else of the page's ``<meta>``, else detected by
    charset-normalizer (``undecodable`` when none decodes);
-3. extraction with ``cascade`` (default), ``trafilatura`` or ``resiliparse``, bounded in time per
+3. extraction with ``cascade`` (default), ``trafilatura``, ``resiliparse`` or ``rs-trafilatura``
+   (optional, docs/dependencies.md), bounded in time per
    page (``extract_timeout``; SIGALRM interrupts the extractor in a main thread, elsewhere the page
    is abandoned to a helper thread) and in input size; an exception is ``extract_error``. The
    cascade runs resiliparse, and trafilatura too on the pages a router picks (``corpus.router``):
@@ -36,7 +37,8 @@ from c4forge.corpus import router
 from c4forge.corpus.warc import http_status, length_value, split_http_block
 
 T = TypeVar("T")
-EXTRACTORS = ("cascade", "trafilatura", "resiliparse")
+EXTRACTORS = ("cascade", "trafilatura", "resiliparse", "rs-trafilatura")
+OPTIONAL = {"rs-trafilatura": "rs_trafilatura"}  # extractor -> module, installed by the user
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.I)
@@ -57,7 +59,8 @@ def extractor_version(name: str) -> str:
         return (f"resiliparse {extractor_version('resiliparse')} + trafilatura "
                 f"{extractor_version('trafilatura')}, router {router.load_router().version}")
     try:
-        return version({"trafilatura": "trafilatura", "resiliparse": "Resiliparse"}[name])
+        return version({"trafilatura": "trafilatura", "resiliparse": "Resiliparse",
+                        "rs-trafilatura": "rs-trafilatura"}[name])
     except PackageNotFoundError:
         return "not installed"
 
@@ -191,6 +194,27 @@ def _trafilatura(html: str, url: str) -> str:
                                deduplicate=False, fast=False) or ""
 
 
+def _rs_trafilatura(html: str, url: str) -> str:
+    """rs-trafilatura (a Rust port of trafilatura with page-type classification; optional:
+    docs/dependencies.md): its main content, paragraphs on lines of their own."""
+    import rs_trafilatura
+
+    return rs_trafilatura.extract(html, url=url or None).main_content or ""
+
+
+def missing_extractor(name: str) -> Optional[str]:
+    """Why ``name`` cannot run here (an optional extractor not installed), or None."""
+    module = OPTIONAL.get(name)
+    if module is None:
+        return None
+    from importlib.util import find_spec
+
+    if find_spec(module) is None:
+        return (f"extractor {name} is not installed: pip install {name} (it builds from source "
+                "with a Rust toolchain; docs/dependencies.md)")
+    return None
+
+
 def _plain_text(tree, main_content: bool) -> str:
     from resiliparse.extract.html2text import extract_plain_text
 
@@ -253,6 +277,8 @@ def extract_main_text(html: str, url: str = "", extractor: str = "trafilatura") 
         return _trafilatura(html, url)
     if extractor == "resiliparse":
         return _resiliparse(html, url)
+    if extractor == "rs-trafilatura":
+        return _rs_trafilatura(html, url)
     if extractor == "cascade":
         return cascade_text(html, url, 0)
     raise ValueError(f"extractor {extractor!r}: choose from {', '.join(EXTRACTORS)}")

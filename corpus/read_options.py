@@ -29,7 +29,7 @@ class ReadOptions:
     input_format: "wet" reads ``conversion`` records (Common Crawl's text), "warc" ``response``
         records (HTML, main text extracted: corpus.extract), "auto" each record by its type.
     extractor: "cascade" (resiliparse, and trafilatura on the pages the router picks),
-        "trafilatura" or "resiliparse" (WARC input; corpus.extract).
+        "trafilatura", "resiliparse" or "rs-trafilatura" (optional; WARC input; corpus.extract).
     extract_timeout: seconds per page for the extractor (0: no limit).
     max_html_bytes: larger HTML payloads are skipped (``skipped:html_too_large``).
     urls_from: keep only pages whose normalised URL is in this file: a crawl file (its records'

@@ -11,6 +11,7 @@ from c4forge.corpus.extract import (
     Skip,
     decode_html,
     extract_main_text,
+    extract_response,
     html_bytes,
     response_text,
     run_with_time_limit,
@@ -238,3 +239,54 @@ def test_urls_from_keeps_the_same_pages_as_another_file(tmp_path):
     assert [d.url for d in docs] == ["https://example.org/1", "https://example.org/3"]
     assert counters.as_dict()["r/skipped:not_in_urls_from"] == 3
     assert len(url_set(str(wet))) == 5  # a crawl file gives its records' URLs
+
+
+def _rs_or_skip():
+    from c4forge.corpus.extract import missing_extractor
+
+    missing = missing_extractor("rs-trafilatura")
+    if missing:
+        pytest.skip(f"optional extractor: {missing}")
+
+
+def test_rs_trafilatura_extracts_real_pages_line_by_line_and_a_failing_page_is_a_counted_skip(
+        tmp_path, monkeypatch):
+    """rs-trafilatura (optional, built from source: docs/dependencies.md) through the record path:
+    real WCXB pages give main text with paragraphs on lines of their own (what the C4 line rules
+    need); a page it raises on is `skipped:extract_error` and the pages around it come through."""
+    _rs_or_skip()
+    import rs_trafilatura
+
+    records = responses(shared_path("crawl-extra", "wcxb-dev.warc.gz"))[:40]
+    counters = Counters()
+    texts = [extract_response(r.body, r.header("WARC-Target-URI"), r.header, "rs-trafilatura", 10.0,
+                              4 << 20, counters.inc_fn("r")) for r in records]
+    found = [t for t in texts if t is not None]
+    assert len(found) >= 35 and all(t.extractor == "rs-trafilatura" for t in found)
+    assert sum(t.text.count("\n") >= 3 for t in found) >= 30  # paragraphs, not one run-on line
+    real = rs_trafilatura.extract
+    bad_url = records[1].header("WARC-Target-URI")
+
+    def flaky(html, url=None, **kwargs):
+        if url == bad_url:
+            raise RuntimeError("rs-trafilatura panicked")
+        return real(html, url=url, **kwargs)
+
+    monkeypatch.setattr(rs_trafilatura, "extract", flaky)
+    counters = Counters()
+    again = [extract_response(r.body, r.header("WARC-Target-URI"), r.header, "rs-trafilatura", 10.0,
+                              4 << 20, counters.inc_fn("r")) for r in records[:3]]
+    assert again[1] is None and counters.as_dict() == {"r/skipped:extract_error": 1}
+    assert [a.text for a in (again[0], again[2])] == [texts[0].text, texts[2].text]
+
+
+def test_an_optional_extractor_that_is_not_installed_is_a_one_line_config_error(monkeypatch):
+    import c4forge.corpus.extract as extract
+    from c4forge.core.settings import ConfigError
+    from c4forge.corpus.config import build_config
+
+    monkeypatch.setitem(extract.OPTIONAL, "rs-trafilatura", "no_such_module_c4forge")
+    with pytest.raises(ConfigError, match="pip install rs-trafilatura") as error:
+        build_config("c4-warc", overrides=["read.extractor=rs-trafilatura"])
+    assert "\n" not in str(error.value)
+    build_config("c4", overrides=["read.extractor=rs-trafilatura"])  # WET input: no extractor runs
