@@ -210,6 +210,8 @@ def main() -> None:
     ours = {name: record_path(records, name, counters[name]) for name in names}
     outputs, cpu, _ = harness.interleave(ours, args.repeats)
     routed = counters["cascade"]["split-wet-file/extract:routed_slow"] / args.repeats
+    routed_rs = (counters["cascade-rs"]["split-wet-file/extract:routed_slow"] / args.repeats
+                 if "cascade-rs" in counters else None)
     results = {f"c4forge --extractor {name}": evaluate(outputs[name], rows) | {
         "pages_per_s": [len(records) / s for s in cpu[name]],
         "failed": sum(counters[name][f"split-wet-file/skipped:{reason}"]
@@ -222,7 +224,10 @@ def main() -> None:
     reference = results["c4forge --extractor trafilatura"]["page_f1"]
     lines = [f"{len(records)} pages ({args.split} half{'' if args.split != 'heldout' else ': the router never saw them'}); "
              f"{args.repeats} interleaved repeats, one core, CPU time. The cascade sent "
-             f"{routed:.0f} pages ({routed / max(1, len(records)):.1%}) to trafilatura.", "",
+             f"{routed:.0f} pages ({routed / max(1, len(records)):.1%}) to trafilatura"
+             + (f"; cascade-rs (resiliparse, rs-trafilatura on the pages its own router picks, fitted on "
+                f"the tune half) sent {routed_rs:.0f} ({routed_rs / max(1, len(records)):.1%}) to "
+                "rs-trafilatura" if routed_rs is not None else "") + ".", "",
              "| system | F1 | F1 - trafilatura [95% CI] | precision | recall | `with` found | "
              "`without` avoided | pages/s | x trafilatura's speed | failed or timed out (10 s) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

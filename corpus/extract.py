@@ -37,8 +37,9 @@ from c4forge.corpus import router
 from c4forge.corpus.warc import http_status, length_value, split_http_block
 
 T = TypeVar("T")
-EXTRACTORS = ("cascade", "trafilatura", "resiliparse", "rs-trafilatura")
-OPTIONAL = {"rs-trafilatura": "rs_trafilatura"}  # extractor -> module, installed by the user
+EXTRACTORS = ("cascade", "trafilatura", "resiliparse", "rs-trafilatura", "cascade-rs")
+OPTIONAL = {"rs-trafilatura": "rs_trafilatura", "cascade-rs": "rs_trafilatura"}  # extractor -> module
+SLOW_OF = {"cascade": "trafilatura", "cascade-rs": "rs-trafilatura"}  # a cascade's slow extractor
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.I)
@@ -55,9 +56,10 @@ class Skip(Exception):
 def extractor_version(name: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
-    if name == "cascade":
-        return (f"resiliparse {extractor_version('resiliparse')} + trafilatura "
-                f"{extractor_version('trafilatura')}, router {router.load_router().version}")
+    if name in SLOW_OF:
+        slow = SLOW_OF[name]
+        return (f"resiliparse {extractor_version('resiliparse')} + {slow} "
+                f"{extractor_version(slow)}, router {router.load_router(slow).version}")
     try:
         return version({"trafilatura": "trafilatura", "resiliparse": "Resiliparse",
                         "rs-trafilatura": "rs-trafilatura"}[name])
@@ -245,17 +247,20 @@ class Extracted(NamedTuple):
     extractor: str
 
 
-def cascade(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> Extracted:
-    """resiliparse's main text, or trafilatura's where the router expects it to be better per
-    second spent. The fast pass is bounded by ``timeout`` like any extractor; the slow pass has
-    its own ``timeout`` and any failure of it keeps the fast text (counted)."""
+def cascade(html: str, url: str, timeout: float, inc: IncFn = null_inc,
+            slow_extractor: str = "trafilatura") -> Extracted:
+    """resiliparse's main text, or the slow extractor's (trafilatura, or rs-trafilatura for
+    ``cascade-rs``) where its router expects it to be better per second spent. The fast pass is
+    bounded by ``timeout`` like any extractor; the slow pass has its own ``timeout`` and any
+    failure of it keeps the fast text (counted)."""
     fast, full, title = run_with_time_limit(lambda: fast_pass(html), timeout)
-    if not router.load_router().sends_slow(router.page_signals(html, url, title, fast, full)):
+    if not router.load_router(slow_extractor).sends_slow(router.page_signals(html, url, title, fast, full)):
         inc("extract:kept_fast")
         return Extracted(fast, "resiliparse")
     inc("extract:routed_slow")
+    slow_fn = _rs_trafilatura if slow_extractor == "rs-trafilatura" else _trafilatura
     try:
-        slow = run_with_time_limit(lambda: _trafilatura(html, url), timeout)
+        slow = run_with_time_limit(lambda: slow_fn(html, url), timeout)
     except Exception:  # noqa: BLE001 (the slow path never costs the page: fast text kept)
         slow = ""
     if not slow.strip():
@@ -263,7 +268,7 @@ def cascade(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> Extra
         inc("extract:kept_fast")
         return Extracted(fast, "resiliparse")
     inc("extract:kept_slow")
-    return Extracted(slow, "trafilatura")
+    return Extracted(slow, slow_extractor)
 
 
 def cascade_text(html: str, url: str, timeout: float, inc: IncFn = null_inc) -> str:
@@ -279,8 +284,8 @@ def extract_main_text(html: str, url: str = "", extractor: str = "trafilatura") 
         return _resiliparse(html, url)
     if extractor == "rs-trafilatura":
         return _rs_trafilatura(html, url)
-    if extractor == "cascade":
-        return cascade_text(html, url, 0)
+    if extractor in SLOW_OF:
+        return cascade(html, url, 0, slow_extractor=SLOW_OF[extractor]).text
     raise ValueError(f"extractor {extractor!r}: choose from {', '.join(EXTRACTORS)}")
 
 
@@ -333,8 +338,8 @@ def extract_response(block: bytes, url: str, warc_headers: Callable[[str], str],
         payload, charset = html_bytes(block, warc_headers, max_html_bytes)
         html, _ = decode_html(payload, charset)
         try:
-            if extractor == "cascade":
-                return cascade(html, url, timeout, inc)
+            if extractor in SLOW_OF:
+                return cascade(html, url, timeout, inc, SLOW_OF[extractor])
             text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
             return Extracted(text, extractor)
         except Skip:

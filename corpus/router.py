@@ -21,6 +21,9 @@ from functools import lru_cache
 from pathlib import Path
 
 ROUTER_FILE = Path(__file__).parent / "data" / "extract-router.json"
+# one router per slow extractor, each fitted on the tune half against that extractor's gain
+ROUTER_FILES = {"trafilatura": ROUTER_FILE,
+                "rs-trafilatura": Path(__file__).parent / "data" / "extract-router-rs.json"}
 _WORD = re.compile(r"\w+")
 _DATE_IN_PATH = re.compile(r"/(19|20)\d\d/")
 URL_HINTS = {
@@ -99,7 +102,7 @@ class Router:
                    threshold=float(doc["threshold"]))
 
 
-@lru_cache(maxsize=1)
-def load_router() -> Router:
-    """The shipped router (read once per process)."""
-    return Router.from_file(ROUTER_FILE)
+@lru_cache(maxsize=None)
+def load_router(slow: str = "trafilatura") -> Router:
+    """The shipped router for the slow extractor ``slow`` (read once per process)."""
+    return Router.from_file(ROUTER_FILES[slow])

@@ -10,6 +10,7 @@ is never read here: benchmarks/bench_extract.py reports on it. Deterministic up 
 timings the cost exponent is fitted on.
 
 Run: .venv/bin/python scripts/train_extract_router.py [--slow-share 0.11] [--alpha 1.0]
+     [--slow rs-trafilatura --slow-share 0.26]  (cascade-rs: corpus/data/extract-router-rs.json)
 Needs scikit-learn (the [dev] extra); the router it writes needs nothing at run time.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from bench_extract import SHARED, load_dev_pages, prf  # noqa: E402
 
 from c4forge.core.io import atomic_write  # noqa: E402
 from c4forge.corpus.extract import extract_main_text, fast_pass  # noqa: E402
-from c4forge.corpus.router import ROUTER_FILE, Router, page_signals  # noqa: E402
+from c4forge.corpus.router import ROUTER_FILES, Router, page_signals  # noqa: E402
 from c4forge.corpus.wet import page_text  # noqa: E402
 
 VERSION = "1"
@@ -42,8 +43,11 @@ def main() -> None:
     parser.add_argument("--slow-share", type=float, default=0.11,
                         help="Share of tune pages sent to trafilatura (sets the threshold).")
     parser.add_argument("--alpha", type=float, default=1.0, help="Ridge penalty.")
-    parser.add_argument("-o", "--output", default=str(ROUTER_FILE))
+    parser.add_argument("--slow", choices=tuple(ROUTER_FILES), default="trafilatura",
+                        help="The cascade's slow extractor the router is fitted for.")
+    parser.add_argument("-o", "--output", help="default: corpus/data/ file of --slow's router")
     args = parser.parse_args()
+    args.output = args.output or str(ROUTER_FILES[args.slow])
     from sklearn.linear_model import LinearRegression, Ridge
 
     records, rows, html = load_dev_pages(args.warc, args.truth, "tune")
@@ -54,7 +58,7 @@ def main() -> None:
         fast, full = page_text(fast, True), page_text(full, True)
         started = time.process_time()
         try:
-            slow = page_text(extract_main_text(page, url, "trafilatura"), True)
+            slow = page_text(extract_main_text(page, url, args.slow), True)
         except Exception:  # noqa: BLE001 (a crash is an empty slow text, as the cascade keeps fast)
             slow = ""
         log_cost.append(np.log(time.process_time() - started + 1e-4))
@@ -77,7 +81,7 @@ def main() -> None:
     text = router.to_json(trained={
         "date": datetime.date.today().isoformat(), "pages": len(records),
         "data": "WCXB dev pages whose sha1(file_id) starts with an even byte (the tune half)",
-        "script": "scripts/train_extract_router.py", "slow_share": args.slow_share,
+        "script": "scripts/train_extract_router.py", "slow": args.slow, "slow_share": args.slow_share,
         "alpha": args.alpha, "mean_gain": float(np.mean(gains))})
     with atomic_write(args.output) as handle:
         handle.write(text)

@@ -60,7 +60,7 @@ def test_a_page_sent_slow_gets_trafilaturas_text_and_others_resiliparses(monkeyp
     slow_text, fast_text = extract._trafilatura(FORUM, URL), extract._resiliparse(FORUM, URL)
     assert slow_text != fast_text
     for slow, expected, kept in ((True, slow_text, "kept_slow"), (False, fast_text, "kept_fast")):
-        monkeypatch.setattr(router_module, "load_router", lambda slow=slow: always(slow))
+        monkeypatch.setattr(router_module, "load_router", lambda *_, slow=slow: always(slow))
         counters = Counters()
         assert cascade_text(FORUM, URL, 5.0, counters.inc_fn("r")) == expected
         assert extract.cascade(FORUM, URL, 5.0) == (expected, "trafilatura" if slow else "resiliparse")
@@ -77,7 +77,7 @@ def test_a_failing_slow_extractor_keeps_the_fast_text(monkeypatch, fault):
             time.sleep(3)
         return ""
 
-    monkeypatch.setattr(router_module, "load_router", lambda: always(True))
+    monkeypatch.setattr(router_module, "load_router", lambda *_: always(True))
     monkeypatch.setattr(extract, "_trafilatura", broken)
     counters = Counters()
     started = time.perf_counter()
@@ -137,6 +137,9 @@ class _RouteByPageSize:
     property of the page alone: the same decision in every runner."""
 
     version = "test: by page size"
+
+    def __init__(self, slow: str = "trafilatura") -> None:
+        self.slow = slow
 
     def sends_slow(self, signals) -> bool:
         return signals["log_html_chars"] > 9.9
