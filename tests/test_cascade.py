@@ -13,7 +13,7 @@ import c4forge.corpus.router as router_module
 from c4forge.core.counters import Counters
 from c4forge.corpus.extract import cascade_text, fast_pass, response_text
 from c4forge.corpus.read_options import ReadOptions
-from c4forge.corpus.router import ROUTER_FILE, Router, load_router, page_signals
+from c4forge.corpus.router import ROUTER_FILE, ROUTER_FILES, Router, load_router, page_signals
 from c4forge.corpus.wet import iter_crawl_documents
 from tests.test_extract import ARTICLE, http_block, warc_response
 from tests.wetfiles import wet_file
@@ -33,15 +33,19 @@ def always(slow: bool) -> Router:
     return dataclasses.replace(load_router(), threshold=-math.inf if slow else math.inf)
 
 
-def test_the_shipped_router_reads_every_signal_and_round_trips(tmp_path):
-    router = load_router()
+@pytest.mark.parametrize("slow", ["trafilatura", "rs-trafilatura"])
+def test_the_shipped_routers_read_every_signal_and_round_trip(tmp_path, slow):
+    router = load_router(slow)
     assert router.features == tuple(signals())  # file and signal code agree, in order
     assert len(router.mean) == len(router.scale) == len(router.coef) == len(router.features)
     assert all(s > 0 for s in router.scale) and router.version
     path = tmp_path / "router.json"
     path.write_text(router.to_json())
     assert Router.from_file(path) == router
-    assert json.loads(ROUTER_FILE.read_text())["trained"]["script"] == "scripts/train_extract_router.py"
+    trained = json.loads(ROUTER_FILES[slow].read_text())["trained"]
+    assert trained["script"] == "scripts/train_extract_router.py" and "tune half" in trained["data"]
+    assert trained.get("slow", "trafilatura") == slow
+    assert ROUTER_FILES["trafilatura"] == ROUTER_FILE
 
 
 def test_routing_is_deterministic_and_prefers_large_gain_per_cost():
@@ -69,19 +73,22 @@ def test_a_page_sent_slow_gets_trafilaturas_text_and_others_resiliparses(monkeyp
 
 
 @pytest.mark.parametrize("fault", ["raises", "times out", "returns nothing"])
-def test_a_failing_slow_extractor_keeps_the_fast_text(monkeypatch, fault):
+@pytest.mark.parametrize("slow", ["trafilatura", "rs-trafilatura"])
+def test_a_failing_slow_extractor_keeps_the_fast_text(monkeypatch, fault, slow):
+    """Also for cascade-rs: a page rs-trafilatura fails on keeps resiliparse's text, counted
+    (the slow extractor is replaced, so this runs where rs-trafilatura is not installed)."""
     def broken(html, url):
         if fault == "raises":
-            raise RuntimeError("trafilatura bug")
+            raise RuntimeError(f"{slow} bug")
         if fault == "times out":
             time.sleep(3)
         return ""
 
     monkeypatch.setattr(router_module, "load_router", lambda *_: always(True))
-    monkeypatch.setattr(extract, "_trafilatura", broken)
+    monkeypatch.setattr(extract, "_trafilatura" if slow == "trafilatura" else "_rs_trafilatura", broken)
     counters = Counters()
     started = time.perf_counter()
-    text, extractor = extract.cascade(ARTICLE, URL, 0.5, counters.inc_fn("r"))
+    text, extractor = extract.cascade(ARTICLE, URL, 0.5, counters.inc_fn("r"), slow)
     assert text == extract._resiliparse(ARTICLE, URL) and "Paragraph 3" in text
     assert extractor == "resiliparse"  # the document says whose text it kept
     assert time.perf_counter() - started < 2.5
