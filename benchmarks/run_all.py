@@ -43,6 +43,7 @@ BENCHMARKS = (
     Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
     Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
+    Benchmark("estimate", "bench_estimate.py", ("--repeat", "3", "--write"), "../shared/data/crawl-extra"),
     Benchmark("samples", "bench_samples.py", ("--repeat", "3", "--write"), "../shared/data/crawl-extra"),
     Benchmark("stages", "bench_stages.py", ("--scale", "4", "--repeat", "3", "--write"),
               "../shared/data/crawl-extra"),
