@@ -35,7 +35,7 @@ def run(command: str, inputs: list[str], setting: str, outputs: dict) -> float:
                "--badwords", str(harness.SHARED / "badwords"), *overrides]
         result = bench_build.measure(cmd)
         corpus = bench_build.digest_of_corpus(f"{tmp}/c")
-        samples = Path(tmp, "c", "rule-samples.json")
+        samples = Path(tmp, "c", "_rule-samples.json")
         digest = hashlib.sha256(samples.read_bytes()).hexdigest()[:16] if samples.exists() else None
         outputs.setdefault("corpus", set()).add(corpus)
         outputs.setdefault(setting, set()).add(digest)

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROUTER_FILE = Path(__file__).parent / "data" / "extract-router.json"
@@ -102,7 +102,7 @@ class Router:
                    threshold=float(doc["threshold"]))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_router(slow: str = "trafilatura") -> Router:
     """The shipped router for the slow extractor ``slow`` (read once per process)."""
     return Router.from_file(ROUTER_FILES[slow])

@@ -16,7 +16,7 @@ Why it costs little and agrees everywhere:
   ``corpus build`` on any engine (tests/test_rule_samples.py). A retried bundle repeats the
   same events; equal samples merge into one.
 
-The file (``rule-samples.json`` beside the shards, listed in the manifest) is described in
+The file (``_rule-samples.json`` beside the shards, listed in the manifest) is described in
 docs/formats.md ("Rule samples").
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Optional
 
 from c4forge.corpus.document import Document
 
-FILE = "rule-samples.json"
+FILE = "_rule-samples.json"
 FORMAT = "c4forge-rule-samples"
 VERSION = 1
 CONTEXT = 2  # lines shown either side of a removed line

@@ -235,7 +235,7 @@ class BeamFS:
 
 
 # where the workers write the rule samples they find, inside the staging folder (merged into
-# rule-samples.json and removed before the swap; pipelines/c4.py merge_sample_parts)
+# _rule-samples.json and removed before the swap; pipelines/c4.py merge_sample_parts)
 SAMPLE_PARTS = ".rule-samples"
 
 

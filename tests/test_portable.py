@@ -58,8 +58,8 @@ def test_portable_runner_with_external_workers_equals_direct_runner(tmp_path, mo
     assert portable["counters"]["split-wet-file/passed"] > 1500
     built, expected = _corpus(tmp_path / "portable"), _corpus(tmp_path / "direct")
     assert built == expected and len(built) > 300
-    samples = (tmp_path / "direct" / "rule-samples.json").read_bytes()
-    assert (tmp_path / "portable" / "rule-samples.json").read_bytes() == samples  # what every rule did
+    samples = (tmp_path / "direct" / "_rule-samples.json").read_bytes()
+    assert (tmp_path / "portable" / "_rule-samples.json").read_bytes() == samples  # what every rule did
     for name in read_manifest(str(tmp_path / "direct"))["splits"]["train"]["files"]:
         assert (tmp_path / "portable" / name).read_bytes() == (tmp_path / "direct" / name).read_bytes()
     # Several workers booted, each from the staged sdist of this project, not the checkout.

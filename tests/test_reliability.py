@@ -455,7 +455,7 @@ def test_hostile_variant_and_pointer_names(tmp_path):
 
 
 def test_check_name_rules():
-    for name in ("train", "train-00000-of-00001.arrow", "c4-noclean", "seed_1.bin"):
+    for name in ("train", "train-00000-of-00001.arrow", "c4-noclean", "seed_1.bin", "_rule-samples.json"):
         assert outdir.check_name(name) == name
     for name in ("..", "../x", "a/b", "a\\b", ".hidden", "", "x..y", "a b", "/abs", 7):
         with pytest.raises(outdir.OutputError):

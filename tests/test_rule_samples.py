@@ -192,7 +192,7 @@ def test_clean_writes_the_samples_the_pinned_build_wrote(tmp_path):
     manifest = {"config": config.to_dict(), "counters": counters.as_dict()}
     write_corpus(str(tmp_path / "c4"), docs, manifest, docs_per_shard=100,
                  samples=samples.document(config.rule_samples))
-    written = (tmp_path / "c4" / "rule-samples.json").read_bytes()
+    written = (tmp_path / "c4" / "_rule-samples.json").read_bytes()
     assert hashlib.sha256(written).hexdigest() == json.loads(GOLDEN.read_text())["rule_samples"]
     document = read_samples(written.decode("utf-8"))
     _check_samples(document, read_manifest(str(tmp_path / "c4")), str(tmp_path / "c4"))
@@ -208,7 +208,7 @@ def test_demo_build_samples_every_rule_that_fired_and_export_keeps_them(tmp_path
 
     config = build_config("c4", badwords=DEMO_BADWORDS, overrides=["rule_samples.rate=1"])
     manifest = run_build([SAMPLE], str(tmp_path / "c4"), config, log=lambda *_: None)
-    document = read_samples((tmp_path / "c4" / "rule-samples.json").read_text())
+    document = read_samples((tmp_path / "c4" / "_rule-samples.json").read_text())
     _check_samples(document, manifest, str(tmp_path / "c4"))
     sampled = {r["rule"] for r in document["rules"]}
     fired = {name for name, n in manifest["counters"].items() if n and "/filtered" in name
@@ -217,8 +217,14 @@ def test_demo_build_samples_every_rule_that_fired_and_export_keeps_them(tmp_path
     assert {"near-dedup/filtered", "duplicate-url-filter/filtered"} <= sampled
     exported = export_corpus(str(tmp_path / "c4"), str(tmp_path / "parquet"), "parquet")
     assert exported["rule_samples"] == manifest["rule_samples"]
-    assert (tmp_path / "parquet" / "rule-samples.json").read_bytes() == (tmp_path / "c4" / "rule-samples.json").read_bytes()
+    assert (tmp_path / "parquet" / "_rule-samples.json").read_bytes() == (tmp_path / "c4" / "_rule-samples.json").read_bytes()
+    # the leading underscore keeps the file out of directory scans (pyarrow, Spark, datasets),
+    # as the manifest's does: a scan of the folder reads the shards alone
+    import pyarrow.dataset
+
+    scanned = pyarrow.dataset.dataset(str(tmp_path / "parquet"), format="parquet").count_rows()
+    assert scanned == sum(split["documents"] for split in exported["splits"].values()) > 100
     off = build_config("c4", badwords=DEMO_BADWORDS, overrides=["rule_samples.per_rule=0"])
     manifest = run_build([SAMPLE], str(tmp_path / "off"), off, log=lambda *_: None)
-    assert "rule_samples" not in manifest and not (tmp_path / "off" / "rule-samples.json").exists()
+    assert "rule_samples" not in manifest and not (tmp_path / "off" / "_rule-samples.json").exists()
     assert not list((tmp_path / "off").glob(".rule-samples*"))

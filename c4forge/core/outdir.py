@@ -43,7 +43,7 @@ from c4forge.core.io import atomic_write, output_path
 
 STAGING_PREFIX = ".c4forge-staging-"
 STAGING_MARKER = ".c4forge-staging"
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]{0,199}$")  # "_name": kept out of directory scans
 _STAGING_NAME = re.compile(r"^\.c4forge-staging-[A-Za-z0-9-]{1,64}$")
 
 
