@@ -161,4 +161,6 @@ def check_read_options(config: CorpusConfig) -> CorpusConfig:
         raise ConfigError(f"read.extractor: {missing}")
     if config.read.extract_timeout < 0 or config.read.max_html_bytes <= 0:
         raise ConfigError("read.extract_timeout must be >= 0 and read.max_html_bytes > 0")
+    if not 0 <= config.read.max_slow_share <= 1:
+        raise ConfigError("read.max_slow_share must be within [0, 1]")
     return config

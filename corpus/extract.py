@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import math
 import re
 import signal
 import threading
@@ -239,6 +240,29 @@ def fast_pass(html: str) -> tuple[str, str, str]:
     return _plain_text(tree, True), _plain_text(tree, False), tree.title or ""
 
 
+class SlowBudget:
+    """At most ``share`` of a file's pages go to a cascade's slow extractor: by the n-th page
+    the cascade sees, at most ceil(share x n) were sent slow, whatever the router wants (a page
+    refused is counted ``extract:slow_over_budget`` and keeps the fast text). Counted in file
+    order, and a file is read whole by one worker on every engine, so the same pages go slow in
+    `corpus clean` and `corpus build`. Keeps the speed on pages unlike the router's training
+    pages, where it would send more slow."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self.pages = 0
+        self.slow = 0
+
+    def seen(self) -> None:
+        self.pages += 1
+
+    def allows(self) -> bool:
+        if self.slow < math.ceil(self.share * self.pages - 1e-9):
+            self.slow += 1
+            return True
+        return False
+
+
 class Extracted(NamedTuple):
     """A page's main text and the extractor that produced it (what a document records, so a
     corpus can be split by extractor: the cascade's pages come from either)."""
@@ -248,13 +272,19 @@ class Extracted(NamedTuple):
 
 
 def cascade(html: str, url: str, timeout: float, inc: IncFn = null_inc,
-            slow_extractor: str = "trafilatura") -> Extracted:
+            slow_extractor: str = "trafilatura", budget: Optional[SlowBudget] = None) -> Extracted:
     """resiliparse's main text, or the slow extractor's (trafilatura, or rs-trafilatura for
     ``cascade-rs``) where its router expects it to be better per second spent. The fast pass is
     bounded by ``timeout`` like any extractor; the slow pass has its own ``timeout`` and any
     failure of it keeps the fast text (counted)."""
     fast, full, title = run_with_time_limit(lambda: fast_pass(html), timeout)
+    if budget is not None:
+        budget.seen()
     if not router.load_router(slow_extractor).sends_slow(router.page_signals(html, url, title, fast, full)):
+        inc("extract:kept_fast")
+        return Extracted(fast, "resiliparse")
+    if budget is not None and not budget.allows():
+        inc("extract:slow_over_budget")
         inc("extract:kept_fast")
         return Extracted(fast, "resiliparse")
     inc("extract:routed_slow")
@@ -331,15 +361,16 @@ def run_with_time_limit(fn: Callable[[], T], seconds: float) -> T:
 
 
 def extract_response(block: bytes, url: str, warc_headers: Callable[[str], str], extractor: str,
-                     timeout: float, max_html_bytes: int, inc: IncFn = null_inc) -> Optional[Extracted]:
+                     timeout: float, max_html_bytes: int, inc: IncFn = null_inc,
+                     budget: Optional[SlowBudget] = None) -> Optional[Extracted]:
     """The extracted text of one WARC response block and the extractor that produced it, or
-    None with the reason counted."""
+    None with the reason counted (``budget``: the file's, for a cascade)."""
     try:
         payload, charset = html_bytes(block, warc_headers, max_html_bytes)
         html, _ = decode_html(payload, charset)
         try:
             if extractor in SLOW_OF:
-                return cascade(html, url, timeout, inc, SLOW_OF[extractor])
+                return cascade(html, url, timeout, inc, SLOW_OF[extractor], budget)
             text = run_with_time_limit(lambda: extract_main_text(html, url, extractor), timeout)
             return Extracted(text, extractor)
         except Skip:

@@ -31,6 +31,9 @@ class ReadOptions:
     extractor: "cascade" (resiliparse, and trafilatura on the pages the router picks),
         "trafilatura", "resiliparse" or "rs-trafilatura" (optional; WARC input; corpus.extract).
     extract_timeout: seconds per page for the extractor (0: no limit).
+    max_slow_share: a cascade sends at most this share of a file's pages to its slow extractor,
+        counted in file order (corpus.extract.SlowBudget; 1.0: no cap), so its speed holds on
+        pages unlike the router's training pages.
     max_html_bytes: larger HTML payloads are skipped (``skipped:html_too_large``).
     urls_from: keep only pages whose normalised URL is in this file: a crawl file (its records'
         WARC-Target-URI) or a text file of URLs, one per line (``skipped:not_in_urls_from``).
@@ -48,6 +51,7 @@ class ReadOptions:
     input_format: str = "wet"
     extractor: str = "cascade"
     extract_timeout: float = 10.0
+    max_slow_share: float = 1.0
     max_html_bytes: int = 4 << 20
     urls_from: str = ""
     retries: int = 8

@@ -17,7 +17,7 @@ from typing import Optional
 
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus.document import Document
-from c4forge.corpus.extract import extract_response
+from c4forge.corpus.extract import SlowBudget, extract_response
 from c4forge.corpus.inputs import CRAWL_SUFFIXES
 from c4forge.corpus.read_options import CrawlReadError, CrawlReadInterrupted, ReadOptions
 from c4forge.corpus.records import iter_records
@@ -78,14 +78,15 @@ def _document(record: WarcRecord, text: str, inc: IncFn, content_length: str,
 
 
 def response_to_document(record: WarcRecord, inc: IncFn = null_inc,
-                         options: ReadOptions = ReadOptions()) -> Optional[Document]:
+                         options: ReadOptions = ReadOptions(),
+                         budget: Optional[SlowBudget] = None) -> Optional[Document]:
     """A WARC ``response`` record (HTML) as a Document of its extracted main text, or None
-    with a counted reason (corpus.extract lists them)."""
+    with a counted reason (corpus.extract lists them). ``budget``: the file's slow budget."""
 
     url = record.header("WARC-Target-URI")
     extracted = extract_response(record.body, url, record.header, extractor=options.extractor,
                                  timeout=options.extract_timeout,
-                                 max_html_bytes=options.max_html_bytes, inc=inc)
+                                 max_html_bytes=options.max_html_bytes, inc=inc, budget=budget)
     if extracted is None:
         return None
     text = page_text(extracted.text, keep_metadata_like_lines=True)
@@ -126,6 +127,7 @@ def iter_crawl_documents(path: str, inc: IncFn = null_inc, options: ReadOptions 
     other = {"wet": "response", "warc": "conversion"}.get(options.input_format)
     allowed = url_set(options.urls_from) if options.urls_from else None
     seen = {"wanted": 0, "other": 0}
+    budget = SlowBudget(options.max_slow_share) if options.max_slow_share < 1 else None
     for record in iter_records(path, inc, options, source):
         if record.type not in wanted:
             inc(f"skipped:record_type:{record.type or 'none'}")
@@ -139,7 +141,7 @@ def iter_crawl_documents(path: str, inc: IncFn = null_inc, options: ReadOptions 
             inc("skipped:not_in_urls_from")
             continue
         if record.type == "response":
-            document = response_to_document(record, inc, options)
+            document = response_to_document(record, inc, options, budget)
         else:
             document = record_to_document(record, inc, options)
         if document is not None:

@@ -193,3 +193,46 @@ def test_every_document_names_its_extractor_the_same_in_clean_and_build(tmp_path
                                       "-o", str(tmp_path / "fast")])
     assert result.exit_code == 0, result.output
     assert {d["extractor"] for d in iter_corpus_documents(str(tmp_path / "fast"))} == {"resiliparse"}
+
+
+def test_the_slow_budget_caps_every_prefix_of_a_file():
+    budget = extract.SlowBudget(0.25)
+    granted = []
+    for n in range(1, 41):  # a router that wants every page slow
+        budget.seen()
+        granted.append(budget.allows())
+        assert sum(granted) <= math.ceil(0.25 * n)
+    assert sum(granted) == 10 and granted[0]  # the cap is reached, not undershot
+
+
+def test_a_slow_budget_bounds_the_share_per_file_the_same_in_clean_and_build(tmp_path, monkeypatch):
+    """read.max_slow_share: with a router that wants about half the pages slow, at most a
+    quarter of each file's pages go slow (the rest counted extract:slow_over_budget), the same
+    pages in `corpus clean` and `corpus build`."""
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli
+    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+    from tests.conftest import shared_path
+
+    warc = sorted(str(p) for p in shared_path("crawl", "warc").glob("*.warc.gz"))
+    monkeypatch.setattr(router_module, "load_router", _RouteByPageSize)
+    common = ["-i", *warc, "--input-format", "warc", "--preset", "c4-noclean", "--set", "languages=",
+              "--set", "read.max_slow_share=0.25", "-q"]
+    found = {}
+    for command in ("clean", "build"):
+        result = CliRunner().invoke(cli, [command, *common, "-o", str(tmp_path / command)])
+        assert result.exit_code == 0, result.output
+        found[command] = {d["url"]: (d["extractor"], d["source"]) for split in ("train", "validation")
+                          for d in iter_corpus_documents(str(tmp_path / command), split)}
+        counters = read_manifest(str(tmp_path / command))["counters"]
+        assert counters["split-wet-file/extract:slow_over_budget"] > 0
+        pages = counters["split-wet-file/extract:kept_fast"] + counters["split-wet-file/extract:kept_slow"]
+        assert counters["split-wet-file/extract:routed_slow"] <= sum(
+            math.ceil(0.25 * n) for n in [pages])  # and per file, below
+    assert found["clean"] == found["build"]
+    by_file: dict = {}
+    for extractor, source in found["build"].values():
+        by_file.setdefault(source, []).append(extractor)
+    for extractors in by_file.values():
+        assert extractors.count("trafilatura") <= math.ceil(0.25 * len(extractors)) + 2
