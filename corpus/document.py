@@ -107,6 +107,13 @@ def packed_text_size(data: bytes) -> int:
     return header[4 + 2]  # the third string length: the text's
 
 
+def packed_normalized_url(data: bytes) -> str:
+    """The normalised URL of a :func:`to_bytes` document, without unpacking its text."""
+    header = _HEADER.unpack_from(data)
+    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0) + header[4]
+    return _text(memoryview(data)[start:start + header[5]])
+
+
 def from_bytes(data: bytes) -> Document:
     flags, offset, score, cluster, *lengths = _HEADER.unpack_from(data)
     pos = _HEADER.size

@@ -20,7 +20,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from c4forge.corpus.chain import C4_CHAIN, Plan, Step, plan, run_page_steps, run_traced_page_steps
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.document import Document, from_bytes, packed_text_size, to_bytes
+from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size, to_bytes
 from c4forge.corpus.line_dedup import (
     add_claims,
     claim_keys,
@@ -619,18 +619,14 @@ class FilterPagesFn(StepsFn):
                     yield from_bytes(packed)
                     continue
                 mine = owned.get(rank)
-                if mine is None and not self.samples_dir:
-                    count_page_owning_nothing(n_lines, packed_text_size(packed), inc)
-                    continue
-                page = from_bytes(packed)
-                key = self.traced(page.normalized_url)
-                if key is not None:
-                    yield traced_line_dedup(page, mine or set(), self.config.dedupe_min_sentences, inc,
-                                            key, self.samples())
+                key = self.traced(packed_normalized_url(packed)) if self.samples_dir else None
+                if key is not None:  # a traced page: unpacked even if it owns nothing
+                    yield traced_line_dedup(from_bytes(packed), mine or set(),
+                                            self.config.dedupe_min_sentences, inc, key, self.samples())
                 elif mine is None:
                     count_page_owning_nothing(n_lines, packed_text_size(packed), inc)
                 else:
-                    yield dedupe_page_lines(page, mine, self.config.dedupe_min_sentences, inc)
+                    yield dedupe_page_lines(from_bytes(packed), mine, self.config.dedupe_min_sentences, inc)
         if winners:
             raise ValueError(f"the winning crawl of md5(url) {min(winners)[0].hex()} has no page")
         orphans = owned.keys() - seen

@@ -211,7 +211,13 @@ def test_a_shard_that_is_not_arrow_or_parquet_is_a_clear_error(corpora, tmp_path
 def test_document_bytes_round_trip(compress):
     """The form Documents take in Beam shuffles: every field back exactly, None kept apart from
     empty, long texts compressed, lone surrogates and non-ASCII intact; the byte size known."""
-    from c4forge.corpus.document import Document, from_bytes, packed_text_size, to_bytes
+    from c4forge.corpus.document import (
+        Document,
+        from_bytes,
+        packed_normalized_url,
+        packed_text_size,
+        to_bytes,
+    )
 
     docs = [Document(),
             Document(url="http://ü.example/ä?q=1", normalized_url="ü.example/ä", text="Grüße 😀\n" * 200,
@@ -224,6 +230,7 @@ def test_document_bytes_round_trip(compress):
         back = from_bytes(data)
         assert back == doc and back.text_size() == len(doc.text.encode("utf-8", "surrogatepass"))
         assert packed_text_size(data) == back.text_size()  # from the header alone
+        assert packed_normalized_url(data) == doc.normalized_url  # without unpacking the text
         assert (back.language is None) == (doc.language is None)
     long_text = docs[1]
     assert (len(to_bytes(long_text, compress)) < len(long_text.text.encode())) == compress
