@@ -83,9 +83,10 @@ def config_options(func):
         click.option("--extractor", type=click.Choice(list(EXTRACTORS)), default=None,
                      help="HTML main-text extractor for WARC input: cascade (resiliparse, then "
                           "trafilatura on the pages its router expects to gain most: "
-                          "trafilatura's F1 at ~4x its speed), trafilatura (most accurate "
-                          "alone, slowest) or resiliparse (~12x faster, lower F1). "
-                          "[default: cascade]"),
+                          "trafilatura's F1 at ~4x its speed), trafilatura (slowest), "
+                          "resiliparse (~12x faster, lower F1); optional, where rs-trafilatura "
+                          "is installed: rs-trafilatura (~2x faster than trafilatura, higher F1) "
+                          "and cascade-rs (resiliparse, then rs-trafilatura). [default: cascade]"),
     ]
     for option in reversed(options):
         func = option(func)
