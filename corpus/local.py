@@ -59,12 +59,15 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters,
     best: dict[str, Document] = {}
     seen: dict[str, tuple[int, int]] = {}  # normalised url -> (pages, text bytes)
     crawls: dict[str, list[tuple[str, bytes]]] = {}  # traced url -> (crawl time, record id)...
+    keys: dict[str, int] = {}  # traced url -> its sampling key
     for page in pages:
         current = best.get(page.normalized_url)
         best[page.normalized_url] = page if current is None else newer_page(current, page)
         count, size = seen.get(page.normalized_url, (0, 0))
         seen[page.normalized_url] = (count + 1, size + page.text_size())
-        if samples is not None and traced_key(page.normalized_url, config.rule_samples) is not None:
+        key = traced_key(page.normalized_url, config.rule_samples) if samples is not None else None
+        if key is not None:
+            keys[page.normalized_url] = key
             crawls.setdefault(page.normalized_url, []).append((page.timestamp, page_record_id(page)))
     for url, page in best.items():
         count_url_group(inc, seen[url][0], seen[url][1], page.text_size())
@@ -73,8 +76,7 @@ def dedupe_urls(pages: Iterable[Document], counters: Counters,
             kept = (best[url].timestamp, page_record_id(best[url]))
             dropped = list(all_crawls)
             dropped.remove(kept)
-            samples.add(url_duplicates(f"{NS_URL}/filtered", traced_key(url, config.rule_samples),
-                                       url, kept, dropped))
+            samples.add(url_duplicates(f"{NS_URL}/filtered", keys[url], url, kept, dropped))
     return list(best.values())
 
 
