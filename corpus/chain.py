@@ -31,7 +31,7 @@ from c4forge.core.counters import IncFn
 from c4forge.corpus import clean as clean_rules
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
-from c4forge.corpus.samples import Explain, Recorder, Sample, step_samples
+from c4forge.corpus.samples import Explain, Recorder, Sample, step_samples, wanted_by_all
 from c4forge.corpus.steps import (
     NS_BADWORDS,
     NS_CLEAN,
@@ -240,13 +240,16 @@ def run_page_steps(steps: Iterable[Step], machinery: PageSteps, page: Document,
 
 
 def run_traced_page_steps(steps: Iterable[Step], machinery: PageSteps, page: Document,
-                          inc_for: IncFor, key: int, out: list[Sample]) -> Optional[Document]:
+                          inc_for: IncFor, key: int, out: list[Sample],
+                          wants: Callable[[str, int], bool] = wanted_by_all) -> Optional[Document]:
     """:func:`run_page_steps` for a page the rule samples trace (corpus/samples.py): the same
-    result and counts, and what each step did to it appended to ``out``."""
+    result and counts, and what each step did to it appended to ``out`` (those ``wants``
+    accepts: see :func:`step_samples`)."""
     for step in steps:
         recorder = Recorder(inc_for(step.namespace))
         after = step.apply(machinery, page, recorder, inc_for)
-        out.extend(step_samples(step.namespace, recorder.fired, key, page, after, step.explain, machinery))
+        out.extend(step_samples(step.namespace, recorder.fired, key, page, after, step.explain,
+                                machinery, wants))
         if after is None:
             return None
         page = after

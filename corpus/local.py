@@ -132,7 +132,7 @@ def page_steps(chain_steps: tuple[Step, ...], pages: Iterable[Document], steps: 
                 kept = run_page_steps(chain_steps, steps, page, inc_for)
             else:
                 found: list = []
-                kept = run_traced_page_steps(chain_steps, steps, page, inc_for, key, found)
+                kept = run_traced_page_steps(chain_steps, steps, page, inc_for, key, found, samples.wants)
                 samples.extend(found)
             if kept is not None:
                 yield kept
@@ -178,7 +178,7 @@ def traced_line_dedup(page: Document, owned: set[bytes], min_sentences: int, inc
     recorder = Recorder(inc)
     result = dedupe_page_lines(page, owned, min_sentences, recorder)
     samples.extend(step_samples(NS_LINES, recorder.fired, key, page, result,
-                                lambda _, p: line_fates(p, owned)))
+                                lambda _, p: line_fates(p, owned), wants=samples.wants))
     return result
 
 

@@ -243,24 +243,33 @@ def near_duplicate(rule: str, key: int, page: Document, kept_id: int) -> Sample:
 Explain = Callable[[object, Document], tuple[list[str], list[Optional[str]], Optional[int]]]
 
 
+def wanted_by_all(rule: str, key: int) -> bool:
+    return True
+
+
 def step_samples(namespace: str, fired: list[str], key: int, before: Document,
                  after: Optional[Document], explain: Optional[Explain] = None,
-                 machinery: object = None) -> list[Sample]:
+                 machinery: object = None,
+                 wants: Callable[[str, int], bool] = wanted_by_all) -> list[Sample]:
     """What one step did to a traced page, as samples: the page dropped (the ``filtered*``
     counter it fired names the rule), or for steps that remove lines (``explain``: the page's
     lines, each line's fate, the line that dropped the page if one did), the lines each reason
-    removed."""
+    removed. ``wants`` (a :meth:`Reservoir.wants` where the samples go straight into one) skips
+    building samples the reservoir would not keep; the result is the same, only cheaper."""
     if after is None:
-        reason = next((name for name in fired if name.startswith("filtered")), "filtered")
+        rule = f"{namespace}/" + next((name for name in fired if name.startswith("filtered")), "filtered")
+        if not wants(rule, key):
+            return []
         lines, trigger = None, None
         if explain is not None:
             lines, _, trigger = explain(machinery, before)
-        return [dropped_page(f"{namespace}/{reason}", key, before, trigger, lines)]
+        return [dropped_page(rule, key, before, trigger, lines)]
     if explain is None or after.text == before.text:
         return []
     lines, fates, _ = explain(machinery, before)
-    reasons = sorted({fate for fate in fates if fate is not None})
-    return [removed_lines(f"{namespace}/{reason}", key, before, lines, fates, reason) for reason in reasons]
+    rules = {reason: f"{namespace}/{reason}" for reason in sorted({fate for fate in fates if fate is not None})}
+    return [removed_lines(rule, key, before, lines, fates, reason)
+            for reason, rule in rules.items() if wants(rule, key)]
 
 
 class Recorder:
