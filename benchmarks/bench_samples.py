@@ -6,14 +6,26 @@ interleaved within every repeat, CPU of every process started, ratios to "off" p
 median (min-max). Outputs are checked: the documents do not depend on the setting, and `corpus
 clean` and `corpus build` write the same samples.
 
+CPU seconds on a shared VM move by about 10% run to run for the same work (fastText's predict,
+the same calls, took 2.4 s more in one of two profiled builds), more than the few % measured
+here. So each command and setting also runs once under valgrind (cachegrind, no cache model,
+every child process traced): the instructions executed do not depend on the machine's load and
+repeat to within a fraction of a percent, and their ratio to "off" is the cost the target
+(< 3%) is checked against. ``--no-instructions`` skips it (it takes about 8 minutes per run, two
+at a time).
+
 Run: make bench  (or: .venv/bin/python benchmarks/bench_samples.py [--repeat 3] [--copies 1] [--write])
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import hashlib
+import shutil
+import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,10 +42,7 @@ SETTINGS = {"off": ["rule_samples.per_rule=0"], "default": [], "rate 1": ["rule_
 
 def run(command: str, inputs: list[str], setting: str, outputs: dict) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = [arg for pair in (("--set", s) for s in SETTINGS[setting]) for arg in pair]
-        cmd = [str(BIN / "corpus"), command, "-i", *inputs, "-o", f"{tmp}/c", "--preset", "c4",
-               "--badwords", str(harness.SHARED / "badwords"), *overrides]
-        result = bench_build.measure(cmd)
+        result = bench_build.measure(command_line(command, inputs, setting, f"{tmp}/c"))
         corpus = bench_build.digest_of_corpus(f"{tmp}/c")
         samples = Path(tmp, "c", "_rule-samples.json")
         digest = hashlib.sha256(samples.read_bytes()).hexdigest()[:16] if samples.exists() else None
@@ -42,12 +51,33 @@ def run(command: str, inputs: list[str], setting: str, outputs: dict) -> float:
         return result["cpu"]
 
 
+def command_line(command: str, inputs: list[str], setting: str, out: str) -> list[str]:
+    overrides = [arg for pair in (("--set", s) for s in SETTINGS[setting]) for arg in pair]
+    return [str(BIN / "corpus"), command, "-i", *inputs, "-o", out, "--preset", "c4",
+            "--badwords", str(harness.SHARED / "badwords"), *overrides]
+
+
+def instructions(command: str, inputs: list[str], setting: str) -> int:
+    """Instructions executed by ``corpus COMMAND`` and every process it starts (cachegrind)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+               f"--cachegrind-out-file={tmp}/ir.%p", *command_line(command, inputs, setting, f"{tmp}/c")]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        total = 0
+        for path in glob.glob(f"{tmp}/ir.*"):
+            with open(path, encoding="utf-8") as handle:
+                total += next(int(line.split()[1]) for line in handle if line.startswith("summary:"))
+        return total
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--copies", type=int, default=1, help="distinct copies of the base input")
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true", help="One run each on the shared crawl's two files.")
+    parser.add_argument("--no-instructions", dest="instructions", action="store_false",
+                        help="Skip the instruction counts under valgrind.")
     args = parser.parse_args()
     machine = harness.machine()
     if args.quick:
@@ -74,6 +104,19 @@ def main() -> int:
             vs = harness.ratios(runs, cpu[(command, "off")])
             lines.append(f"| corpus {command} | {setting} | {harness.spread(runs, '{:.1f}')} | "
                          f"{harness.spread(vs, '{:.3f}')}x |")
+    if args.instructions and shutil.which("valgrind"):
+        jobs = [(command, setting) for command in ("clean", "build") for setting in ("off", "default")]
+        with ThreadPoolExecutor(2) as pool:  # instruction counts do not mind a neighbour
+            counts = dict(zip(jobs, pool.map(lambda job: instructions(job[0], inputs, job[1]), jobs)))
+        lines += ["", "Instructions executed (valgrind cachegrind, every process; one run each, "
+                  "deterministic to a fraction of a percent, unlike CPU seconds here):", "",
+                  "| command | rule samples | instructions (billions) | vs off |", "|---|---|---:|---:|"]
+        for command, setting in jobs:
+            count = counts[(command, setting)]
+            lines.append(f"| corpus {command} | {setting} | {count / 1e9:,.2f} | "
+                         f"{count / counts[(command, 'off')]:.4f}x |")
+    elif args.instructions:
+        lines += ["", "Instruction counts skipped: valgrind is not installed."]
     same_corpus = len(outputs["corpus"]) == 1
     same_samples = all(len(outputs[s]) == 1 for s in SETTINGS)
     lines += ["", f"Same documents with and without samples, in both commands: {'yes' if same_corpus else 'NO'}; "

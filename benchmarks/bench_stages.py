@@ -19,8 +19,9 @@ component (bench_clean compares the C4 rules as a whole with datatrove).
 
 Start-up: CPU seconds of a fresh process that imports what a Beam SDK worker imports for the
 chain (``c4forge.pipelines.c4``, so apache_beam too) and loads everything a worker loads before
-its first page (Punkt, the fastText model, the bad-word lists); and the same without Beam (what
-`corpus clean` pays). Median of the repeats.
+its first page (Punkt, the fastText model, the bad-word lists); the same without Beam (what
+`corpus clean` pays); and Beam's SDK worker harness alone, which any Beam worker imports
+whatever it runs: the difference is what c4forge adds to a worker. Median of the repeats.
 
 Inputs: copies 0..N-1 of the shared crawl + crawl-extra made distinct (benchmarks/
 distinct_inputs.py). Each repeat runs in its own process (interleaved with the peers).
@@ -65,11 +66,26 @@ print(usage.ru_utime + usage.ru_stime)
 """
 
 
+HARNESS = """
+import resource
+import apache_beam.runners.worker.sdk_worker_main
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_utime + usage.ru_stime)
+"""
+
+
 def startup_seconds(badwords: str, beam: bool) -> float:
     """CPU seconds of a fresh process from its start to the point a worker can take a page."""
     imports = "import c4forge.pipelines.c4" if beam else "import c4forge.corpus.local"
     out = subprocess.run([sys.executable, "-c", STARTUP.format(imports=imports), badwords],
                          capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def harness_seconds() -> float:
+    """CPU seconds of a fresh process that imports Beam's SDK worker harness and nothing of
+    ours: what every Beam worker pays, whatever pipeline it runs."""
+    out = subprocess.run([sys.executable, "-c", HARNESS], capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -163,6 +179,7 @@ def main() -> int:
     machine = harness.machine()
     runs, peers = [], {stage: [] for stage in PEERS}
     startup = {"with Beam (a `corpus build` worker)": [], "without Beam (`corpus clean`)": []}
+    harness_only: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         captured = f"{tmp}/captured.json"
         for _ in range(args.repeat):
@@ -180,6 +197,7 @@ def main() -> int:
                 peers[stage].append(peer_seconds(stage, paths, texts.get(stage, [])))
             for name, beam in zip(startup, (True, False)):
                 startup[name].append(startup_seconds(args.badwords, beam))
+            harness_only.append(harness_seconds())
             print(f"repeat: chain {run['total']:.1f} CPU s, process {run['process']:.1f} s", file=sys.stderr)
     pages = runs[0]["pages_read"]
     total = [r["total"] for r in runs]
@@ -204,7 +222,10 @@ def main() -> int:
                      f"{peer} | {peer_cpu} | {ratio} |")
     lines += ["", "Worker start-up (CPU s of a fresh process until it can take its first page; "
               "median (min-max)): " + "; ".join(f"{name} {harness.spread(v, '{:.2f}')}"
-                                                for name, v in startup.items()) + "."]
+                                                for name, v in startup.items()) + "; "
+              f"Beam's SDK worker harness alone (`import apache_beam.runners.worker.sdk_worker_main`, "
+              f"paid by any Beam worker) {harness.spread(harness_only, '{:.2f}')}, so ours in a Beam "
+              f"worker {harness.spread([w - h for w, h in zip(startup['with Beam (a `corpus build` worker)'], harness_only)], '{:.2f}')}."]
     harness.publish("stages", lines, args.write and not args.quick, machine)
     return 0
 

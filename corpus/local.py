@@ -92,8 +92,11 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
     pages: Iterable[Document] = clock.timed("read", read_pages(paths, config, counters))
     pages = page_steps(layout.before_urls, pages, steps, counters, clock, samples)
     if layout.url_dedup:
+        arrived = [0]
         with clock.stage("url-dedup"):
-            pages = dedupe_urls(pages, counters, samples, config)
+            pages = dedupe_urls(counted(pages, arrived), counters, samples, config)
+        with clock.stage("url-dedup", arrived[0]):  # its pages in, known once they have all come
+            pass
     pages = list(page_steps(layout.before_lines, pages, steps, counters, clock, samples))
     if layout.line_dedup:
         with clock.stage("line-dedup", len(pages)):
@@ -105,6 +108,13 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
     if layout.near_dedup:
         pages = near_dedup(pages, config, counters, clock=clock, samples=samples)
     return list(pages)
+
+
+def counted(pages: Iterable[Document], tally: list[int]) -> Iterator[Document]:
+    """``pages``, counting them into ``tally[0]`` as they pass."""
+    for page in pages:
+        tally[0] += 1
+        yield page
 
 
 def page_steps(chain_steps: tuple[Step, ...], pages: Iterable[Document], steps: PageSteps,

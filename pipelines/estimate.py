@@ -12,13 +12,14 @@ How (each step measured, nothing taken from a table):
    byte, per part. Their spread over the parts gives a 95% interval (Student's t).
 3. **The engine**: `corpus build` with the chosen runner, as child processes, on a tiny input
    (the first 20 sampled pages: its fixed cost, start-up, the JVM, workers, the graph, the
-   models) and on the whole sample, in ``ENGINE_ROUNDS`` interleaved rounds (a change in the
-   machine's other load falls on both kinds): CPU (user + sys of every process it started),
-   wall, largest process. The median of each kind: one run can cost a second more CPU than its
-   neighbours for no reason the input gives (measured here: the same sample build 5.75-6.72 s),
-   and the projection multiplies the sample's marginal cost by the scale, so an outlier on
-   either side would move it by several times its size; the runs' spread is the noise.
-4. **Projection**: fixed + (sample - fixed) x (input bytes / sample bytes) for CPU and wall;
+   models) and on the whole sample, in ``ENGINE_ROUNDS`` rounds of the two back to back (a
+   slow or fast spell of the machine falls on both): CPU (user + sys of every process it
+   started), wall, largest process. The fixed cost is the tiny builds' median and the sample's
+   marginal cost the median of the rounds' differences: one run can cost a second more CPU
+   than its neighbours for no reason the input gives (measured here: the same sample build
+   6.6-8.4 s), and the projection multiplies the marginal cost by the scale, so an outlier
+   would move it by several times its size; the differences' spread is the noise.
+4. **Projection**: fixed + marginal x (input bytes / sample bytes) for CPU and wall;
    documents and output bytes in proportion; memory: the DirectRunner holds every shuffle
    (it grows in proportion), Flink and Spark spill (the sample's peak is the bound). The
    interval combines the parts' spread and the engine's run-to-run noise, both scaled up.
@@ -294,12 +295,14 @@ def project(sample: Sample, parts: list[PartCost], tiny: Sequence[EngineRun],
 
     def grown(at_tiny: Sequence[float], at_whole: Sequence[float], rates: Sequence[float]) -> Range:
         fixed = statistics.median(at_tiny)
-        marginal = max(0.0, statistics.median(at_whole) - fixed) * scale
+        # the sample's marginal cost round by round (each round's two builds ran back to back,
+        # so a slow or fast spell of the machine falls on both), then their median
+        differences = [w - t for t, w in zip(at_tiny, at_whole)]
+        marginal = max(0.0, statistics.median(differences)) * scale
         low, high = interval(marginal, rates)
-        # the difference's standard error from each kind's run-to-run spread (a median's is
-        # taken as the mean's); 2 of them for 95%
-        error = math.sqrt(sum(statistics.variance(runs) / len(runs)
-                              for runs in (at_tiny, at_whole) if len(runs) > 1))
+        # the median difference's standard error from the rounds' spread (a median's taken as
+        # the mean's); 2 of them for 95%
+        error = statistics.stdev(differences) / math.sqrt(len(differences)) if len(differences) > 1 else 0.0
         half = math.hypot(high - marginal, 2 * error * scale)
         return Range(fixed + marginal, fixed + max(0.0, marginal - half), fixed + marginal + half)
 

@@ -65,7 +65,8 @@ def test_projection_arithmetic():
     def run(cpu, wall, rss):
         return EngineRun(cpu=cpu, wall=wall, peak_rss=rss, documents=5, output_bytes=500)
 
-    # one tiny run costs 4 s more CPU than its neighbours: the median leaves it out
+    # one tiny run costs 4 s more CPU than its neighbours: the median of the rounds'
+    # differences (2.0, -1.8, 2.0) leaves it out
     tiny = [run(5.0, 6.0, 100), run(9.0, 6.5, 110), run(5.0, 6.0, 105)]
     whole = [run(7.0, 7.0, 300), run(7.2, 7.0, 290), run(7.0, 7.0, 280)]
     est = project(sample, parts, tiny, whole, "DirectRunner", None, 0.25)
@@ -77,13 +78,13 @@ def test_projection_arithmetic():
     # the interval: the parts' spread (t(1) x sd/mean/sqrt(2)) and the runs' spread, both scaled
     low, high = interval(16.0, [0.001, 0.0012])
     assert low < 16.0 < high
-    error = math.sqrt(statistics.variance([5.0, 9.0, 5.0]) / 3 + statistics.variance([7.0, 7.2, 7.0]) / 3)
+    error = statistics.stdev([2.0, -1.8, 2.0]) / math.sqrt(3)
     half = math.hypot(high - 16.0, 2 * error * 8)
     assert est.cpu_seconds.high == pytest.approx(5.0 + 16.0 + half)
     assert est.cpu_seconds.low == pytest.approx(5.0 + max(0.0, 16.0 - half))
     # wall: the sample's runs agree, the tiny ones differ by 0.5 s once
     _, wall_high = interval(8.0, [0.001, 0.0012])
-    wall_half = math.hypot(wall_high - 8.0, 2 * math.sqrt(statistics.variance([6.0, 6.5, 6.0]) / 3) * 8)
+    wall_half = math.hypot(wall_high - 8.0, 2 * statistics.stdev([1.0, 0.5, 1.0]) / math.sqrt(3) * 8)
     assert est.wall_seconds.high == pytest.approx(6.0 + 8.0 + wall_half) and wall_half > wall_high - 8.0
     bounded = project(sample, parts, tiny, whole, "flink-local", 2, 0.25)
     assert bounded.peak_memory_bytes == 300 and not bounded.memory_grows

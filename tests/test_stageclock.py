@@ -56,3 +56,6 @@ def test_a_timed_chain_gives_the_same_documents_and_counters():
                                   "language-id", "bad-words", "minhash-signatures", "near-dup-clusters"}
     assert clock.items["read"] == plain_counters.as_dict()["split-wet-file/passed"] == 171
     assert clock.items["language-id"] >= clock.items["bad-words"] > 0
+    # every stage says how many pages came in (url-dedup's were counted as 0 before)
+    assert clock.items["url-dedup"] == clock.items["length"] == 171
+    assert clock.items["url-dedup"] >= clock.items["clean-page"] >= clock.items["line-dedup"] > 0
