@@ -7,6 +7,12 @@ repeat's error and their median (min-max), the projected interval's coverage of 
 CPU, and the documents projected vs built. tests/test_estimate.py checks a single run within
 40% (the test's bound: a test cannot repeat enough to average the machine's CPU noise out).
 
+The same projection in instructions (valgrind, every process; harness.instructions): the tiny,
+sample and whole builds of the shared crawl counted once each, the projection's arithmetic
+(pipelines/estimate.project) applied to the counts. Instructions do not move with the machine's
+load, so this row shows the method's own error, apart from the noise of CPU seconds (the same
+whole build measured 10.1-13.9 CPU s here in 5 runs).
+
 Run: make bench  (or: .venv/bin/python benchmarks/bench_estimate.py [--repeat 3] [--write])
 """
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +32,7 @@ import distinct_inputs  # noqa: E402
 import harness  # noqa: E402
 
 from c4forge.corpus.config import build_config  # noqa: E402
-from c4forge.pipelines.estimate import estimate, run_engine  # noqa: E402
+from c4forge.pipelines.estimate import EngineRun, draw_sample, estimate, project, run_engine  # noqa: E402
 
 
 def one(inputs: list[str], config, rounds: int) -> dict:
@@ -38,12 +45,36 @@ def one(inputs: list[str], config, rounds: int) -> dict:
             "documents": (result.documents.value, built.documents)}
 
 
+def build_command(inputs: list[str], out: str) -> list[str]:
+    return [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", *inputs, "-o", out, "--preset",
+            "c4", "--badwords", str(harness.SHARED / "badwords"), "-q", "--runner", "DirectRunner"]
+
+
+def in_instructions(inputs: list[str], config) -> dict:
+    """The projection from a 25% sample and the whole build, both counted in instructions."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sample = draw_sample(inputs, 0.25, 4, tmp, config)
+        jobs = {"tiny": [sample.tiny], "whole": inputs, "sample": sample.parts}
+        with ThreadPoolExecutor(2) as pool:  # counts do not mind a neighbour
+            counts = dict(zip(jobs, pool.map(lambda kind: harness.instructions(
+                build_command(jobs[kind], f"{tmp}/{kind}")), jobs)))
+
+    def run(count: int) -> EngineRun:
+        return EngineRun(cpu=count, wall=count, peak_rss=0, documents=0, output_bytes=0)
+
+    result = project(sample, [], [run(counts["tiny"])], [run(counts["sample"])], "DirectRunner", None, 0.25)
+    return {**counts, "projected": result.cpu_seconds.value, "scale": sample.scale,
+            "error": result.cpu_seconds.value / counts["whole"] - 1}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5, help="the estimate's interleaved rounds")
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true", help="Two crawl files, one repeat, 1 round.")
+    parser.add_argument("--no-instructions", dest="instructions", action="store_false",
+                        help="Skip the projection in instructions (valgrind; about 15 minutes).")
     args = parser.parse_args()
     machine = harness.machine()
     config = build_config("c4", badwords=str(harness.SHARED / "badwords"))
@@ -69,6 +100,16 @@ def main() -> int:
         lines.append(f"| {name} | {', '.join(f'{100 * e:+.0f}%' for e in errors)} | "
                      f"{100 * statistics.median(errors):+.0f}% ({100 * min(errors):+.0f}% to "
                      f"{100 * max(errors):+.0f}%) | {within}/{len(runs)} | {covered}/{len(runs)} | {docs} |")
+    if args.instructions and harness.have_valgrind():
+        name, files = next(iter(inputs.items()))
+        counted = in_instructions(files, config)
+        lines += ["", f"In instructions ({name}; valgrind, every process, one count each): tiny build "
+                  f"{counted['tiny'] / 1e9:.2f} G, 25% sample {counted['sample'] / 1e9:.2f} G, whole "
+                  f"{counted['whole'] / 1e9:.2f} G; projected {counted['projected'] / 1e9:.2f} G "
+                  f"(x{counted['scale']:.2f} of the sample's marginal count): error "
+                  f"{100 * counted['error']:+.1f}%."]
+    elif args.instructions:
+        lines += ["", "Projection in instructions skipped: valgrind is not installed."]
     harness.publish("estimate", lines, args.write, machine)
     return 0
 

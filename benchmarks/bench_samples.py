@@ -19,10 +19,9 @@ Run: make bench  (or: .venv/bin/python benchmarks/bench_samples.py [--repeat 3] 
 from __future__ import annotations
 
 import argparse
-import glob
+import atexit
 import hashlib
 import shutil
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +41,7 @@ SETTINGS = {"off": ["rule_samples.per_rule=0"], "default": [], "rate 1": ["rule_
 
 def run(command: str, inputs: list[str], setting: str, outputs: dict) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        result = bench_build.measure(command_line(command, inputs, setting, f"{tmp}/c"))
+        result = bench_build.measure(command_line(command, setting, inputs, f"{tmp}/c"))
         corpus = bench_build.digest_of_corpus(f"{tmp}/c")
         samples = Path(tmp, "c", "_rule-samples.json")
         digest = hashlib.sha256(samples.read_bytes()).hexdigest()[:16] if samples.exists() else None
@@ -51,23 +50,17 @@ def run(command: str, inputs: list[str], setting: str, outputs: dict) -> float:
         return result["cpu"]
 
 
-def command_line(command: str, inputs: list[str], setting: str, out: str) -> list[str]:
+def tmp_out() -> str:
+    """A fresh output path (its folder removed at exit) for a run whose output is not read."""
+    folder = tempfile.mkdtemp(prefix="bench-samples-")
+    atexit.register(shutil.rmtree, folder, True)
+    return f"{folder}/c"
+
+
+def command_line(command: str, setting: str, inputs: list[str], out: str) -> list[str]:
     overrides = [arg for pair in (("--set", s) for s in SETTINGS[setting]) for arg in pair]
     return [str(BIN / "corpus"), command, "-i", *inputs, "-o", out, "--preset", "c4",
             "--badwords", str(harness.SHARED / "badwords"), *overrides]
-
-
-def instructions(command: str, inputs: list[str], setting: str) -> int:
-    """Instructions executed by ``corpus COMMAND`` and every process it starts (cachegrind)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
-               f"--cachegrind-out-file={tmp}/ir.%p", *command_line(command, inputs, setting, f"{tmp}/c")]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        total = 0
-        for path in glob.glob(f"{tmp}/ir.*"):
-            with open(path, encoding="utf-8") as handle:
-                total += next(int(line.split()[1]) for line in handle if line.startswith("summary:"))
-        return total
 
 
 def main() -> int:
@@ -104,10 +97,11 @@ def main() -> int:
             vs = harness.ratios(runs, cpu[(command, "off")])
             lines.append(f"| corpus {command} | {setting} | {harness.spread(runs, '{:.1f}')} | "
                          f"{harness.spread(vs, '{:.3f}')}x |")
-    if args.instructions and shutil.which("valgrind"):
+    if args.instructions and harness.have_valgrind():
         jobs = [(command, setting) for command in ("clean", "build") for setting in ("off", "default")]
         with ThreadPoolExecutor(2) as pool:  # instruction counts do not mind a neighbour
-            counts = dict(zip(jobs, pool.map(lambda job: instructions(job[0], inputs, job[1]), jobs)))
+            counted = pool.map(lambda job: harness.instructions(command_line(*job, inputs, tmp_out())), jobs)
+            counts = dict(zip(jobs, counted))
         lines += ["", "Instructions executed (valgrind cachegrind, every process; one run each, "
                   "deterministic to a fraction of a percent, unlike CPU seconds here):", "",
                   "| command | rule samples | instructions (billions) | vs off |", "|---|---|---:|---:|"]

@@ -279,8 +279,10 @@ class Estimate:
 
 def interval(value: float, rates: Sequence[float]) -> tuple[float, float]:
     """``value`` +- t95 x the standard error of the mean of ``rates``, relative."""
+    if len(rates) < 2:
+        return value, value
     mean = statistics.fmean(rates)
-    if len(rates) < 2 or mean == 0:
+    if mean == 0:
         return value, value
     relative = statistics.stdev(rates) / mean / math.sqrt(len(rates)) * t95(len(rates) - 1)
     return value * (1 - relative), value * (1 + relative)
