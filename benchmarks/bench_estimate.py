@@ -82,7 +82,7 @@ def main() -> int:
     inputs = {"shared crawl (1,832 pages)": crawl}
     if args.quick:
         inputs = {"two shared crawl files": crawl[:2]}
-        args.repeat, args.rounds, args.write = 1, 1, False
+        args.repeat, args.rounds, args.write, args.instructions = 1, 1, False, False
     else:
         inputs["crawl + crawl-extra (5,351 pages)"] = distinct_inputs.distinct_copies(1)
     lines = [f"`corpus estimate` from a 25% sample ({args.rounds} interleaved rounds of its tiny and "

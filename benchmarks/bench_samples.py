@@ -75,7 +75,7 @@ def main() -> int:
     machine = harness.machine()
     if args.quick:
         inputs = sorted(str(p) for p in (harness.SHARED / "crawl").glob("*.wet.gz"))[:2]
-        args.repeat, args.write = 1, False
+        args.repeat, args.write, args.instructions = 1, False, False
     else:
         inputs = distinct_inputs.distinct_copies(args.copies, log=lambda m: print(m, file=sys.stderr))
     pages, _ = bench_build.text_size(inputs)

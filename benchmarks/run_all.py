@@ -39,6 +39,8 @@ BENCHMARKS = (
     Benchmark("clean", "bench_clean.py", ("--repeat", "5", "--write"), "../shared/data/crawl", peers=True),
     Benchmark("extract", "bench_extract.py", ("--repeats", "3", "--peers", "--write"),
               "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
+    Benchmark("route", "bench_route.py", ("--unfamiliar", "../html-cleaning-dataset-merged", "--write"),
+              "../shared/data/crawl-extra/wcxb-dev.warc.gz"),
     Benchmark("dedup", "bench_dedup.py", ("--repeats", "5", "--write"), "../shared/data/crawl"),
     Benchmark("reader", "bench_reader.py", ("--repeats", "5", "--write"), "../shared/data/crawl-extra"),
     Benchmark("build", "bench_build.py", ("--scales", "1,4,16", "--repeat", "3", "--write"),
