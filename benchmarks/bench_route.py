@@ -14,8 +14,11 @@ extract-heldout, given below as ``--ms``), and the share with ``read.max_slow_sh
 (corpus/extract.py SlowBudget: by the n-th page of a file, at most ceil(0.1 n) sent slow; here
 each source is one file in name order).
 
-Only the routers run here (resiliparse's parse and the page signals), so the shares are exact
-and the run takes about a minute.
+The shares need only the routers (resiliparse's parse and the page signals). What the budget
+costs in accuracy is measured too: each cascade's F1 on the held-out WCXB pages with and without
+it (c4forge's record path, one budget over the WCXB WARC in file order, as `corpus build` reads
+it), beside trafilatura's, overall and for the page type furthest below trafilatura. About
+five minutes.
 
 Run: .venv/bin/python benchmarks/bench_route.py [--unfamiliar DIR] [--write] (``--quick``: the
 first 40 WCXB pages, nothing written; make bench passes ``--unfamiliar
@@ -33,10 +36,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness  # noqa: E402
-from bench_extract import is_tune_page, load_dev_pages  # noqa: E402
+from bench_extract import evaluate, is_tune_page, load_dev_pages, paired_bootstrap  # noqa: E402
 
 from c4forge.corpus import router  # noqa: E402
-from c4forge.corpus.extract import SLOW_OF, SlowBudget, decode_html, fast_pass  # noqa: E402
+from c4forge.corpus.extract import SLOW_OF, SlowBudget, decode_html, extract_response, fast_pass  # noqa: E402
+from c4forge.corpus.wet import page_text  # noqa: E402
 
 SOURCES = {"dragnet_data": "Dragnet", "page-signal-master": "L3S-GN1 (Google News)",
            "CleanPortalEval-master": "CleanPortalEval", "cleaneval-final": "CleanEval final",
@@ -69,6 +73,43 @@ def with_budget(sent: list[bool], share: float = BUDGET) -> list[bool]:
 def implied_speed(share: float, slow: str, ms: dict[str, float]) -> float:
     """trafilatura's per-page time over the cascade's: fast pass on every page, slow on ``share``."""
     return ms["trafilatura"] / (ms["resiliparse"] + share * ms[slow])
+
+
+def extracted(records, extractor: str, share: float | None) -> list[str]:
+    """Every record through c4forge's record path (as bench_extract's), one budget of ``share``
+    over them in order (None: no budget)."""
+    budget = SlowBudget(share) if share is not None else None
+    out = []
+    for r in records:
+        got = extract_response(r.body, r.header("WARC-Target-URI"), r.header, extractor, 10.0, 4 << 20,
+                               budget=budget)
+        out.append(page_text(got.text if got else "", keep_metadata_like_lines=True))
+    return out
+
+
+def accuracy_lines(records, rows) -> list[str]:
+    """F1 on the held-out half: trafilatura, each cascade without and with the budget."""
+    held = [i for i, row in enumerate(rows) if not is_tune_page(row["file_id"])]
+    truth = [rows[i] for i in held]
+
+    def score(extractor: str, share: float | None) -> dict:
+        outputs = extracted(records, extractor, share)
+        return evaluate([outputs[i] for i in held], truth)
+
+    base = score("trafilatura", None)
+    lines = ["", f"F1 on the {len(held)} held-out WCXB pages (c4forge's record path; paired bootstrap 95% CI "
+             "of the difference to trafilatura):", "",
+             "| system | F1 | - trafilatura [95% CI] | page type furthest below trafilatura |",
+             "|---|---:|---:|---|", f"| trafilatura | {base['f1']:.4f} | - | - |"]
+    for name in SLOW_OF:
+        for share in (None, BUDGET):
+            got = score(name, share)
+            diff, low, high = paired_bootstrap(got["page_f1"], base["page_f1"])
+            worst = min(got["types"], key=lambda t: got["types"][t] - base["types"][t])
+            label = f"{name}" + (f", max_slow_share={share}" if share is not None else "")
+            lines.append(f"| {label} | {got['f1']:.4f} | {diff:+.4f} [{low:+.4f}, {high:+.4f}] | "
+                         f"{worst} {got['types'][worst] - base['types'][worst]:+.3f} |")
+    return lines
 
 
 def unfamiliar_pages(folder: Path) -> dict[str, list[tuple[str, str]]]:
@@ -137,6 +178,8 @@ def main() -> int:
         lines.append(f"| {name} | {len(by_cascade['cascade'][0]):,} | " + " | ".join(cells) + " |")
     if note:
         lines += ["", note]
+    if not args.quick:
+        lines += accuracy_lines(records, rows)
     harness.publish("route", lines, args.write, machine)
     return 0
 
