@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true", help="Two crawl files, one repeat, 1 round.")
     parser.add_argument("--no-instructions", dest="instructions", action="store_false",
-                        help="Skip the projection in instructions (valgrind; about 15 minutes).")
+                        help="Skip the projection in instructions (valgrind; about 4 minutes).")
     args = parser.parse_args()
     machine = harness.machine()
     config = build_config("c4", badwords=str(harness.SHARED / "badwords"))

@@ -2,11 +2,13 @@
 the projection for the whole input from a 25% sample against the CPU of the measured build:
 within 40% (issue 43 asks 20%, which this machine's run-to-run noise does not let one test
 check reliably on an input this small; see the test; in instructions, which carry no such
-noise, `make bench` measures the projection 1% from the build)."""
+noise, the projection is within 0.1% of the build: the last test checks 20% there)."""
 import gzip
 import json
 import math
+import shutil
 import statistics
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -131,3 +133,24 @@ def test_a_quarter_sample_projects_the_whole_shared_crawl_within_40_percent(tmp_
     assert 0.2 < result.sample_pages / result.input_pages < 0.3
     assert result.input_pages == 1832
     assert abs(result.documents.value - first.documents) <= 0.3 * first.documents
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (Debian package) counts the instructions")
+def test_a_quarter_sample_projects_the_whole_shared_crawl_within_20_percent_in_instructions():
+    """Issue 43's bound, checked where the machine's CPU noise cannot decide it: the same
+    projection (pipelines/estimate.project) applied to instruction counts of the tiny, sample
+    and whole builds (valgrind, every process; about 4 minutes, two counts at a time). Measured
+    2026-11-26: within 0.1%. Fails a projection without its fixed cost (about +85%) or without
+    its scale-up (about -55%)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_estimate
+
+    crawl = sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))
+    config = build_config("c4", badwords=str(shared_path("badwords")))
+    counted = bench_estimate.in_instructions(crawl, config)
+    print(counted)
+    assert abs(counted["error"]) <= 0.2
+    # the two wrong projections the bound must reject
+    assert counted["sample"] * counted["scale"] > 1.2 * counted["whole"]
+    assert counted["sample"] < 0.8 * counted["whole"]
