@@ -95,8 +95,7 @@ def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
         arrived = [0]
         with clock.stage("url-dedup"):
             pages = dedupe_urls(counted(pages, arrived), counters, samples, config)
-        with clock.stage("url-dedup", arrived[0]):  # its pages in, known once they have all come
-            pass
+        clock.count("url-dedup", arrived[0])  # its pages in, known once they have all come
     pages = list(page_steps(layout.before_lines, pages, steps, counters, clock, samples))
     if layout.line_dedup:
         with clock.stage("line-dedup", len(pages)):

@@ -33,10 +33,14 @@ class StageClock:
         previous, self._current, self._since = self._current, stage, now
         return previous
 
+    def count(self, name: str, items: int) -> None:
+        """``items`` more went into ``name`` (for a stage whose input is known only after it ran)."""
+        self.items[name] = self.items.get(name, 0) + items
+
     @contextlib.contextmanager
     def stage(self, name: str, items: int = 0) -> Iterator[None]:
         previous = self._switch(name)
-        self.items[name] = self.items.get(name, 0) + items
+        self.count(name, items)
         try:
             yield
         finally:
@@ -60,6 +64,9 @@ class StageClock:
 
 class NoClock:
     """The clock when nobody is timing: no calls to ``process_time`` at all."""
+
+    def count(self, name: str, items: int) -> None:
+        pass
 
     @contextlib.contextmanager
     def stage(self, name: str, items: int = 0) -> Iterator[None]:
