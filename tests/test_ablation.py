@@ -2,6 +2,7 @@
 and re-runs that reuse finished work (the CI check of `make demo`'s last step)."""
 import dataclasses
 import json
+import random
 import statistics
 
 import pytest
@@ -372,3 +373,40 @@ def test_zero_shot_accuracy_at_chance_is_reported_as_no_signal():
     assert f"0.520 (p = {binomtest(104, 200, 0.5, alternative='greater').pvalue:.2g})" in at_chance
     above = "\n".join(task_signal_section(spec, summary(0.60)))
     assert "**No signal**" not in above and "above chance" in above
+
+
+def test_many_headline_tests_are_one_table_row_each_with_sentences_for_the_significant():
+    """Six variants and three headline metrics are 45 tests: as sentences the extractor ablation's
+    report ran to 180 bullets. Over SENTENCES_UP_TO they are table rows, and only the tests
+    significant before correction get a sentence, with the count expected by chance beside them."""
+    from c4forge.ablation.report import SENTENCES_UP_TO, comparison, verdict_table
+
+    names = [f"v{i}" for i in range(6)]
+    metrics = ["wikitext bits/byte", "copa correct bits/byte", "piqa correct prob"]
+
+    def entry(i: int) -> dict:
+        out = {}
+        for k, metric in enumerate(metrics):
+            # v5 is far worse on the first metric; everything else is seed noise
+            noise = random.Random(100 * i + k)
+            values = [3.0 + (0.5 if (i == 5 and k == 0) else 0.0) + noise.gauss(0, 0.02) for _ in range(3)]
+            out[metric] = {"mean": statistics.fmean(values), "std": statistics.stdev(values), "values": values,
+                           "seeds": [0, 1, 2], "higher_is_better": metric.endswith("prob"), "headline": True}
+        return {"metrics": out}
+
+    summary = {"variants": {n: entry(i) for i, n in enumerate(names)}}
+    tests = [(m, a, b) for m in metrics for a in names for b in names if a < b]
+    assert len(tests) == 45 > SENTENCES_UP_TO
+    raw = [comparison(summary, *t) for t in tests]
+    lines = verdict_table(summary, tests, raw, {i: min(1.0, r["p"] * len(tests)) for i, r in enumerate(raw)})
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| metric")]
+    assert len(rows) == 45
+    significant = [i for i, r in enumerate(raw) if r["significant"]]
+    sentences = [line for line in lines if line.startswith("- **")]
+    assert len(sentences) == len(significant) >= 5  # v5 against each of the others, at least
+    assert all("v5" in s for s in sentences[:5])
+    first = raw[tests.index(("wikitext bits/byte", "v0", "v5"))]
+    assert f"| wikitext bits/byte | v0 | v5 | {first['difference']:+.4f} [" in "\n".join(rows)
+    assert f"{len(significant)} of 45 (about 2.2 expected by chance alone" in "\n".join(lines)
+    assert sentences[0].endswith(verdict(summary, *tests[significant[0]], holm_p=min(1.0, raw[significant[0]]["p"] * 45),
+                                         family=45, result=raw[significant[0]]))

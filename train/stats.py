@@ -29,8 +29,11 @@ def t_quantile(p: float, df: float) -> float:
     return float(stats.t.ppf(p, df))
 
 
+SEEDS_SEARCHED = 10_000  # seeds_for_power returns this when even this many would not do
+
+
 def seeds_for_power(mean: float, sd: float, alpha: float = 0.05, power: float = POWER,
-                    limit: int = 10_000) -> Optional[int]:
+                    limit: int = SEEDS_SEARCHED) -> Optional[int]:
     """Seeds per variant for a paired t-test to detect ``mean`` with probability ``power``
     when paired differences spread by ``sd`` (None when there is nothing to detect)."""
     if mean == 0 or not sd or not math.isfinite(mean / sd):

@@ -18,7 +18,7 @@ from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
 from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
 from c4forge.train.objectives import LEFT_TO_RIGHT
-from c4forge.train.stats import compare, holm, t_quantile
+from c4forge.train.stats import SEEDS_SEARCHED, compare, holm, t_quantile
 
 
 def _mean_std(values: list[float]):
@@ -108,10 +108,55 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
         return f"On {metric}, {direction}: significant at {alpha:g} ({interval}).{survives}"
     needed = result.get("seeds_needed")
     more = (f" To detect a real difference of this size 80% of the time, with this seed-to-seed "
-            f"spread of the paired differences, about {needed} seeds per variant would be needed."
+            f"spread of the paired differences, {_seeds_text(needed, 'about ')} seeds per variant would be needed."
             if needed else "")
     return (f"On {metric}, {direction}, but that is not significant at {alpha:g} ({interval}): this "
             f"experiment does not separate {a} and {b}.{more}")
+
+
+def _seeds_text(needed: int, about: str = "") -> str:
+    """train.stats.seeds_for_power stops searching at 10,000 seeds: say so instead of a count."""
+    return "more than 10,000" if needed >= SEEDS_SEARCHED else f"{about}{needed:,}"
+
+
+SENTENCES_UP_TO = 12  # headline tests written as sentences; more are one table row each
+
+
+def verdict_table(summary: dict, tests: list[tuple[str, str, str]], raw: list[Optional[dict]],
+                  adjusted: dict[int, float], alpha: float = 0.05) -> list[str]:
+    """Markdown: one row per headline test (a report with many variants and metrics has
+    hundreds; as sentences nobody reads them), then sentences for the tests significant at
+    ``alpha`` before correction, the ones a reader looks for."""
+    lines = [f"{len(tests)} headline tests, one row each (difference = second - first; lower is better "
+             "for bits per byte and losses, higher for probabilities, accuracy and GLUE).", "",
+             "| metric | first | second | difference [95% CI] | p | Holm p | verdict | seeds for 80% power |",
+             "|---|---|---|---:|---:|---:|---|---:|"]
+    significant = []
+    for i, (metric, a, b) in enumerate(tests):
+        result = raw[i]
+        if result is None:
+            lines.append(f"| {metric} | {a} | {b} | - | - | - | no test | - |")
+            continue
+        holm_p = adjusted.get(i)
+        if not result["significant"]:
+            word = "not separated"
+        elif holm_p is not None and holm_p < alpha:
+            word = "**significant, survives Holm**"
+        else:
+            word = "significant, not after Holm (tentative)"
+        if result["significant"]:
+            significant.append(i)
+        needed = "-" if result["significant"] or not result.get("seeds_needed") else _seeds_text(result["seeds_needed"])
+        holm_text = "-" if holm_p is None else f"{holm_p:.3g}"
+        lines.append(f"| {metric} | {a} | {b} | {result['difference']:+.4f} [{result['low']:+.4f}, "
+                     f"{result['high']:+.4f}] | {result['p']:.3g} | {holm_text} | {word} | {needed} |")
+    lines += ["", f"Significant at {alpha:g} before correction: {len(significant)} of {len(tests)} (about "
+              f"{alpha * len(tests):.1f} expected by chance alone if no variant differed)."]
+    for i in significant:
+        metric, a, b = tests[i]
+        lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
+                                                    family=len([r for r in raw if r is not None]), result=raw[i]))
+    return lines
 
 
 def pairing_statement(spec: AblationSpec) -> str:
@@ -393,9 +438,12 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     raw = [comparison(summary, metric, a, b) for metric, a, b in tests]
     tested = [i for i, r in enumerate(raw) if r is not None]
     adjusted = dict(zip(tested, holm([raw[i]["p"] for i in tested])))
-    for i, (metric, a, b) in enumerate(tests):
-        lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
-                                                    family=len(tested), result=raw[i]))
+    if len(tests) <= SENTENCES_UP_TO:
+        for i, (metric, a, b) in enumerate(tests):
+            lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
+                                                        family=len(tested), result=raw[i]))
+    else:
+        lines += verdict_table(summary, tests, raw, adjusted)
     lines += signal_to_noise_section(summary, tests)
     lines += glue_lines
     lines += task_signal_section(spec, summary)
