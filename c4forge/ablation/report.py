@@ -521,7 +521,7 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
         for k in range(len(metrics), rows * cols):
             axes[k // cols][k % cols].axis("off")
         fig.suptitle("Mean and 95% interval over seeds (x: each seed)", fontsize=10)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (3.0 * rows)))  # room for the title above the first row
         fig.savefig(os.path.join(directory, "final_metrics.png"))
         plt.close(fig)
         files.append("final_metrics.png")
