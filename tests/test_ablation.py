@@ -410,3 +410,46 @@ def test_many_headline_tests_are_one_table_row_each_with_sentences_for_the_signi
     assert f"{len(significant)} of 45 (about 2.2 expected by chance alone" in "\n".join(lines)
     assert sentences[0].endswith(verdict(summary, *tests[significant[0]], holm_p=min(1.0, raw[significant[0]]["p"] * 45),
                                          family=45, result=raw[significant[0]]))
+
+
+def test_glue_reference_rows_of_finished_seeds_are_reused_when_seeds_are_added(tmp_path, monkeypatch):
+    """Sequential seeds add a seed at a time: the random-init GLUE row of every finished seed is
+    kept (they were all fine-tuned again at each look: 5 minutes per look on the span example),
+    and rows made with another recipe are not."""
+    from c4forge.ablation import stages
+    from c4forge.ablation.spec import GlueSpec
+
+    fine_tuned, baselines = [], []
+
+    def fake_glue(checkpoint, tasks, glue_dir, configs, seeds, log=None):
+        fine_tuned.append(checkpoint)
+        return {"tasks": {"sst2": {"score": {"mean": 50.0 + len(fine_tuned)}}}, "glue_average": 50.0 + len(fine_tuned)}
+
+    def fake_rows(task, glue_dir, max_train, max_eval):
+        baselines.append(task)
+        return {"majority": {"score": 50.9}, "tfidf": {"score": 69.0}}
+
+    monkeypatch.setattr(stages, "run_glue", fake_glue)
+    monkeypatch.setattr(stages, "reference_rows", fake_rows)
+    monkeypatch.setattr(stages, "latest_checkpoint", lambda folder: folder)
+    glue = {"tasks": ["sst2"], "glue_dir": "glue", "seeds": [0]}
+
+    def spec_for(seeds, lr=1e-3):
+        written = {"glue": {**glue, "set": {"lr": lr}}}
+        return AblationSpec(out_dir=str(tmp_path), seeds=tuple(seeds), train={"max_tokens": 100},
+                            eval=EvalSpec(glue=GlueSpec(glue_dir="glue", set={"lr": lr}), written=written),
+                            base=str(tmp_path))
+
+    def runs(seeds):
+        return {"c4": {s: str(tmp_path / f"seed-{s}") for s in seeds}}
+
+    first = stages.glue_references(spec_for([0, 1, 2]), runs([0, 1, 2]), lambda message: None)
+    assert len(fine_tuned) == 3 and baselines == ["sst2"]
+    assert set(first["random_init"]) == {"0", "1", "2"} and first["tfidf"]["average"] == 69.0
+    more = stages.glue_references(spec_for([0, 1, 2, 3]), runs([0, 1, 2, 3]), lambda message: None)
+    assert len(fine_tuned) == 4 and fine_tuned[-1].endswith("seed-3/checkpoints") and baselines == ["sst2"]
+    assert {s: more["random_init"][s] for s in "012"} == first["random_init"]
+    fewer = stages.glue_references(spec_for([0, 1]), runs([0, 1]), lambda message: None)
+    assert len(fine_tuned) == 4 and set(fewer["random_init"]) == {"0", "1"}  # rows of this report's seeds
+    other = stages.glue_references(spec_for([0, 1], lr=2e-3), runs([0, 1]), lambda message: None)
+    assert len(fine_tuned) == 6 and len(baselines) == 2 and set(other["random_init"]) == {"0", "1"}

@@ -337,43 +337,55 @@ def glue_references(spec: AblationSpec, runs: dict, log) -> dict:
     """The GLUE reference rows (issue 28), on the examples the variants are fine-tuned on:
     majority class and TF-IDF logistic regression (no model), and the same model from random
     initialisation for every pretraining seed (the weights a run starts from depend on its seed
-    and model config only, which all variants share, so one run per seed stands for all)."""
+    and model config only, which all variants share, so one run per seed stands for all).
+    A seed's row is kept once made: sequential seeds add only the new seeds' rows."""
 
     glue = spec.eval.glue
     if not glue:
         return {}
     path = os.path.join(spec.out_dir, "glue-reference.json")
-    fingerprint = {"glue": plain(spec.eval.written["glue"]), "seeds": list(spec.seeds), "train": plain(spec.train)}
+    fingerprint = {"glue": plain(spec.eval.written["glue"]), "train": plain(spec.train)}
+    wanted = [str(seed) for seed in spec.seeds]
 
-    def cached() -> dict:
+    def stored() -> dict:
+        """The rows on file when they were made with this recipe and model (any seeds), else {}."""
         try:
             with open(path, encoding="utf-8") as handle:
-                return json.load(handle)
+                rows = json.load(handle)
         except (OSError, ValueError):
             return {}
+        made_with = {k: v for k, v in (rows.get("spec") or {}).items() if k != "seeds"}
+        return rows if made_with == fingerprint else {}
+
+    def current() -> bool:
+        return set(wanted) <= set(stored().get("random_init") or {})
 
     def build() -> str:
         tasks = list(glue.tasks)
         glue_dir = locate(spec, glue.glue_dir)
         configs = task_configs(tasks, glue.set)
-        out: dict = {"spec": fingerprint, "majority": {}, "tfidf": {}, "random_init": {}}
-        for task in tasks:
-            rows = reference_rows(task, glue_dir, configs[task].max_train, configs[task].max_eval)
-            out["majority"][task] = rows["majority"]["score"]
-            out["tfidf"][task] = rows["tfidf"]["score"]
-        for name in ("majority", "tfidf"):
-            out[name]["average"] = glue_average({t: out[name][t] for t in tasks})
+        out = stored() or {"majority": {}, "tfidf": {}, "random_init": {}}
+        if not out["majority"]:
+            for task in tasks:
+                rows = reference_rows(task, glue_dir, configs[task].max_train, configs[task].max_eval)
+                out["majority"][task] = rows["majority"]["score"]
+                out["tfidf"][task] = rows["tfidf"]["score"]
+            for name in ("majority", "tfidf"):
+                out[name]["average"] = glue_average({t: out[name][t] for t in tasks})
         first = next(iter(runs.values()))
         random_configs = {t: apply_settings(c, {"init": "random"}) for t, c in configs.items()}
-        for seed, run_dir in first.items():
-            checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+        new = [seed for seed in first if str(seed) not in out["random_init"]]
+        for seed in new:
+            checkpoint = latest_checkpoint(os.path.join(first[seed], "checkpoints"))
             result = run_glue(checkpoint, tasks, glue_dir, random_configs, list(glue.seeds),
                               log=lambda *_: None)
             scores = {t: s["score"]["mean"] for t, s in result["tasks"].items()}
             out["random_init"][str(seed)] = {**scores, "average": result["glue_average"]}
+        out["spec"] = {**fingerprint, "seeds": sorted(int(s) for s in out["random_init"])}
         with atomic_write(path) as handle:
             json.dump(out, handle, indent=2)
-        return "done"
+        return f"random init fine-tuned for seed(s) {', '.join(map(str, new))}" if new else "done"
 
-    reuse_or_build("GLUE reference rows", path, lambda: cached().get("spec") == fingerprint, build, log)
-    return cached()
+    reuse_or_build("GLUE reference rows", path, current, build, log)
+    rows = stored()
+    return {**rows, "random_init": {s: rows["random_init"][s] for s in wanted}}
