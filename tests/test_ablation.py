@@ -111,6 +111,13 @@ def test_sequential_seeds_add_rounds_and_reuse_every_finished_seed(tmp_path):
         assert "undecided at 2 seeds" in result.output
     text = (tmp_path / "ablation" / "report" / "report.md").read_text()
     assert "## Sequential seeds" in text and "obrien-fleming-type alpha spending" in text
+    # the Result section gives each test's sequential verdict beside the fixed-design t-test,
+    # which it calls descriptive (the 5-seed span example had "significant" beside "undecided")
+    result_section = text.split("## Result")[1].split("## Sequential seeds")[0]
+    assert "read it as descriptive" in result_section
+    last = outcome["tests"][0]["looks"][-1]
+    state = "decided" if outcome["tests"][0]["decided"] else "undecided"
+    assert f"**Sequential verdict: {state} at {last['seeds']} seeds (p = {last['p']:.3g}" in result_section
     # the headline test's differences in the report come from the same seeds as results.json
     test = outcome["tests"][0]
     values = {v: dict(zip(summary["variants"][v]["metrics"][test["metric"]]["seeds"],

@@ -122,8 +122,26 @@ def _seeds_text(needed: int, about: str = "") -> str:
 SENTENCES_UP_TO = 12  # headline tests written as sentences; more are one table row each
 
 
+def sequential_verdicts(summary: dict) -> dict[tuple[str, str, str], str]:
+    """(metric, a, b) -> the group-sequential verdict of that headline test, where the seeds were
+    chosen by ``--until-decided`` (c4forge/ablation/sequential.py); {} otherwise."""
+    out = {}
+    for test in (summary.get("sequential") or {}).get("tests", []):
+        last = test["looks"][-1] if test["looks"] else None
+        if last is None:
+            text = "no look reached"
+        elif test["decided"]:
+            text = f"decided at {last['seeds']} seeds (p = {last['p']:.3g} <= boundary {last['level']:.3g})"
+        else:
+            p = "-" if last["p"] is None else f"{last['p']:.3g}"
+            text = f"undecided at {last['seeds']} seeds (p = {p} > boundary {last['level']:.3g})"
+        out[test["metric"], test["a"], test["b"]] = text
+    return out
+
+
 def verdict_table(summary: dict, tests: list[tuple[str, str, str]], raw: list[Optional[dict]],
-                  adjusted: dict[int, float], alpha: float = 0.05) -> list[str]:
+                  adjusted: dict[int, float], sequential: Optional[dict] = None,
+                  alpha: float = 0.05) -> list[str]:
     """Markdown: one row per headline test (a report with many variants and metrics has
     hundreds; as sentences nobody reads them), then sentences for the tests significant at
     ``alpha`` before correction, the ones a reader looks for."""
@@ -146,6 +164,8 @@ def verdict_table(summary: dict, tests: list[tuple[str, str, str]], raw: list[Op
             word = "significant, not after Holm (tentative)"
         if result["significant"]:
             significant.append(i)
+        if sequential and (metric, a, b) in sequential:
+            word += f"; sequential: {sequential[metric, a, b]}"
         needed = "-" if result["significant"] or not result.get("seeds_needed") else _seeds_text(result["seeds_needed"])
         holm_text = "-" if holm_p is None else f"{holm_p:.3g}"
         lines.append(f"| {metric} | {a} | {b} | {result['difference']:+.4f} [{result['low']:+.4f}, "
@@ -155,7 +175,9 @@ def verdict_table(summary: dict, tests: list[tuple[str, str, str]], raw: list[Op
     for i in significant:
         metric, a, b = tests[i]
         lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
-                                                    family=len([r for r in raw if r is not None]), result=raw[i]))
+                                                    family=len([r for r in raw if r is not None]), result=raw[i])
+                     + (f" **Sequential verdict: {sequential[metric, a, b]}.**"
+                        if sequential and (metric, a, b) in sequential else ""))
     return lines
 
 
@@ -438,12 +460,20 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     raw = [comparison(summary, metric, a, b) for metric, a, b in tests]
     tested = [i for i, r in enumerate(raw) if r is not None]
     adjusted = dict(zip(tested, holm([raw[i]["p"] for i in tested])))
+    sequential = sequential_verdicts(summary)
+    if sequential:
+        lines += ["**The seeds were added while these tests were looked at** (Sequential seeds, below): "
+                  "the verdict that keeps its stated error rate is the sequential one, given with each "
+                  "test. The paired t-test beside it assumes the number of seeds was fixed in advance, so "
+                  "after repeated looks its p-value overstates the evidence: read it as descriptive.", ""]
     if len(tests) <= SENTENCES_UP_TO:
         for i, (metric, a, b) in enumerate(tests):
             lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
-                                                        family=len(tested), result=raw[i]))
+                                                        family=len(tested), result=raw[i])
+                         + (f" **Sequential verdict: {sequential[metric, a, b]}.**"
+                            if (metric, a, b) in sequential else ""))
     else:
-        lines += verdict_table(summary, tests, raw, adjusted)
+        lines += verdict_table(summary, tests, raw, adjusted, sequential)
     lines += signal_to_noise_section(summary, tests)
     lines += glue_lines
     lines += task_signal_section(spec, summary)
