@@ -173,12 +173,18 @@ def verdict_table(summary: dict, tests: list[tuple[str, str, str]], raw: list[Op
     lines += ["", f"Significant at {alpha:g} before correction: {len(significant)} of {len(tests)} (about "
               f"{alpha * len(tests):.1f} expected by chance alone if no variant differed)."]
     for i in significant:
-        metric, a, b = tests[i]
-        lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
-                                                    family=len([r for r in raw if r is not None]), result=raw[i])
-                     + (f" **Sequential verdict: {sequential[metric, a, b]}.**"
-                        if sequential and (metric, a, b) in sequential else ""))
+        lines.append(verdict_bullet(summary, tests[i], raw[i], adjusted.get(i),
+                                    len([r for r in raw if r is not None]), sequential))
     return lines
+
+
+def verdict_bullet(summary: dict, test: tuple[str, str, str], result: Optional[dict], holm_p: Optional[float],
+                   family: int, sequential: Optional[dict] = None) -> str:
+    """One headline test as a bullet: the fixed-design sentence, and the sequential verdict
+    where the seeds were chosen by looking."""
+    metric, a, b = test
+    after = f" **Sequential verdict: {sequential[test]}.**" if sequential and test in sequential else ""
+    return f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=holm_p, family=family, result=result) + after
 
 
 def pairing_statement(spec: AblationSpec) -> str:
@@ -467,11 +473,8 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
                   "test. The paired t-test beside it assumes the number of seeds was fixed in advance, so "
                   "after repeated looks its p-value overstates the evidence: read it as descriptive.", ""]
     if len(tests) <= SENTENCES_UP_TO:
-        for i, (metric, a, b) in enumerate(tests):
-            lines.append(f"- **{a} vs {b}**: " + verdict(summary, metric, a, b, holm_p=adjusted.get(i),
-                                                        family=len(tested), result=raw[i])
-                         + (f" **Sequential verdict: {sequential[metric, a, b]}.**"
-                            if (metric, a, b) in sequential else ""))
+        lines += [verdict_bullet(summary, test, raw[i], adjusted.get(i), len(tested), sequential)
+                  for i, test in enumerate(tests)]
     else:
         lines += verdict_table(summary, tests, raw, adjusted, sequential)
     lines += signal_to_noise_section(summary, tests)
