@@ -48,6 +48,11 @@ def seeds_for_power(mean: float, sd: float, alpha: float = 0.05, power: float = 
     return int(ns[reached[0]]) if len(reached) else limit
 
 
+def seeds_text(needed: int, about: str = "") -> str:
+    """A :func:`seeds_for_power` count for a report: its search limit reads as what it means."""
+    return f"more than {SEEDS_SEARCHED:,}" if needed >= SEEDS_SEARCHED else f"{about}{needed:,}"
+
+
 def holm(pvalues: Sequence[float], alpha: float = 0.05) -> list[float]:
     """Holm-adjusted p-values (family-wise error at ``alpha`` across the given tests)."""
     if not pvalues:

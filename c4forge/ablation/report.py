@@ -18,7 +18,7 @@ from c4forge.corpus.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
 from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
 from c4forge.train.objectives import LEFT_TO_RIGHT
-from c4forge.train.stats import SEEDS_SEARCHED, compare, holm, t_quantile
+from c4forge.train.stats import compare, holm, seeds_text, t_quantile
 
 
 def _mean_std(values: list[float]):
@@ -108,15 +108,10 @@ def verdict(summary: dict, metric: str, a: str, b: str, alpha: float = 0.05,
         return f"On {metric}, {direction}: significant at {alpha:g} ({interval}).{survives}"
     needed = result.get("seeds_needed")
     more = (f" To detect a real difference of this size 80% of the time, with this seed-to-seed "
-            f"spread of the paired differences, {_seeds_text(needed, 'about ')} seeds per variant would be needed."
+            f"spread of the paired differences, {seeds_text(needed, 'about ')} seeds per variant would be needed."
             if needed else "")
     return (f"On {metric}, {direction}, but that is not significant at {alpha:g} ({interval}): this "
             f"experiment does not separate {a} and {b}.{more}")
-
-
-def _seeds_text(needed: int, about: str = "") -> str:
-    """train.stats.seeds_for_power stops searching at 10,000 seeds: say so instead of a count."""
-    return "more than 10,000" if needed >= SEEDS_SEARCHED else f"{about}{needed:,}"
 
 
 SENTENCES_UP_TO = 12  # headline tests written as sentences; more are one table row each
@@ -166,7 +161,7 @@ def verdict_table(summary: dict, tests: list[tuple[str, str, str]], raw: list[Op
             significant.append(i)
         if sequential and (metric, a, b) in sequential:
             word += f"; sequential: {sequential[metric, a, b]}"
-        needed = "-" if result["significant"] or not result.get("seeds_needed") else _seeds_text(result["seeds_needed"])
+        needed = "-" if result["significant"] or not result.get("seeds_needed") else seeds_text(result["seeds_needed"])
         holm_text = "-" if holm_p is None else f"{holm_p:.3g}"
         lines.append(f"| {metric} | {a} | {b} | {result['difference']:+.4f} [{result['low']:+.4f}, "
                      f"{result['high']:+.4f}] | {result['p']:.3g} | {holm_text} | {word} | {needed} |")

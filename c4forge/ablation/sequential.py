@@ -39,7 +39,7 @@ from typing import Optional, Union
 import numpy as np
 from scipy import optimize, stats
 
-from c4forge.train.stats import SEEDS_SEARCHED, seeds_for_power
+from c4forge.train.stats import seeds_for_power, seeds_text
 
 SPENDING = ("obrien-fleming", "pocock")
 Spending = Union[str, Callable[[float], float]]
@@ -327,9 +327,9 @@ def sequential_section(outcome: dict, trials: int = 2000) -> list[str]:
             line = (f"- **{name}**: undecided at {outcome['seeds']} seeds (p = {p}, boundary "
                     f"{last['level']:.3g})" if last else f"- **{name}**: no look reached")
             if last:
-                count = "more than 10,000" if need and need >= SEEDS_SEARCHED else f"about {need}"
-                line += (f"; a fixed design would need {count} seeds for 80% power at this "
-                         "difference and spread (its level: alpha shared by the headline tests)." if need else ".")
+                line += (f"; a fixed design would need {seeds_text(need, 'about ')} seeds for 80% power at "
+                         "this difference and spread (its level: alpha shared by the headline tests)."
+                         if need else ".")
         if test.get("effect"):
             sim = simulate(test["effect"], plan, trials=trials)
             line += (f" At the observed standardised effect ({test['effect']:.2f}), this plan decides "
