@@ -75,6 +75,18 @@ def test_ablation_report_and_reuse(tmp_path):
     fourth = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--set", "budget=bytes"])
     assert fourth.exit_code == 0, fourth.output
     assert "tokens c4: reusing" in fourth.output and "run c4 seed 0: reusing" not in fourth.output
+    # the tokenizer's variant is the byte budget's reference: its byte-matched run would train
+    # exactly the token-matched run's steps, so that run is copied (with its evaluation), not
+    # trained again
+    for seed in (0, 1):
+        assert f"run c4-noclean seed {seed}: copied" in fourth.output
+        assert f"eval c4-noclean seed {seed}: reusing" in fourth.output
+    twin, copy = (tmp_path / "ablation" / runs / "c4-noclean" / "seed-0" for runs in ("runs", "runs-bytes"))
+    latest = (twin / "checkpoints" / "latest").read_text().strip()
+    for name in ("model.pt", "trainer.pt"):
+        assert (copy / "checkpoints" / latest / name).read_bytes() == (twin / "checkpoints" / latest / name).read_bytes()
+    copied_eval = json.loads((copy / "eval.json").read_text())
+    assert copied_eval["checkpoint"].startswith(str(copy)) and copied_eval["texts"] == json.loads((twin / "eval.json").read_text())["texts"]
     assert (tmp_path / "ablation" / "runs-bytes" / "c4-noclean" / "seed-1" / "eval.json").exists()
     by_bytes = (tmp_path / "ablation" / "report-bytes" / "report.md").read_text()
     assert "## Matched tokens vs matched bytes" in by_bytes
@@ -86,6 +98,11 @@ def test_ablation_report_and_reuse(tmp_path):
     by_tokens = json.loads((report / "results.json").read_text())
     assert set(by_tokens["other_budgets"]) == {"bytes"}
     assert "| tokens-matched | bytes-matched |" in (report / "report.md").read_text()
+    # other training settings retrain the runs, and a retrained run is evaluated again: its
+    # checkpoint has the same path as before, so the path alone must not keep the old scores
+    sixth = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--set", "train.optim.lr=0.002"])
+    assert sixth.exit_code == 0, sixth.output
+    assert "run c4 seed 0: reusing" not in sixth.output and "eval c4 seed 0: done" in sixth.output
 
 
 @pytest.mark.slow

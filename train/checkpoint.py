@@ -339,6 +339,27 @@ def start_run_dir(directory: str, resume: bool, overwrite: bool, meta: Optional[
     return manifest
 
 
+def copy_run(source: str, target: str, meta: dict) -> None:
+    """Make ``target`` a run identical to the finished run in ``source``: every file that run
+    wrote (checkpoints, metrics, TensorBoard, its tokenizer copy), with ``meta`` in the
+    manifest. For two runs that would train the same steps on the same tokens with the same
+    seed (the ablation's byte budget trains its reference variant on exactly the token-matched
+    run's tokens). ``target`` follows the run rule (only an earlier run's own files are
+    replaced); ``meta`` is written last, so an interrupted copy is never taken for a finished run."""
+
+    manifest = start_run_dir(target, resume=False, overwrite=True)
+    target = output_path(target)
+    for rel in run_written_paths(source):
+        src, dst = os.path.join(source, rel), os.path.join(target, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.isdir(src):
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+    manifest["meta"] = meta
+    LOCAL.write_text(os.path.join(target, RUN_MANIFEST), manifest_text(manifest))
+
+
 def undo_unstarted_run(directory: str, created: bool) -> bool:
     """After a run failed: when it saved no checkpoint, remove what it wrote (its files, its
     manifest; the directory itself when the run created it), so the same command can be
