@@ -11,7 +11,15 @@ import time
 from collections.abc import Callable
 from typing import Optional
 
-from c4forge.ablation.spec import AblationError, AblationSpec, locate, plain, token_budgets, variant_config
+from c4forge.ablation.spec import (
+    BUDGETS,
+    AblationError,
+    AblationSpec,
+    locate,
+    plain,
+    token_budgets,
+    variant_config,
+)
 from c4forge.core.counters import Counters
 from c4forge.core.io import atomic_write
 from c4forge.core.settings import ConfigError, apply_settings
@@ -191,7 +199,7 @@ def train_runs(spec: AblationSpec, tokens: dict[str, str], log) -> dict[str, dic
             if spec.budget != "tokens":  # token-budget stamps stay as they were
                 stamp["budget"] = {"kind": spec.budget, "max_tokens": budgets[name]}
             previous = (run_manifest(run_dir) or {}).get("meta")
-            twin = token_matched_twin(spec, name, seed, budgets[name], stamp, steps)
+            twin = twin_run(spec, name, seed, budgets[name], stamp, steps)
 
             def build(config=config, stamp=stamp, previous=previous, run_dir=run_dir, steps=steps,
                       twin=twin) -> str:
@@ -199,7 +207,7 @@ def train_runs(spec: AblationSpec, tokens: dict[str, str], log) -> dict[str, dic
                 if twin:
                     copy_run(twin, run_dir, stamp)
                     copy_evaluation(twin, run_dir)
-                    return f"copied {twin} (the token-matched run: the same tokens, steps and seed)"
+                    return f"copied {twin} (the other budget's run: the same tokens, steps and seed)"
                 # same inputs: continue an interrupted run; other tokens or settings: start
                 # again (only the run's own files are removed)
                 resume = previous == stamp and finished_steps(run_dir) > 0
@@ -213,18 +221,23 @@ def train_runs(spec: AblationSpec, tokens: dict[str, str], log) -> dict[str, dic
     return runs
 
 
-def token_matched_twin(spec: AblationSpec, name: str, seed: int, max_tokens: int, stamp: dict,
-                       steps: int) -> Optional[str]:
-    """The finished token-matched run that a run under another budget would repeat exactly, or
-    None. Under the byte budget the reference variant (the tokenizer's) trains on ``max_tokens``,
-    the token-matched run's budget: the same tokens, settings, seed and steps, so the same
-    weights - a third of a byte-matched ablation's training, saved by copying."""
-    if spec.budget == "tokens" or max_tokens != spec.max_tokens:
+def twin_run(spec: AblationSpec, name: str, seed: int, max_tokens: int, stamp: dict,
+             steps: int) -> Optional[str]:
+    """The finished run under the other budget that this run would repeat exactly, or None.
+    The reference variant (the tokenizer's) trains on ``max_tokens`` under both budgets: the
+    same tokens, settings, seed and steps, so the same weights - a third of the second budget's
+    training, saved by copying."""
+    if max_tokens != spec.max_tokens:
         return None
-    twin = run_directory(spec, name, seed, "tokens")
-    token_stamp = {k: v for k, v in stamp.items() if k != "budget"}
-    meta = (run_manifest(twin) or {}).get("meta")
-    return twin if meta == token_stamp and finished_steps(twin) >= steps else None
+    plain_stamp = {k: v for k, v in stamp.items() if k != "budget"}
+    for other in BUDGETS:
+        if other == spec.budget:
+            continue
+        twin = run_directory(spec, name, seed, other)
+        wanted = plain_stamp if other == "tokens" else {**plain_stamp, "budget": {"kind": other, "max_tokens": max_tokens}}
+        if (run_manifest(twin) or {}).get("meta") == wanted and finished_steps(twin) >= steps:
+            return twin
+    return None
 
 
 def forget_evaluation(run_dir: str) -> None:
