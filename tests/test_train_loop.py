@@ -270,3 +270,44 @@ def test_data_seed_fixes_the_document_order_and_leaves_the_weights_to_seed(token
     assert not torch.equal(a_w, b_w)
     assert torch.equal(b_w, c_w)  # the weights follow seed alone
     assert not np.array_equal(b_ids, c_ids)
+
+
+def test_copy_run_is_complete_after_an_interrupted_copy_and_keeps_a_users_file(tokens, tmp_path, monkeypatch):
+    from c4forge.train import checkpoint
+
+    source = tmp_path / "source"
+    train(build_train_config(overrides=settings(tokens, source, "steps=4", "checkpoint_every=2")),
+          meta={"stamp": 1}, log=lambda *_: None)
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    (stranger / "notes.txt").write_text("mine")
+    with pytest.raises(CheckpointError, match="holds no c4forge training run"):
+        checkpoint.copy_run(str(source), str(stranger), {"stamp": 2})
+    assert os.listdir(stranger) == ["notes.txt"]
+    target = tmp_path / "target"  # an earlier, shorter run with a user's file beside it
+    train(build_train_config(overrides=settings(tokens, target, "steps=2", "checkpoint_every=2", "seed=7")),
+          log=lambda *_: None)
+    (target / "notes.txt").write_text("mine")
+    copied = []
+
+    def failing_copy(src, dst, *args, **kwargs):
+        if len(copied) == 2:
+            raise OSError("disk full")
+        copied.append(src)
+        return shutil.copy2(src, dst)
+
+    monkeypatch.setattr(checkpoint.shutil, "copytree", lambda s, d: shutil.copytree(s, d, copy_function=failing_copy))
+    monkeypatch.setattr(checkpoint.shutil, "copy2", failing_copy)
+    with pytest.raises(OSError):
+        checkpoint.copy_run(str(source), str(target), {"stamp": 2})
+    assert (checkpoint.run_manifest(str(target)) or {}).get("meta") != {"stamp": 2}  # not taken for finished
+    monkeypatch.undo()
+    checkpoint.copy_run(str(source), str(target), {"stamp": 2})
+    assert checkpoint.run_manifest(str(target))["meta"] == {"stamp": 2}
+    assert checkpoint.run_written_paths(str(target)) == checkpoint.run_written_paths(str(source))
+    for rel in checkpoint.run_written_paths(str(source)):
+        src, dst = source / rel, target / rel
+        if src.is_file():
+            assert dst.read_bytes() == src.read_bytes(), rel
+    assert latest_checkpoint(str(target / "checkpoints")).endswith("step-000004")
+    assert (target / "notes.txt").read_text() == "mine"
