@@ -112,6 +112,13 @@ def test_ablation_report_and_reuse(tmp_path):
     by_bytes = json.loads((tmp_path / "ablation" / "report-bytes" / "results.json").read_text())
     same = by_bytes["variants"]["c4"]["train_tokens"] == yaml.safe_load(config.read_text())["train"]["max_tokens"]
     assert ("run c4 seed 1: copied" in seventh.output) == same
+    # a third seed under bytes only: the report says why it has no matched-budgets table
+    eighth = CliRunner().invoke(cli, ["ablate", "--config", str(config), "--set", "budget=bytes", *settings,
+                                      "--set", "seeds=[0,1,2]"])
+    assert eighth.exit_code == 0, eighth.output
+    by_bytes = (tmp_path / "ablation" / "report-bytes" / "report.md").read_text()
+    assert "| bytes-matched | tokens-matched |" not in by_bytes
+    assert "Not shown: this ablation's tokens-matched runs are evaluated for seed(s) 0, 1 of this report's 0, 1, 2" in by_bytes
 
 
 @pytest.mark.slow

@@ -76,9 +76,15 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
         start = max(spec.seeds) + 1
         spec = dataclasses.replace(spec, seeds=(*spec.seeds, *range(start, start + outcome["next"] - len(spec.seeds))))
     for other in BUDGETS:  # the same ablation under the other budget, when it has been run
-        stored = stored_results(spec, other) if other != budget else None
+        if other == budget:
+            continue
+        stored = stored_results(spec, other)
         if stored:
             summary["other_budgets"] = {other: summarise(dataclasses.replace(spec, budget=other), corpora, tokens, stored)}
+            continue
+        covered = [seed for seed in spec.seeds if stored_results(dataclasses.replace(spec, seeds=(seed,)), other)]
+        if covered:  # run with fewer seeds: say why the side-by-side table is missing
+            summary["other_budgets_partial"] = {other: covered}
     return write_report(spec, summary, runs, report_dir)
 
 

@@ -290,13 +290,26 @@ def task_signal_section(spec: AblationSpec, summary: dict, alpha: float = 0.05) 
     return lines
 
 
+def missing_budget_note(summary: dict) -> list[str]:
+    """Markdown: why the matched-budgets table is missing when the other budget was run with
+    only some of this report's seeds (the table compares both budgets over the same seeds)."""
+    lines = []
+    for other, covered in (summary.get("other_budgets_partial") or {}).items():
+        lines += ["", "## Matched tokens vs matched bytes", "",
+                  f"Not shown: this ablation's {other}-matched runs are evaluated for seed(s) "
+                  f"{', '.join(map(str, covered))} of this report's {', '.join(map(str, summary['seeds']))}, "
+                  f"and the table compares both budgets over the same seeds. Running the ablation with "
+                  f"`budget: {other}` and this report's seeds adds it (finished runs are reused)."]
+    return lines
+
+
 def budget_section(summary: dict, metrics: list[str], pairs: list[tuple[str, str]]) -> list[str]:
     """Markdown: each headline difference under this report's budget and under the other one
     (matched tokens vs matched bytes of text), when the same ablation was also run with the
     other budget - how much of a gap survives when every variant reads the same text."""
     others = summary.get("other_budgets") or {}
     if not others:
-        return []
+        return missing_budget_note(summary)
     budgets = {summary.get("budget", "tokens"): summary, **others}
     names = list(budgets)
     lines = ["", "## Matched tokens vs matched bytes", "",
