@@ -194,10 +194,9 @@ def train_runs(spec: AblationSpec, tokens: dict[str, str], log) -> dict[str, dic
             config = build_train_config(base=base)
             steps = total_steps(config, 1)
             runs.setdefault(name, {})[seed] = run_dir
-            stamp = {"tokens_manifest_sha256": token_manifest_sha256(directory),
-                     "train": plain(spec.train), "curve_validation": common if curve_set else name}
-            if spec.budget != "tokens":  # token-budget stamps stay as they were
-                stamp["budget"] = {"kind": spec.budget, "max_tokens": budgets[name]}
+            stamp = budget_stamp({"tokens_manifest_sha256": token_manifest_sha256(directory),
+                                  "train": plain(spec.train), "curve_validation": common if curve_set else name},
+                                 spec.budget, budgets[name])
             previous = (run_manifest(run_dir) or {}).get("meta")
             twin = twin_run(spec, name, seed, budgets[name], stamp, steps)
 
@@ -229,21 +228,34 @@ def twin_run(spec: AblationSpec, name: str, seed: int, max_tokens: int, stamp: d
     training, saved by copying."""
     if max_tokens != spec.max_tokens:
         return None
-    plain_stamp = {k: v for k, v in stamp.items() if k != "budget"}
     for other in BUDGETS:
         if other == spec.budget:
             continue
         twin = run_directory(spec, name, seed, other)
-        wanted = plain_stamp if other == "tokens" else {**plain_stamp, "budget": {"kind": other, "max_tokens": max_tokens}}
+        wanted = budget_stamp(stamp, other, max_tokens)
         if (run_manifest(twin) or {}).get("meta") == wanted and finished_steps(twin) >= steps:
             return twin
     return None
 
 
+def budget_stamp(stamp: dict, budget: str, max_tokens: int) -> dict:
+    """A run's stamp under ``budget``: token-budget stamps stay as they were before budgets
+    existed; another budget adds its kind and the run's tokens."""
+    plain_stamp = {k: v for k, v in stamp.items() if k != "budget"}
+    if budget == "tokens":
+        return plain_stamp
+    return {**plain_stamp, "budget": {"kind": budget, "max_tokens": max_tokens}}
+
+
+def evaluation_path(run_dir: str) -> str:
+    """Where the ablation keeps its evaluation of a run (inside the run directory)."""
+    return os.path.join(run_dir, "eval.json")
+
+
 def forget_evaluation(run_dir: str) -> None:
     """Remove the ablation's evaluation of a run that is about to be (re)made: the new
     checkpoint has the old one's path, so a stored evaluation would otherwise pass for it."""
-    path = os.path.join(run_dir, "eval.json")
+    path = evaluation_path(run_dir)
     if os.path.isfile(path):
         os.unlink(path)
 
@@ -252,14 +264,14 @@ def copy_evaluation(source: str, target: str) -> None:
     """A copied run's evaluation: the source run's, when it scored the source's latest
     checkpoint (the evaluation stage still checks its recipe and settings)."""
     try:
-        with open(os.path.join(source, "eval.json"), encoding="utf-8") as handle:
+        with open(evaluation_path(source), encoding="utf-8") as handle:
             stored = json.load(handle)
     except (OSError, ValueError):
         return
     if stored.get("checkpoint") != latest_checkpoint(os.path.join(source, "checkpoints")):
         return
     stored["checkpoint"] = latest_checkpoint(os.path.join(target, "checkpoints"))
-    with atomic_write(os.path.join(target, "eval.json")) as handle:
+    with atomic_write(evaluation_path(target)) as handle:
         json.dump(stored, handle, indent=2)
 
 
@@ -285,7 +297,7 @@ def stored_results(spec: AblationSpec, budget: str) -> Optional[dict[str, dict[i
         for seed in spec.seeds:
             run_dir = run_directory(spec, name, seed, budget)
             try:
-                with open(os.path.join(run_dir, "eval.json"), encoding="utf-8") as handle:
+                with open(evaluation_path(run_dir), encoding="utf-8") as handle:
                     stored = json.load(handle)
             except (OSError, ValueError):
                 return None
@@ -340,7 +352,7 @@ def evaluate_runs(spec: AblationSpec, runs: dict[str, dict[int, str]], tokens: d
     results: dict[str, dict[int, dict]] = {}
     for name, seeds in runs.items():
         for seed, run_dir in seeds.items():
-            path = os.path.join(run_dir, "eval.json")
+            path = evaluation_path(run_dir)
             checkpoint = latest_checkpoint(os.path.join(run_dir, "checkpoints"))
 
             def cached(path=path) -> dict:
