@@ -3,13 +3,18 @@ torch.compile on and off and the fused Triton kernels on and off, and each bf16 
 curve against the eager fp32 path on the same batches.
 
 Every variant is a real `train run` (same seed, so the same initial weights and batch order) on
-the same token directory; figures come from its metrics.jsonl: tokens/s and MFU are the median
-of the logged windows after the first quarter of the steps (compilation and warm-up excluded),
-peak memory is torch.cuda.max_memory_allocated. MFU uses the trainer's peak table (H100/H200:
-989 TFLOP/s, dense bf16 without sparsity) and its FLOPs per token (6 x parameters + attention).
+the same token directory, best_fit packing, AdamW at lr 6e-4 with 50 warm-up steps and then a
+constant rate (min_lr_ratio 1), so that runs of different lengths share their schedule and their
+loss curves compare step for step. Figures come from each run's metrics.jsonl: tokens/s and MFU
+are the median of the logged windows after the first quarter of the steps (compilation and
+warm-up excluded), peak memory is torch.cuda.max_memory_allocated. MFU uses the trainer's peak
+table (H100/H200: 989 TFLOP/s, dense bf16 without sparsity) and its FLOPs per token (6 x
+parameters + attention). ``--profile-steps N`` profiles each compiled run's last N steps
+(RUN/profile.txt: device busy share, launches, synchronisations, top kernels).
 
-Run: python benchmarks/bench_gpu_train.py --tokens DIR [--steps 300] [--fp32-steps 100]
-     [--batch-size 32] [--out DIR] [--json F]
+Run: python benchmarks/bench_gpu_train.py --tokens DIR [--steps 300] [--eager-steps 100]
+     [--fp32-steps 100] [--batch-size 32] [--profile-steps 5] [--set KEY=VALUE ...] [--out DIR]
+     [--json F]
 """
 from __future__ import annotations
 
@@ -34,15 +39,18 @@ VARIANTS = {  # name: (precision, compile, kernels)
 }
 
 
-def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int) -> dict:
+def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int,
+                profile_steps: int = 0, extra: tuple[str, ...] = ()) -> dict:
     precision, compiled, kernels = VARIANTS[name]
     run_dir = out / name.replace(" ", "-")
     settings = ["model_preset=124M", f"data.train={tokens}", "data.seq_len=1024",
-                f"data.batch_size={batch_size}", "data.grad_accum=1", f"steps={steps}",
-                f"precision={precision}", f"compile={str(compiled).lower()}", "log_every=10",
-                f"checkpoint_every={steps * 10}", f"eval_every={steps * 10}", "progress=false",
-                "logging.tensorboard=false", "optim.warmup_steps=50",
-                *[f"model.{k}={kernels}" for k in KERNELS]]
+                f"data.batch_size={batch_size}", "data.grad_accum=1", "data.packing=best_fit",
+                f"steps={steps}", f"precision={precision}", f"compile={str(compiled).lower()}",
+                "log_every=10", f"checkpoint_every={steps * 10}", f"eval_every={steps * 10}",
+                "progress=false", "logging.tensorboard=false", "optim.lr=6e-4",
+                "optim.warmup_steps=50", "optim.min_lr_ratio=1.0",
+                f"profile_steps={profile_steps if compiled else 0}",
+                *[f"model.{k}={kernels}" for k in KERNELS], *extra]
     cmd = [sys.executable, "-m", "c4forge.cli.train", "run", "-o", str(run_dir), "--overwrite",
            *[x for s in settings for x in ("--set", s)]]
     start = time.perf_counter()
@@ -54,7 +62,10 @@ def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int) 
         return {"variant": name, "failed": True}
     rows = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
     timed = [r for r in rows if "tokens_per_second" in r and r["step"] > steps // 4]
-    result = {"variant": name, "steps": steps, "wall_s": round(wall, 1),
+    profile = run_dir / "profile.txt"
+    result = {"variant": name, "steps": steps, "wall_s": round(wall, 1), "settings": settings,
+              "kernels": next((line for line in proc.stdout.splitlines() if "kernels {" in line), ""),
+              "profile": profile.read_text() if profile.exists() else None,
               "losses": [r["loss"] for r in rows],
               "tokens_per_second": statistics.median(r["tokens_per_second"] for r in timed),
               "mfu": statistics.median(r["mfu"] for r in timed) if timed[0].get("mfu") is not None else None,
@@ -78,7 +89,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", required=True, help="token directory (tokenizer encode)")
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--eager-steps", type=int, default=100, help="steps of the bf16 eager variants")
     parser.add_argument("--fp32-steps", type=int, default=100)
+    parser.add_argument("--profile-steps", type=int, default=0, help="profile each compiled run's last N steps")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a further `train run` setting for every variant (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--out", help="run directories (default: a temporary folder)")
@@ -94,11 +109,16 @@ def main() -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="gpu-train-"))
     results = {}
     for name in args.variants.split(","):
-        steps = args.fp32_steps if name.startswith("fp32") else args.steps
-        results[name] = run_variant(name, args.tokens, out, steps, args.batch_size)
+        steps = (args.fp32_steps if name.startswith("fp32") else
+                 args.steps if VARIANTS[name][1] else args.eager_steps)
+        results[name] = run_variant(name, args.tokens, out, steps, args.batch_size, args.profile_steps,
+                                    tuple(args.set))
+        if args.json:  # after every variant: a run cut short by a time limit keeps what it measured
+            Path(args.json).write_text(json.dumps(results, indent=1))
     print(f"\n{torch.cuda.get_device_name()}, driver {torch.cuda.driver_version() if hasattr(torch.cuda, 'driver_version') else 'n/a'}, "
           f"torch {torch.__version__} (CUDA {torch.version.cuda}), triton {triton.__version__}; "
-          f"124M preset, seq 1024, batch {args.batch_size} x 1024 tokens per step, AdamW\n")
+          f"124M preset, seq 1024, batch {args.batch_size} x 1024 tokens per step, AdamW; "
+          f"{', '.join(args.set) or 'no further settings'}\n")
     print("| variant | steps | tokens/s | MFU | peak GB | final loss | vs fp32: max / mean |loss gap| over the first steps |")
     print("|---|---:|---:|---:|---:|---:|---|")
     reference = results.get("fp32 eager torch")
@@ -114,6 +134,10 @@ def main() -> int:
         mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
         print(f"| {name} | {r['steps']} | {r['tokens_per_second']:,.0f} | {mfu} | {r['peak_memory_gb']:.1f} "
               f"| {r['losses'][-1]:.3f} | {gap} |")
+    for name, r in results.items():
+        if r.get("profile"):
+            print(f"\n{name}, profile of the last {args.profile_steps} steps:\n"
+                  + "\n".join(r["profile"].splitlines()[:3]))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

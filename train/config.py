@@ -161,7 +161,8 @@ class TrainConfig:
     train.objectives. masking: their settings. seed: the initial weights and, unless
     data_seed is set, the document order and the objective's masks; data_seed: those two alone
     (runs that differ only in seed then read the same data in the same order, and two corpora
-    with the same number of documents get the same permutation)."""
+    with the same number of documents get the same permutation). profile_steps: profile the
+    run's last N steps with torch.profiler into RUN/profile.txt (train.profiling; 0: off)."""
 
     model_preset: str = "tiny"
     objective: str = "causal"
@@ -181,6 +182,7 @@ class TrainConfig:
     eval_batches: int = setting(20, POSITIVE)
     checkpoint_every: int = setting(50, POSITIVE)
     log_every: int = setting(10, POSITIVE)
+    profile_steps: int = setting(0, NON_NEGATIVE)
     progress: bool = True
     logging: LoggingConfig = LoggingConfig()
 

@@ -41,6 +41,7 @@ from c4forge.train.data import Batch, PackedLoader, TokenDocuments, mixture_entr
 from c4forge.train.loggers import LoggerError, MetricLoggers
 from c4forge.train.models import build_model, flops_per_token
 from c4forge.train.objectives import MODEL_KIND, ObjectiveError, objective_for
+from c4forge.train.profiling import StepProfiler
 
 # Dense bf16 peak FLOP/s per device, for MFU. Unknown devices report MFU as null.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12,
@@ -315,11 +316,16 @@ class Trainer:
         self.peak = peak_flops(self.device)
         iterator = iter(self.loader)
         last: dict[str, float] = {}
+        profiler = self._profiler()
         self.window_start, self.window_tokens = time.perf_counter(), 0
         try:
             while step < self.steps:
+                if profiler:
+                    profiler.before_step(step + 1)
                 loss, grad_norm = self.train_step(train_model, iterator, step)
                 step += 1
+                if profiler:
+                    profiler.after_step(step)
                 last = self.step_metrics(step, loss, grad_norm)
                 if self.val_docs is not None and (step % self.config.eval_every == 0 or step == self.steps):
                     last["val_loss"] = self.evaluate()["loss"]
@@ -340,6 +346,14 @@ class Trainer:
             if self.loggers:
                 self.loggers.close()
         return last
+
+    def _profiler(self) -> Optional[StepProfiler]:
+        """The run's last ``profile_steps`` steps profiled into RUN/profile.txt (main rank)."""
+        count = min(self.config.profile_steps, self.steps)
+        if not count or not self.is_main:
+            return None
+        return StepProfiler(self.steps - count + 1, count, os.path.join(self.config.out_dir, "profile.txt"),
+                            self.device)
 
     # ------------------------------------------------------------------ the parts of a step
 

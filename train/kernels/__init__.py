@@ -1,12 +1,17 @@
 """Fused kernels, each beside its pure-torch reference with the same signature:
-rmsnorm, rope, swiglu, linear_cross_entropy. ``resolve(choice)`` turns "auto" into "triton" on
-CUDA when triton imports, else "torch"."""
+rmsnorm, rope, swiglu, linear_cross_entropy. ``resolve(choice, device_type, name)`` turns "auto"
+into the kernel's CUDA default (``CUDA_DEFAULTS``) on CUDA when triton imports, else "torch"."""
 from __future__ import annotations
 
 import functools
 import importlib
 
 from c4forge.core.settings import ConfigError
+
+# What "auto" picks on CUDA, per kernel: "triton" only where the Triton kernel was at least as
+# fast as torch.compile of its torch reference on a GPU (benchmarks/RESULTS.md, "Fused kernels
+# on GPU"; benchmarks/bench_kernels.py measures it). The others stay selectable by name.
+CUDA_DEFAULTS = {"rmsnorm": "triton", "rope": "triton", "swiglu": "triton", "cross_entropy": "triton"}
 
 
 @functools.cache
@@ -18,9 +23,10 @@ def triton_available() -> bool:
     return True
 
 
-def resolve(choice: str, device_type: str) -> str:
+def resolve(choice: str, device_type: str, name: str) -> str:
+    """The implementation kernel ``name`` runs with on ``device_type`` for the setting ``choice``."""
     if choice == "auto":
-        return "triton" if device_type == "cuda" and triton_available() else "torch"
+        return CUDA_DEFAULTS[name] if device_type == "cuda" and triton_available() else "torch"
     if choice == "triton" and not triton_available():
         raise ConfigError("a kernel is set to triton but triton is not installed: pip install 'c4forge[train]' on Linux, or set model.kernels=torch")
     return choice

@@ -27,7 +27,7 @@ from c4forge.train.kernels.swiglu import swiglu_torch
 
 def kernel_table(config: ModelConfig, device_type: str) -> dict[str, object]:
     """The functions each kernel choice resolves to on this device."""
-    chosen = {name: resolve(getattr(config, name), device_type)
+    chosen = {name: resolve(getattr(config, name), device_type, name)
               for name in ("rmsnorm", "rope", "swiglu", "cross_entropy")}
     table = {"rmsnorm": rmsnorm_torch, "rope": rope_torch, "swiglu": swiglu_torch,
              "cross_entropy": linear_cross_entropy_torch, "chosen": chosen}
