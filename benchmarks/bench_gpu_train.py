@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ("rmsnorm", "rope", "swiglu", "cross_entropy")
 
-VARIANTS = {  # name: (precision, compile, kernels)
+VARIANTS = {  # name: (precision, compile, kernels: every one on triton or torch, or each at auto)
+    "bf16 compile default": ("bf16", True, "auto"),
     "bf16 compile fused": ("bf16", True, "triton"),
     "bf16 compile torch": ("bf16", True, "torch"),
     "bf16 eager fused": ("bf16", False, "triton"),
@@ -56,10 +57,11 @@ def run_variant(name: str, tokens: str, out: Path, steps: int, batch_size: int,
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        print(f"{name}: failed ({proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}",
+    if proc.returncode != 0:  # the error, not the C++ stack torch prints under it
+        stderr = "\n".join(line for line in proc.stderr.splitlines() if not line.startswith("frame #"))
+        print(f"{name}: failed ({proc.returncode})\n{proc.stdout[-2000:]}\n{stderr[-6000:]}",
               file=sys.stderr, flush=True)
-        return {"variant": name, "failed": True}
+        return {"variant": name, "failed": True, "stderr": stderr[-20000:]}
     rows = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
     timed = [r for r in rows if "tokens_per_second" in r and r["step"] > steps // 4]
     profile = run_dir / "profile.txt"

@@ -90,6 +90,13 @@ def cases(dtype, only):
                                                   torch.randint(0, vocab, (n,), device=dev)),
                    lambda h, w, t, v=vocab: linear_cross_entropy_torch(h, w, t, v, 10 ** 9),
                    lambda h, w, t, v=vocab: linear_cross_entropy_triton(h, w, t, v, 8192), ())
+    if "ce-chunked" in only:  # the reference as the trainer runs it: chunks of 8,192 rows, recomputed
+        for n, d, vocab in ((32768, 768, 32768), (32768, 4096, 131072)):
+            yield ("linear+cross-entropy, reference chunked", f"{n:,} x {d}, vocab {vocab:,}",
+                   lambda n=n, d=d, vocab=vocab: (param(n, d, scale=0.5), param(vocab, d, scale=0.02),
+                                                  torch.randint(0, vocab, (n,), device=dev)),
+                   lambda h, w, t, v=vocab: linear_cross_entropy_torch(h, w, t, v, 8192),
+                   lambda h, w, t, v=vocab: linear_cross_entropy_triton(h, w, t, v, 8192), ())
     for n, d in ((32768, 768), (8192, 4096)):  # a 124M step's tokens; a 7B model's micro-batch
         if "rmsnorm" in only:
             yield ("rmsnorm", f"{n:,} x {d}", lambda n=n, d=d: (param(n, d), param(d)),
@@ -111,7 +118,9 @@ def cases(dtype, only):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
-    parser.add_argument("--only", default="rmsnorm,swiglu,rope,ce")
+    parser.add_argument("--only", default="rmsnorm,swiglu,rope,ce,ce-chunked",
+                        help="ce: the reference unchunked (all logits at once); ce-chunked: the "
+                             "reference in the trainer's chunks of 8,192 rows under checkpointing")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     if not torch.cuda.is_available():

@@ -13,7 +13,8 @@
 #   kernels  benchmarks/bench_kernels.py: each Triton kernel vs eager torch and torch.compile
 # Results go to $OUT (the device tool's folder that comes back; default .gpu/out): env.txt,
 # tests.txt, train.md, train.json, kernels.md, kernels.json; a summary ends the output.
-# Limits (seconds) and step counts can be changed: TESTS_S, TRAIN_S, KERNELS_S, STEPS,
+# Limits (seconds), selections and step counts can be changed: TESTS_S, TRAIN_S, KERNELS_S,
+# TESTS_K (pytest -k), TESTS_N (test processes), KERNELS_ONLY (bench_kernels --only), STEPS,
 # EAGER_STEPS, FP32_STEPS, PROFILE_STEPS, TRAIN_VARIANTS, TRAIN_SET (extra --set for every run).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,8 +45,8 @@ cat "$OUT/env.txt"
 phase() { [[ ",$PHASES," == *",$1,"* ]]; }
 
 if phase tests; then
-  timeout -k 10 "${TESTS_S:-150}" python3 -m pytest -q -rA -p no:cacheprovider -n 4 tests/test_kernels.py \
-    > "$OUT/tests.txt" 2>&1
+  timeout -k 10 "${TESTS_S:-150}" python3 -m pytest -q -rA -p no:cacheprovider -n "${TESTS_N:-4}" \
+    ${TESTS_K:+-k "$TESTS_K"} tests/test_kernels.py > "$OUT/tests.txt" 2>&1
   echo "tests: exit $? ($(( $(date +%s) - start )) s so far)"
 fi
 if phase train; then
@@ -58,7 +59,7 @@ if phase train; then
 fi
 if phase kernels; then
   timeout -k 10 "${KERNELS_S:-150}" python3 benchmarks/bench_kernels.py --json "$OUT/kernels.json" \
-    > "$OUT/kernels.md" 2>&1
+    ${KERNELS_ONLY:+--only "$KERNELS_ONLY"} > "$OUT/kernels.md" 2>&1
   echo "kernels: exit $? ($(( $(date +%s) - start )) s so far)"
 fi
 

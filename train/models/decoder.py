@@ -173,6 +173,24 @@ class KernelModel(nn.Module):
     def depth(self) -> int:
         return self.config.n_layers
 
+    def init_rope_tables(self) -> None:
+        """cos and sin of every position below max_seq_len (fp32), for :meth:`rotary` under
+        torch.compile; buffers that move with the model and are not saved."""
+        cos, sin = rope_tables(torch.arange(self.config.max_seq_len)[None], self.config.head_dim,
+                               self.config.rope_theta)
+        self.register_buffer("rope_cos", cos[0], persistent=False)
+        self.register_buffer("rope_sin", sin[0], persistent=False)
+
+    def rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin (B, T, head_dim/2) at ``positions``. Compiled, looked up in the tables of
+        :meth:`init_rope_tables` (training positions are below data.seq_len <= max_seq_len):
+        inductor otherwise inlines cos and sin of the positions into every rotation kernel and
+        recomputes them per layer, query and key (about a tenth of a 124M step on an H100,
+        benchmarks/RESULTS.md), where a lookup is one load. Eager, computed once per forward."""
+        if torch.compiler.is_compiling():
+            return self.rope_cos[positions], self.rope_sin[positions]
+        return rope_tables(positions, self.config.head_dim, self.config.rope_theta)
+
     def use_kernels(self, device_type: str) -> dict[str, str]:
         """Bind each kernel choice ("auto" resolved for this device) into the modules."""
         table = kernel_table(self.config, device_type)
@@ -220,11 +238,12 @@ class LM(KernelModel):
         self.kernels: dict[str, str] = {}
         self.attention_impl = "sdpa"
         self.reset_parameters()
+        self.init_rope_tables()
         self.use_kernels("cpu")
 
     def hidden(self, input_ids: torch.Tensor, doc_ids: torch.Tensor, positions: torch.Tensor,
                bidirectional: Optional[torch.Tensor] = None) -> torch.Tensor:
-        cos, sin = rope_tables(positions, self.config.head_dim, self.config.rope_theta)
+        cos, sin = self.rotary(positions)
         mask = self.self_mask(doc_ids, bidirectional)
         x = self.embed(input_ids)
         for block in self.blocks:

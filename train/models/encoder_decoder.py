@@ -21,7 +21,6 @@ import torch
 import torch.nn as nn
 
 from c4forge.train.config import ModelConfig
-from c4forge.train.kernels.rope import rope_tables
 from c4forge.train.models.decoder import MLP, Attention, Block, KernelModel, RMSNorm, attention_mask
 
 
@@ -61,6 +60,7 @@ class EncoderDecoder(KernelModel):
         self.kernels = {}
         self.attention_impl = "sdpa"
         self.reset_parameters()
+        self.init_rope_tables()
         self.use_kernels("cpu")
 
     def depth(self) -> int:
@@ -75,7 +75,7 @@ class EncoderDecoder(KernelModel):
         return self.kernels
 
     def encode(self, enc_ids, enc_doc, enc_pos) -> torch.Tensor:
-        cos, sin = rope_tables(enc_pos, self.config.head_dim, self.config.rope_theta)
+        cos, sin = self.rotary(enc_pos)
         mask = attention_mask(enc_doc, enc_doc >= 0)
         x = self.embed(enc_ids)
         for block in self.encoder:
@@ -83,7 +83,7 @@ class EncoderDecoder(KernelModel):
         return self.encoder_norm(x)
 
     def decode(self, memory, enc_doc, dec_ids, dec_doc, dec_pos) -> torch.Tensor:
-        cos, sin = rope_tables(dec_pos, self.config.head_dim, self.config.rope_theta)
+        cos, sin = self.rotary(dec_pos)
         self_mask = attention_mask(dec_doc)
         cross = cross_mask(dec_doc, enc_doc)
         x = self.embed(dec_ids)
