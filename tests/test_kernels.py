@@ -283,10 +283,12 @@ def _small_model_batch(tmp_path, vocab: int = 1000):
 @needs_cuda
 @pytest.mark.parametrize("kernel", ["none", "rmsnorm", "rope", "swiglu", "cross_entropy"])
 def test_compiled_model_with_each_triton_kernel(tmp_path, kernel):
-    """The model under torch.compile with one Triton kernel inside (``none``: every kernel on
+    """The model under torch.compile with one Triton kernel set by name (``none``: every kernel on
     torch, which also checks the rotary tables the compiled model looks positions up in) against
     the same weights run eagerly in fp32 with the torch kernels: loss and gradients, in fp32 to
-    tf32 rounding and under bf16 autocast to bf16's."""
+    tf32 rounding and under bf16 autocast to bf16's. The Triton kernel runs outside the compiled
+    graph (traced into it, such kernels crashed the 124M model with an illegal memory access on
+    torch 2.11: train.kernels)."""
     import dataclasses
 
     from c4forge.train.models import LM
@@ -308,7 +310,7 @@ def test_compiled_model_with_each_triton_kernel(tmp_path, kernel):
     chosen = {name: ("triton" if name == kernel else "torch") for name in ("rmsnorm", "rope", "swiglu", "cross_entropy")}
     model = LM(dataclasses.replace(config, **chosen)).cuda()
     model.load_state_dict(reference.state_dict())
-    model.use_kernels("cuda")
+    assert model.use_kernels("cuda", compiled=True)[kernel if kernel != "none" else "rmsnorm"] == chosen.get(kernel, "torch")
     compiled = torch.compile(model)
     for bf16, loss_tol, grad_tol in ((False, 1e-3, 1e-2), (True, 1e-2, 5e-2)):
         got_loss, got_grads = loss_and_grads(compiled, bf16)
@@ -340,3 +342,49 @@ def test_cuda_run_stops_on_a_non_finite_step_without_applying_it(tmp_path):
     if good is not None:
         state = torch.load(os.path.join(good, "model.pt"), weights_only=True)
         assert all(torch.isfinite(t).all() for t in state.values())
+
+
+def test_auto_kernels_follow_the_device_and_compile():
+    """"auto": torch on the CPU; on CUDA the measured defaults (CUDA_DEFAULTS) when the model runs
+    uncompiled and torch for every kernel under torch.compile; a kernel named stays named."""
+    from c4forge.train.kernels import CUDA_DEFAULTS, resolve
+
+    names = ("rmsnorm", "rope", "swiglu", "cross_entropy")
+    assert {resolve("auto", "cpu", n) for n in names} == {"torch"}
+    assert {n: resolve("auto", "cuda", n) for n in names} == CUDA_DEFAULTS
+    assert {resolve("auto", "cuda", n, compiled=True) for n in names} == {"torch"}
+    assert resolve("triton", "cuda", "rope", compiled=True) == "triton"
+    assert resolve("torch", "cuda", "rmsnorm") == "torch"
+
+
+def test_triton_kernels_named_in_a_compiled_model_run_outside_its_graph():
+    """Regression: a compiled model traced the Triton kernels into its graph (on the CPU the
+    interpreter failed there; on an H100 the 124M model crashed with an illegal memory access).
+    Named kernels now run uncompiled around the graph: loss and gradients equal the eager model's."""
+    import dataclasses
+
+    from c4forge.train.config import build_train_config
+    from c4forge.train.models import LM
+
+    device = "cuda" if CUDA else "cpu"
+    config = build_train_config(overrides=["model.vocab_size=1000", "model.d_model=64", "model.n_heads=4",
+                                           "model.n_layers=2", "model.ce_chunk_tokens=32", "model.attention=sdpa"]).model
+    config = dataclasses.replace(config, rmsnorm="triton", rope="triton", swiglu="triton", cross_entropy="triton")
+    torch.manual_seed(0)
+    ids = torch.randint(0, 1000, (2, 64), device=device)
+    targets = torch.randint(0, 1000, (2, 64), device=device)
+    doc_ids = (torch.arange(64, device=device) >= 40).long().expand(2, 64)
+    positions = torch.cat([torch.arange(40), torch.arange(24)]).to(device).expand(2, 64)
+    model = LM(config).to(device)
+    results = []
+    for compiled in (False, True):
+        assert set(model.use_kernels(device, compiled=compiled).values()) == {"triton", "sdpa"}
+        run = torch.compile(model) if compiled else model
+        model.zero_grad(set_to_none=True)
+        loss, _ = run(ids, doc_ids, positions, targets)
+        loss.backward()
+        results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    (eager_loss, eager_grads), (compiled_loss, compiled_grads) = results
+    torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-5, atol=1e-5)
+    for got, want in zip(compiled_grads, eager_grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

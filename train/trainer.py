@@ -25,7 +25,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -256,7 +256,7 @@ class Trainer:
         except ObjectiveError as exc:
             raise TrainingError(str(exc)) from exc
         self.model = build_model(config.model, config.objective).to(device)
-        self.kernels = self.model.use_kernels(device.type)
+        self.kernels = self.model.use_kernels(device.type, compiled=config.compile)
         self.loader = PackedLoader(
             self.sources, config.data.seq_len, config.data.batch_size, config.data.packing,
             seed=data_seed(config), rank=self.rank, world_size=self.world,
@@ -419,13 +419,14 @@ class Trainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.optim.grad_clip)
         figures = StepFigures(loss, grad_norm, self.deferred_reads)
         if self.deferred_reads:  # the fused AdamW skips the update on the device when not finite
-            self.optimizer.found_inf = (~(torch.isfinite(loss) & torch.isfinite(grad_norm))).float()
+            # read by the fused step (torch.optim.Adam passes it on; GradScaler sets it the same way)
+            self.optimizer.found_inf = (~(torch.isfinite(loss) & torch.isfinite(grad_norm))).float()  # type: ignore[attr-defined]
         else:
             self.read_figures(step + 1, figures)  # raises before the update
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        figures.lr, figures.tokens = self.scheduler.get_last_lr()[0], self.loader.sequences * config.data.seq_len
+        figures.lr, figures.tokens = float(self.scheduler.get_last_lr()[0]), self.loader.sequences * config.data.seq_len
         return figures
 
     def read_figures(self, step: int, figures: StepFigures) -> tuple[float, float]:
@@ -445,8 +446,8 @@ class Trainer:
         """The step's metrics; throughput and MFU over the window since the last log line."""
         loss, grad_norm = self.read_figures(step, figures)
         self.window_tokens += self.tokens_per_step
-        last = {"step": step, "loss": loss, "lr": figures.lr, "grad_norm": grad_norm,
-                "tokens": figures.tokens}
+        last: dict[str, Any] = {"step": step, "loss": loss, "lr": figures.lr, "grad_norm": grad_norm,
+                                "tokens": figures.tokens}
         if step % self.config.log_every == 0 or step == self.steps:
             elapsed = time.perf_counter() - self.window_start
             tps = self.window_tokens / elapsed if elapsed > 0 else 0.0

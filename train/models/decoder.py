@@ -9,13 +9,17 @@ Padding tokens (document id -1) attend only to themselves and are ignored by the
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from typing import Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+try:
+    from torch.nn.attention.flex_attention import flex_attention
+except ImportError:  # torch < 2.5: no FlexAttention; _flex_available says so and sdpa is used
+    flex_attention = None
 
 from c4forge.train.config import ModelConfig
 from c4forge.train.kernels import resolve
@@ -25,9 +29,10 @@ from c4forge.train.kernels.rope import rope_tables, rope_torch
 from c4forge.train.kernels.swiglu import swiglu_torch
 
 
-def kernel_table(config: ModelConfig, device_type: str) -> dict[str, object]:
-    """The functions each kernel choice resolves to on this device."""
-    chosen = {name: resolve(getattr(config, name), device_type, name)
+def kernel_table(config: ModelConfig, device_type: str, compiled: bool = False) -> dict[str, object]:
+    """The functions each kernel choice resolves to on this device; in a compiled model a Triton
+    kernel runs outside the compiled graph (train.kernels says why)."""
+    chosen = {name: resolve(getattr(config, name), device_type, name, compiled)
               for name in ("rmsnorm", "rope", "swiglu", "cross_entropy")}
     table = {"rmsnorm": rmsnorm_torch, "rope": rope_torch, "swiglu": swiglu_torch,
              "cross_entropy": linear_cross_entropy_torch, "chosen": chosen}
@@ -36,7 +41,8 @@ def kernel_table(config: ModelConfig, device_type: str) -> dict[str, object]:
 
         for name, impl in chosen.items():
             if impl == "triton":
-                table[name] = getattr(triton_ops, name)
+                kernel = getattr(triton_ops, name)
+                table[name] = torch.compiler.disable(kernel) if compiled else kernel
     return table
 
 
@@ -69,21 +75,14 @@ def document_block_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Ten
 
 @functools.cache
 def compiled_flex_attention():
-    """FlexAttention compiled once: uncompiled, flex_attention runs a reference that builds the
-    whole (T, T) score matrix (PyTorch warns so); inside a compiled model it is traced anyway."""
-    from torch.nn.attention.flex_attention import flex_attention
-
+    """FlexAttention compiled once, for eager models: uncompiled, flex_attention runs a reference
+    that builds the whole (T, T) score matrix (PyTorch warns so). A compiled model calls
+    flex_attention itself, which it traces and compiles with the rest."""
     return torch.compile(flex_attention, dynamic=False)
 
 
 def _flex_available(device_type: str) -> bool:
-    if device_type != "cuda":
-        return False
-    try:
-        importlib.import_module("torch.nn.attention.flex_attention")
-    except ImportError:
-        return False
-    return True
+    return device_type == "cuda" and flex_attention is not None
 
 
 class RMSNorm(nn.Module):
@@ -124,7 +123,9 @@ class Attention(nn.Module):
             k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
         if isinstance(mask, torch.Tensor):
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        else:  # a FlexAttention BlockMask
+        elif torch.compiler.is_compiling():  # a FlexAttention BlockMask, inside a compiled model
+            y = flex_attention(q, k, v, block_mask=mask)
+        else:  # a FlexAttention BlockMask, eager: its own compiled kernel
             y = compiled_flex_attention()(q, k, v, block_mask=mask)
         return self.wo(y.transpose(1, 2).reshape(b, t, -1))
 
@@ -191,9 +192,10 @@ class KernelModel(nn.Module):
             return self.rope_cos[positions], self.rope_sin[positions]
         return rope_tables(positions, self.config.head_dim, self.config.rope_theta)
 
-    def use_kernels(self, device_type: str) -> dict[str, str]:
-        """Bind each kernel choice ("auto" resolved for this device) into the modules."""
-        table = kernel_table(self.config, device_type)
+    def use_kernels(self, device_type: str, compiled: bool = False) -> dict[str, str]:
+        """Bind each kernel choice ("auto" resolved for this device, and for torch.compile when
+        ``compiled``) into the modules."""
+        table = kernel_table(self.config, device_type, compiled)
         for module in self.modules():
             if isinstance(module, RMSNorm):
                 module.fn = table["rmsnorm"]

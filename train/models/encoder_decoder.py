@@ -66,8 +66,8 @@ class EncoderDecoder(KernelModel):
     def depth(self) -> int:
         return self.config.encoder_depth + self.config.decoder_depth
 
-    def use_kernels(self, device_type: str):
-        kernels = super().use_kernels(device_type)
+    def use_kernels(self, device_type: str, compiled: bool = False):
+        kernels = super().use_kernels(device_type, compiled)
         # Cross-attention has two sequence lengths; the document masks here are exact SDPA
         # masks on every device (FlexAttention is used by the decoder-only and encoder models).
         self.attention_impl = "sdpa"
