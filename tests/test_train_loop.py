@@ -83,6 +83,23 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path):
     assert all(torch.isfinite(t).all() for t in state.values())
 
 
+def test_profile_steps_report_where_the_last_steps_spent_their_time(tokens, tmp_path):
+    out = tmp_path / "run"
+    train(build_train_config(overrides=settings(tokens, out, "steps=4", "profile_steps=2")), log=lambda *_: None)
+    text = (out / "profile.txt").read_text()
+    assert text.startswith("profiled steps: 2; wall ")
+    assert "host-device synchronisations per step" in text
+    assert "aten::mm" in text or "aten::addmm" in text  # the operator table, matmuls in it
+    assert len(losses(out)) == 4  # profiling changes nothing the run logs
+
+
+def test_busy_seconds_counts_overlapping_kernels_once():
+    from c4forge.train.profiling import busy_seconds
+
+    assert busy_seconds([(5.0, 6.0), (0.0, 2.0), (1.0, 3.0), (1.5, 2.5)]) == 4.0
+    assert busy_seconds([]) == 0.0
+
+
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing_that_blocks_its_retry(tokens, tmp_path):
     """Regression (the README tour): validation data that is not there yet failed the run after
     it had claimed its directory (manifest, tokenizer copy), and the retry was refused."""

@@ -36,7 +36,8 @@ class ModelConfig:
     attention: "sdpa" (exact masked SDPA, CPU and GPU), "flex" (FlexAttention document mask,
         GPU), "auto" (flex on CUDA when available, else sdpa).
     rmsnorm/rope/swiglu/cross_entropy: "torch" (reference), "triton" (fused kernels), "auto"
-        (triton on CUDA when triton imports, else torch).
+        (train.kernels.CUDA_DEFAULTS on CUDA when triton imports and the model is not compiled,
+        else torch).
     encoder_layers/decoder_layers: the encoder-decoder's stacks (objectives span, denoise);
         None = n_layers each (T5's "2P parameters, M FLOPs" row).
     """
