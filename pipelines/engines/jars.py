@@ -115,23 +115,69 @@ def _fetch(jar: dict, target: Path, repository: str) -> None:
         if digest.hexdigest() != jar["sha256"]:
             raise EngineError(f"{jar['path']}: sha256 {digest.hexdigest()[:16]}... is not the "
                               f"pinned {jar['sha256'][:16]}...; nothing was kept")
+    with atomic_write(str(target.with_name(target.name + STAMP_SUFFIX))) as handle:
+        json.dump(_stamp(jar, target), handle)  # hashed as it was written: verified
+
+
+STAMP_SUFFIX = ".verified"  # beside each cached jar: its pinned sha256 and the file it was checked on
+
+
+def _file_identity(path: Path) -> dict:
+    """What changes when a file's bytes may have: size, inode, modification and change times (a
+    write sets both times; setting the mtime back, as `touch -r` does, still moves the ctime)."""
+    st = path.stat()
+    return {"size": st.st_size, "inode": st.st_ino, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+
+def _stamp(jar: dict, path: Path) -> dict:
+    return {"sha256": jar["sha256"], **_file_identity(path)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verified(jar: dict, path: Path) -> bool:
+    """Whether the cached ``path`` holds the pinned bytes of ``jar``. Hashed once; afterwards
+    its stamp (written after the hash matched) vouches for it while the file's size, inode, mtime
+    and ctime are those it was hashed with, so a build pays a stat and a small read per jar. A
+    file that changed is hashed again; a mismatch is False (the caller fetches the jar again)."""
+    if not (path.is_file() and path.stat().st_size == jar["size"]):
+        return False
+    stamp_path = path.with_name(path.name + STAMP_SUFFIX)
+    try:
+        if json.loads(stamp_path.read_text()) == _stamp(jar, path):
+            return True
+    except (OSError, ValueError):
+        pass
+    if _sha256(path) != jar["sha256"]:
+        return False
+    with atomic_write(str(stamp_path)) as handle:
+        json.dump(_stamp(jar, path), handle)
+    return True
 
 
 def fetch_jars(lock: Lock, log=None) -> list[Path]:
-    """The lock's jars in the cache (fetched and checked where missing), in classpath order."""
+    """The lock's jars in the cache, in classpath order: each checked against its pinned sha256
+    (:func:`verified`), fetched where missing or where the cached bytes are not the pinned ones."""
     if lock.beam != BEAM_VERSION:
         raise EngineError(f"the {lock.name} jars are Beam {lock.beam}'s but apache-beam "
                           f"{BEAM_VERSION} is installed: the job server and the SDK must be one "
                           "release (pip install the apache-beam version pyproject.toml pins)")
     root = cache_dir() / "maven"
     paths = [root / jar["path"] for jar in lock.jars]
-    missing = [(jar, path) for jar, path in zip(lock.jars, paths)
-               if not (path.is_file() and path.stat().st_size == jar["size"])]
+    missing = [(jar, path) for jar, path in zip(lock.jars, paths) if not verified(jar, path)]
     if missing:
+        corrupt = [path for _, path in missing if path.is_file()]
         if log:
             size = sum(jar["size"] for jar, _ in missing)
             log(f"fetching {len(missing)} jar(s) of {lock.name} ({size / 1e6:.0f} MB, once) "
-                f"into {shown_place(str(root))}")
+                f"into {shown_place(str(root))}"
+                + (f"; {len(corrupt)} cached jar(s) differ from the lock and are replaced" if corrupt else ""))
         repository = os.environ.get(REPOSITORY_ENV) or MAVEN_CENTRAL
         with ThreadPoolExecutor(8) as pool:
             for future in [pool.submit(_fetch, jar, path, repository) for jar, path in missing]:
