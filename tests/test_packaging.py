@@ -81,3 +81,22 @@ def test_the_base_install_is_the_corpus_job_and_each_other_job_has_an_extra():
     assert {"corpus", "tokenizer", "train", "gcp", "aws", "all"} <= set(extras)
     assert any(d.startswith("sentencepiece") for d in extras["tokenizer"])
     assert any(d.startswith("torch") for d in extras["train"]) and "c4forge[tokenizer]" in extras["train"]
+
+
+def test_building_the_wheel_warns_of_nothing_and_ships_the_engine_locks(tmp_path):
+    """Regression: every install printed setuptools' 40-line "Package would be ignored" block
+    for the folder of engine locks (data files in a folder Python can import)."""
+    source = tmp_path / "source"  # a copy: an in-tree build writes build/ and *.egg-info
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("c4forge", "corpus", "pipelines", "tokenizer", "train"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                           "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    output = proc.stdout + proc.stderr
+    assert "would be ignored" not in output and "absent from the `packages`" not in output
+    names = zipfile.ZipFile(next((tmp_path / "dist").glob("c4forge-*.whl"))).namelist()
+    assert {f"c4forge/pipelines/engines/locks/{n}.json" for n in
+            ("flink-1.19-cluster", "flink-1.19-job-server", "spark-3-job-server", "spark-3.5-cluster")} <= set(names)
