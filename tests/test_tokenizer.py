@@ -231,3 +231,22 @@ def test_text_file_encodes_as_one_document_that_round_trips(sample_corpus, tmp_p
     with pytest.raises(TokenizerError, match="no text"):
         encode_text_file(str(tmp_path / "empty.raw"), str(tmp_path / "tok"), str(tmp_path / "e"))
     assert not (tmp_path / "e").exists()
+
+
+def test_encode_and_inspect_show_the_training_corpus_as_given_not_absolute(sample_corpus, tmp_path, monkeypatch):
+    """Regression: `tokenizer encode`'s note and `tokenizer inspect` printed the corpus the
+    tokenizer was trained on as an absolute path (stored so in its settings)."""
+    import shutil
+
+    corpus, docs = sample_corpus
+    shutil.copytree(corpus, tmp_path / "c4")
+    make_corpus(tmp_path / "other", docs[: len(docs) // 2])
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["train", "-i", "c4", "--vocab-size", "700", "-o", "tok"]).exit_code == 0
+    enc = runner.invoke(cli, ["encode", "-i", "other", "--tokenizer", "tok", "-o", "ids"])
+    shown = runner.invoke(cli, ["inspect", "tok"])
+    assert enc.exit_code == 0 and shown.exit_code == 0, enc.output + shown.output
+    assert "the tokenizer was trained on c4, not on this corpus" in enc.output
+    assert "trained on c4:" in shown.output
+    assert str(tmp_path) not in enc.output + shown.output

@@ -20,6 +20,7 @@ from typing import Optional
 import pyarrow.compute as pc
 
 from c4forge.core import progress
+from c4forge.core.io import shown_place
 from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
 from c4forge.corpus.shards import (
     CorpusFormatError,
@@ -126,7 +127,7 @@ def encode_corpus(corpus: str, tokenizer_dir: str, output: str, workers: Optiona
 
     corpus_sha = file_sha256(manifest_path(corpus))
     if corpus_sha != info["corpus"]["manifest_sha256"]:
-        log(f"note: the tokenizer was trained on {info['corpus']['path']}, not on this corpus "
+        log(f"note: the tokenizer was trained on {shown_place(info['corpus']['path'])}, not on this corpus "
             "(fine for comparing corpora with one tokenizer)")
 
     workers = workers or os.cpu_count() or 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from c4forge.core.io import shown_place
 from c4forge.tokenizer.train import TokenizerError, load_tokenizer
 
 _BYTE_PIECE = re.compile(r"^<0x[0-9A-F]{2}>$")
@@ -34,7 +35,7 @@ def inspect_tokenizer(directory: str, text: Optional[str] = None, longest: int =
         "vocab_size": sp.get_piece_size(),
         "special_ids": info["special_ids"],
         "byte_pieces": len(byte_ids),
-        "trained_on": info["corpus"]["path"],
+        "trained_on": shown_place(info["corpus"]["path"]),  # stored absolute; shown as given
         "sample": info["sample"],
         "longest_pieces": [p for p, _ in sorted(normal, key=lambda x: -len(x[0].encode("utf-8")))[:longest]],
     }

@@ -133,9 +133,13 @@ def output_path(path: str) -> str:
 
 
 def shown_place(path: str) -> str:
-    """How a folder outside the project is printed: under the home folder as ``~/...``, under
-    the temp folder as ``$TMPDIR/...``, else as :func:`shown_path` prints it."""
+    """How a folder that may lie outside the working directory is printed: relative to the
+    working directory when inside it, under the temp folder as ``$TMPDIR/...``, under the home
+    folder as ``~/...``, else as :func:`shown_path` prints it."""
     full = os.path.abspath(path)
+    relative = os.path.relpath(full, os.getcwd())
+    if not relative.startswith(os.pardir + os.sep) and relative != os.pardir:
+        return relative
     for base, name in ((tempfile.gettempdir(), "$TMPDIR"), (os.path.expanduser("~"), "~")):
         relative = os.path.relpath(full, base)
         if not relative.startswith(os.pardir):
