@@ -13,7 +13,9 @@ import json
 import logging
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from importlib import metadata
@@ -247,6 +249,34 @@ def progress_log_seconds() -> float:
         return 10.0
 
 
+class InterruptFlag(contextlib.AbstractContextManager):
+    """Notes a Ctrl-C (SIGINT) while the pipeline runs, then interrupts as Python does. Beam's
+    runners turn the KeyboardInterrupt raised inside a DoFn into their own failure (a RuntimeError
+    naming the step); the flag lets the build report it as the interruption it was."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.previous = None
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.seen = True
+        logging.disable(logging.ERROR)  # Beam logs the interrupted DoFn's traceback as an error
+        self.previous(signum, frame)
+
+    def __enter__(self):
+        # Python's own handler only: an ignored SIGINT stays ignored, another's handler is kept
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        if self.seen:
+            logging.disable(logging.NOTSET)
+
+
 def _size(path: str) -> int:
     """Size of an input file in bytes, 0 where the filesystem cannot tell (http, missing)."""
     try:
@@ -395,8 +425,9 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
     parts = FileSystems.join(staging, SAMPLE_PARTS) if config.rule_samples.on else None
     channel = progress_channel(runner)
     running: list = []  # the running job, for a metrics source
+    interrupted = InterruptFlag()
     try:
-        with contextlib.ExitStack() as stack:
+        with contextlib.ExitStack() as stack, interrupted:
             sink = stack.enter_context(ProgressSink(os.environ.get(ADDRESS_ENV))) if channel == "sink" else None
             reports = progress_dir(staging) if channel == "files" else None
             source = (sink.totals if sink else
@@ -415,6 +446,8 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
                 running.append(result)
                 state = result.wait_until_finish()
     except Exception as exc:  # a worker error surfaces here, with the worker's traceback text
+        if interrupted.seen:  # Ctrl-C, which Beam reports as its workers' failure: exit 130 (cli)
+            raise KeyboardInterrupt from exc
         message = str(exc).strip().splitlines()
         raise BuildError(f"pipeline failed ({type(exc).__name__}: {message[-1] if message else ''}); "
                          f"{output} is unchanged") from exc

@@ -204,3 +204,26 @@ def test_langid_module_uses_click(tmp_path):
     assert re.search(r"--self-check", subprocess.run(
         [sys.executable, "-m", "c4forge.cli.langid", "--help"], capture_output=True, text=True,
         cwd=ROOT, timeout=120).stdout)
+
+
+@pytest.mark.parametrize("command", [["corpus", "clean"], ["corpus", "build"]],
+                         ids=["clean", "build"])
+def test_ctrl_c_exits_130_after_cleaning_up(tmp_path, command):
+    """Regression: Ctrl-C of `corpus build` exited 1 (click's "Aborted!"); an interrupted command
+    exits 130, the shell's convention, after its clean-up: no output directory is left."""
+    import signal
+
+    from tests.conftest import shared_path
+
+    crawl = shared_path("crawl-extra", "web-benchmarks.warc.wet.gz")  # long enough to interrupt
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", f"c4forge.cli.{command[0]}", *command[1:], "-i", str(crawl),
+                             "-o", str(out), "--badwords", str(ROOT / "corpus/data/demo-badwords")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(6)  # past start-up, inside the work
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "Traceback" not in err
+    assert not out.exists() or not any(p.name.endswith((".arrow", ".parquet", "_manifest.json")) for p in out.rglob("*"))

@@ -126,19 +126,24 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing_that_blocks
         train(config, log=lambda *_: None)
 
 
-def test_sigterm_saves_and_exits_cleanly(tokens, tmp_path):
+@pytest.mark.parametrize("sig,code,said", [(signal.SIGTERM, 0, "stop requested"), (signal.SIGINT, 130, "interrupted")],
+                         ids=["sigterm", "ctrl-c"])
+def test_a_signal_saves_and_stops(tokens, tmp_path, sig, code, said):
+    """SIGTERM (preemption) and Ctrl-C finish the step and checkpoint; Ctrl-C then exits 130,
+    as interrupted commands do."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "c4forge.cli.train", "run", *settings(tokens, out, "steps=100000", "checkpoint_every=100000")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline:
         if (out / "metrics.jsonl").exists() and len((out / "metrics.jsonl").read_text().splitlines()) >= 3:
             break
         time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, output
-    assert "stop requested" in output
+    assert proc.returncode == code, output
+    assert said in output and "checkpoint saved at step" in output
     saved = latest_checkpoint(str(out / "checkpoints"))
     step = int(os.path.basename(saved).split("-")[1])
     assert step >= 3 and step == max(losses(out))

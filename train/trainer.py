@@ -60,6 +60,13 @@ class TrainingError(C4forgeError, RuntimeError):
     """The run cannot start or had to stop (config mismatch, NaN loss)."""
 
 
+class RunInterrupted(TrainingError):
+    """Ctrl-C (SIGINT) stopped the run, after its checkpoint: exit 130, the shell's convention
+    for an interrupted command (SIGTERM, a scheduler's preemption, exits 0: the run is resumable)."""
+
+    exit_code = 130
+
+
 def peak_flops(device: torch.device) -> Optional[float]:
     if device.type != "cuda":
         return None
@@ -178,9 +185,10 @@ class _Stop:
 
     def __init__(self) -> None:
         self.requested = False
+        self.signum: Optional[int] = None
 
     def __call__(self, signum, frame) -> None:
-        self.requested = True
+        self.requested, self.signum = True, signum
 
 
 def _all_reduce(value: torch.Tensor, world: int) -> torch.Tensor:
@@ -376,6 +384,8 @@ class Trainer:
                 if checkpointing:
                     self.checkpoint(step)
                 if stopping:
+                    if stop.signum == signal.SIGINT:
+                        raise RunInterrupted(f"interrupted: checkpoint saved at step {step}; resume with --resume")
                     if self.is_main:
                         self.log(f"stop requested: checkpoint saved at step {step}; resume with --resume")
                     break

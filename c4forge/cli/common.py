@@ -218,6 +218,9 @@ class _ReportsErrors:
             if code is None:
                 raise
             ctx.exit(code)
+        except KeyboardInterrupt:  # Ctrl-C, after the command's own clean-up ran (its finally blocks)
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
         finally:
             release_all()  # the output directories' locks live as long as the command
 
