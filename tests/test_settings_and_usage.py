@@ -221,3 +221,33 @@ def test_a_list_typed_as_yaml_on_the_command_line_is_the_list_and_a_bad_label_is
                                  "--set", "languages=en;de"])
     assert result.exit_code == 2 and "'en;de' is not a language label" in result.output
     assert not (tmp_path / "out").exists()
+
+
+JSON_COMMANDS = {("corpus", "stats"), ("corpus", "estimate"), ("tokenizer", "inspect"), ("train", "eval")}
+
+
+def test_every_json_output_is_json_alone_on_stdout(sample_tokens, tokens, tmp_path):
+    """Regression: `corpus estimate --json` printed its progress lines on standard output before
+    the JSON, so `| jq` failed. Every command with --json (the list is checked against the CLIs)
+    prints the JSON alone on stdout, its notes on stderr."""
+    groups = {"corpus": corpus_cli, "tokenizer": tokenizer_cli, "train": train_cli}
+    found = {(name, sub) for name, group in groups.items() for sub, command in group.commands.items()
+             if any("--json" in p.opts for p in command.params)}
+    assert found == JSON_COMMANDS
+    corpus = Path(sample_tokens).parent / "corpus"
+    run = tmp_path / "run"
+    assert invoke(train_cli, ["run", "--set", *settings(tokens, run, "steps=1"), "-q"]).exit_code == 0
+    calls = {("corpus", "stats"): [corpus],
+             ("corpus", "estimate"): ["-i", SAMPLE, "--groups", "2", "--badwords", ROOT / "corpus/data/demo-badwords"],
+             ("tokenizer", "inspect"): [Path(sample_tokens).parent / "tok"],
+             ("train", "eval"): ["-i", run, "--data", tokens, "--split", "train"]}
+    for (name, sub), args in calls.items():
+        result = invoke(groups[name], [sub, *args, "--json"])
+        assert result.exit_code == 0, (sub, result.output[-2000:])
+        assert isinstance(json.loads(result.stdout), dict), (sub, result.stdout[:300])
+    # estimate's notes pass through the filter of Beam's stderr (a file descriptor): a real process
+    proc = subprocess.run([sys.executable, "-m", "c4forge.cli.corpus", "estimate",
+                           *map(str, calls[("corpus", "estimate")]), "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "sampling 5.0% of the pages" in proc.stderr and json.loads(proc.stdout)["input_pages"] == 171

@@ -48,12 +48,14 @@ class Console:
 
     quiet: bool = False
     verbose: bool = False
+    data_on_stdout: bool = False  # --json: standard output carries the JSON alone
 
 
 def say(message: str = "") -> None:
-    """A line for people (progress notes, summaries); nothing under ``-q``."""
+    """A line for people (progress notes, summaries); nothing under ``-q``; on standard error
+    when standard output carries data (``--json``), so that ``| jq`` reads JSON alone."""
     if not Console.quiet:
-        click.echo(message)
+        click.echo(message, err=Console.data_on_stdout)
 
 
 class _NoiseFilter(logging.Filter):
@@ -100,6 +102,16 @@ def output_options(func):
                         callback=apply, help="Print only errors and the requested output; no "
                         "progress bars.")(func)
     return func
+
+
+def json_option(help: str):
+    """``--json`` as the ``as_json`` parameter: the command prints its result as JSON, alone on
+    standard output; what :func:`say` prints goes to standard error meanwhile."""
+    def apply(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        Console.data_on_stdout = bool(value)
+        return value
+
+    return click.option("--json", "as_json", is_flag=True, is_eager=True, callback=apply, help=help)
 
 
 def set_option(func):

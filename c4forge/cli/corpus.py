@@ -15,6 +15,7 @@ from c4forge.cli.common import (
     filtered_stderr,
     group,
     guarded_main,
+    json_option,
     lock_outputs,
     output_options,
     say,
@@ -357,7 +358,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
               help="Workers of flink-local / spark-local (default: every core).")
 @click.option("--price", default=None, type=click.FloatRange(0, None), metavar="PER_CORE_HOUR",
               help="Also print the cost at this price per core-hour.")
-@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@json_option(help="Print the estimate as JSON.")
 @config_options
 @output_options
 def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, groups, sample_files,
@@ -430,8 +431,7 @@ def one_directory(given, positional) -> str:
 @cli.command("stats")
 @click.option("--input", "-i", "given", metavar="DIR", help="Corpus directory.")
 @click.argument("positional", required=False, metavar="[DIR]")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the report as JSON (schema: c4forge/core/schemas/corpus-stats.schema.json).")
+@json_option(help="Print the report as JSON (schema: c4forge/core/schemas/corpus-stats.schema.json).")
 @output_options
 def stats_command(given, positional, as_json) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""

@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import group, guarded_main, lock_outputs, output_options, say, set_option
+from c4forge.cli.common import group, guarded_main, json_option, lock_outputs, output_options, say, set_option
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
@@ -103,7 +103,7 @@ def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard,
                 type=click.Path(exists=True, file_okay=False))
 @click.option("--text", "text_file", type=click.Path(exists=True, dir_okay=False),
               help="Held-out text to measure on (e.g. WikiText-2 test).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option(help="Print the report as JSON.")
 @output_options
 def inspect_command(given, positional, text_file, as_json) -> None:
     """Vocabulary, bytes per token, tokens per word, byte-fallback share, longest pieces and a

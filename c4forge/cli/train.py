@@ -13,6 +13,7 @@ from c4forge.cli.common import (
     check_overrides,
     group,
     guarded_main,
+    json_option,
     lock_outputs,
     output_options,
     say,
@@ -94,7 +95,7 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 @click.option("--seed", type=int, default=0, show_default=True, help="Which random subset --limit takes.")
 @click.option("--seq-len", type=click.IntRange(min=1), default=None, help="Default: the training seq_len.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the results as JSON.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of tables "
+@json_option(help="Print the results as JSON instead of tables "
               "(schema: c4forge/core/schemas/eval-results.schema.json).")
 @output_options
 def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seed, seq_len, output,
