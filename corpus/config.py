@@ -22,7 +22,7 @@ from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping
 from c4forge.corpus.badwords import DEFAULT_SOURCE
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
 from c4forge.corpus.extract import EXTRACTORS, missing_extractor
-from c4forge.corpus.langid import DEFAULT_THRESHOLD
+from c4forge.corpus.langid import DEFAULT_THRESHOLD, model_labels
 from c4forge.corpus.minhash import MinHashConfig
 from c4forge.corpus.read_options import INPUT_FORMATS, ReadOptions
 from c4forge.corpus.samples import SampleOptions
@@ -142,12 +142,14 @@ _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 def check_languages(config: CorpusConfig) -> CorpusConfig:
-    """Every kept language is a label a fastText model can give (``en``; ``eng_Latn`` for
-    GlotLID/OpenLID models): a stray character would silently keep no page at all."""
+    """Every kept language is a label the language-ID model gives (``en``; ``eng_Latn`` for
+    GlotLID/OpenLID models): any other word (``null``, a typo) would silently keep no page."""
+    known = model_labels(worker_path(config.lid_model) or None) if config.languages else frozenset()
     for label in config.languages:
-        if not isinstance(label, str) or not _LABEL.fullmatch(label):
-            raise ConfigError(f"languages: {label!r} is not a language label (e.g. en, de or "
-                              "eng_Latn); languages= (empty) keeps every language")
+        if not isinstance(label, str) or not _LABEL.fullmatch(label) or (known and label not in known):
+            example = "en, de or eng_Latn" if not known else ", ".join(sorted(known)[:3]) + ", ..."
+            raise ConfigError(f"languages: {label!r} is not a label the language-ID model gives (e.g. "
+                              f"{example}); languages= (empty) keeps every language")
     return config
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import struct
 import threading
 from collections.abc import Sequence
 from typing import Optional
@@ -60,6 +61,37 @@ def load_model(path: Optional[str] = None):
                     raise LangidError(f"cannot load the fastText model {path}: {exc}") from exc
                 _MODELS[path] = model
     return model
+
+
+FASTTEXT_MAGIC = 0x2F4F16BA
+_ARGS_BYTES = 12 * 4 + 8  # fastText's Args::save: twelve int32 then one double
+
+
+@functools.cache
+def model_labels(path: Optional[str] = None) -> frozenset[str]:
+    """The language labels (``__label__`` removed) a fastText model can give, read from the
+    dictionary at the head of its file (the ``fasttext`` module this project installs, the
+    predict-only build, has no ``get_labels``): 176 for lid.176. Empty when ``path`` is not a
+    local fastText file (the model is then checked when it loads)."""
+    path = path or default_model_path()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return frozenset()
+    if len(data) < 8 or struct.unpack_from("<i", data)[0] != FASTTEXT_MAGIC:
+        return frozenset()
+    offset = 8 + _ARGS_BYTES
+    size = struct.unpack_from("<i", data, offset)[0]
+    offset += 4 + 4 + 4 + 8 + 8  # size, nwords, nlabels, ntokens, pruneidx_size
+    labels = []
+    for _ in range(size):
+        end = data.index(b"\0", offset)
+        word, offset = data[offset:end], end + 1
+        if data[offset + 8] == 1:  # an entry: count (int64), then type (1: label)
+            labels.append(word.decode("utf-8").removeprefix("__label__"))
+        offset += 9
+    return frozenset(labels)
 
 
 def predict(text: str, model_path: Optional[str] = None) -> tuple[str, float]:

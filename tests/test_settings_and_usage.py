@@ -214,13 +214,47 @@ def test_a_list_typed_as_yaml_on_the_command_line_is_the_list_and_a_bad_label_is
 
     assert build_config("c4", overrides=["languages=[]"]).languages == ()
     assert build_config("c4", overrides=["languages=[en, 'de']"]).languages == ("en", "de")
-    assert build_config("c4", overrides=["languages=en,eng_Latn"]).languages == ("en", "eng_Latn")
-    with pytest.raises(ConfigError, match=r"'\[en' is not a language label"):
+    with pytest.raises(ConfigError, match=r"'\[en' is not a label the language-ID model gives"):
         build_config("c4", overrides=["languages=[en"])
     result = invoke(corpus_cli, ["build", "-i", str(SAMPLE), "-o", str(tmp_path / "out"),
                                  "--set", "languages=en;de"])
-    assert result.exit_code == 2 and "'en;de' is not a language label" in result.output
+    assert result.exit_code == 2 and "'en;de' is not a label the language-ID model gives" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def fasttext_dictionary_file(path, labels, words=("the", "a")):
+    """The head of a fastText model file (magic, version, args, dictionary): what model_labels
+    reads; enough to name a model's labels in a config, not to predict with."""
+    import struct
+
+    entries = [(w, 0) for w in words] + [(f"__label__{label}", 1) for label in labels]
+    head = struct.pack("<ii", 0x2F4F16BA, 12) + struct.pack("<12i", *range(12)) + struct.pack("<d", 1e-4)
+    head += struct.pack("<iiiqq", len(entries), len(words), len(labels), 100, -1)
+    for word, kind in entries:
+        head += word.encode() + b"\0" + struct.pack("<qb", 1, kind)
+    path.write_bytes(head)
+    return path
+
+
+def test_a_label_the_language_id_model_never_gives_is_refused(tmp_path):
+    """Regression: `--set languages=null` was taken as the label 'null' (so was any word that
+    looks like a label): the filter then kept no page at all. A label is checked against the
+    labels of the model in use (lid.176's 176 by default; GlotLID's eng_Latn with GlotLID)."""
+    from c4forge.core.settings import ConfigError
+    from c4forge.corpus.config import build_config
+    from c4forge.corpus.langid import model_labels
+
+    assert len(model_labels()) == 176 and {"en", "de", "zh"} <= model_labels()
+    for word in ("null", "eng_Latn", "english"):
+        with pytest.raises(ConfigError, match=f"'{word}' is not a label the language-ID model gives"):
+            build_config("c4", overrides=[f"languages=en,{word}"])
+    glotlid = fasttext_dictionary_file(tmp_path / "glotlid.bin", ["eng_Latn", "deu_Latn"])
+    config = build_config("c4", overrides=[f"lid_model={glotlid}", "languages=eng_Latn,deu_Latn"])
+    assert config.languages == ("eng_Latn", "deu_Latn")
+    with pytest.raises(ConfigError, match="'en' is not a label"):
+        build_config("c4", overrides=[f"lid_model={glotlid}", "languages=en"])
+    result = invoke(corpus_cli, ["clean", str(SAMPLE), "--jsonl", str(tmp_path / "x.jsonl"), "--set", "languages=null"])
+    assert result.exit_code == 2 and not (tmp_path / "x.jsonl").exists()
 
 
 JSON_COMMANDS = {("corpus", "stats"), ("corpus", "estimate"), ("tokenizer", "inspect"), ("train", "eval")}
