@@ -128,16 +128,39 @@ def test_export_files_follow_the_umask(tokens, tmp_path):
     assert modes["model.safetensors"] == 0o644 and set(modes.values()) == {0o644}, modes
 
 
-def test_a_command_missing_its_extra_names_the_extra(tmp_path):
-    """`train eval` in a corpus-only install (torch absent: blocked in the child process) says
-    which extra to install."""
-    code = ("import sys; sys.modules['torch'] = None; from c4forge.cli.train import main; "
-            f"main(['eval', '-i', {str(tmp_path)!r}, '--data', {str(tmp_path)!r}])")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.strip() == ("Error: this command needs the torch package, which the [train] "
-                                   "extra installs: pip install 'c4forge[train]'")
+def _main_without(module: str, cli: str, args: list, cwd=ROOT):
+    """A console script run with ``module`` blocked (as in an install without its extra)."""
+    code = (f"import sys; sys.modules[{module!r}] = None; from c4forge.cli.{cli} import main; "
+            f"main({[str(a) for a in args]!r})")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("module,cli,args,package,extra", [
+    ("torch", "train", ["eval", "-i", "{tmp}", "--data", "{tmp}"], "torch", "train"),
+    ("apache_beam", "corpus", ["build", "-i", str(SAMPLE), "-o", "{tmp}/out"], "apache-beam", "beam"),
+    ("apache_beam", "corpus", ["estimate", "-i", str(SAMPLE)], "apache-beam", "beam"),
+], ids=["train-eval-without-torch", "build-without-beam", "estimate-without-beam"])
+def test_a_command_missing_its_extra_names_the_extra(tmp_path, module, cli, args, package, extra):
+    """A command whose extra is not installed (its module blocked in the child process) says in
+    one line which extra to install, exit 2, before any work."""
+    proc = _main_without(module, cli, [a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"Error: this command needs the {package} package, which the [{extra}] "
+                                   f"extra installs: pip install 'c4forge[{extra}]'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_corpus_stage_in_one_process_needs_no_beam(tmp_path):
+    """`corpus clean`, `stats`, `show` and `inspect` run where apache-beam is not installed."""
+    out = tmp_path / "c4"
+    steps = [["clean", str(SAMPLE), "-o", str(out), "--badwords", str(ROOT / "corpus/data/demo-badwords"), "-q"],
+             ["stats", str(out)], ["show", str(out), "-n", "1"],
+             ["inspect", str(out), "-o", str(tmp_path / "inspect.html")]]
+    for args in steps:
+        proc = _main_without("apache_beam", "corpus", args)
+        assert proc.returncode == 0, (args[0], proc.stderr[-1500:])
+    assert (tmp_path / "inspect.html").exists()
 
 
 def test_machine_readable_outputs_follow_their_schemas(sample_tokens, tokens, tmp_path):

@@ -18,6 +18,7 @@ Commands never catch a stage's exception to re-raise it for click.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -190,11 +191,24 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
 
 
 # The extra that brings each optional module (pyproject.toml): a command that needs one of them
-# in an install without it says what to install instead of a bare ModuleNotFoundError.
-EXTRA_OF_MODULE = {"sentencepiece": "tokenizer", "tokenizers": "tokenizer", "torch": "train",
+# in an install without it says what to install instead of a bare ModuleNotFoundError (exit 2:
+# the command cannot run as installed, as with a usage error, before any work).
+EXTRA_OF_MODULE = {"apache_beam": "beam", "sentencepiece": "tokenizer", "tokenizers": "tokenizer", "torch": "train",
                    "triton": "train", "tensorboard": "train", "safetensors": "train",
                    "matplotlib": "train", "transformers": "hf", "lm_eval": "hf",
                    "google": "gcp", "boto3": "aws"}
+
+
+def require_extra(module: str) -> None:
+    """Fail before any work, as :func:`report_error` words it, when ``module`` (one of
+    EXTRA_OF_MODULE's) is not installed: for commands that would otherwise start working and only
+    need it later (`corpus estimate` runs `corpus build` in child processes)."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ValueError:  # in sys.modules as None: blocked
+        found = False
+    if not found:
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
 def report_error(exc: BaseException) -> Optional[int]:
@@ -205,9 +219,10 @@ def report_error(exc: BaseException) -> Optional[int]:
     missing = (exc.name or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
     if missing in EXTRA_OF_MODULE:
         extra = EXTRA_OF_MODULE[missing]
-        click.echo(f"Error: this command needs the {missing} package, which the [{extra}] extra "
+        package = "apache-beam" if missing == "apache_beam" else missing
+        click.echo(f"Error: this command needs the {package} package, which the [{extra}] extra "
                    f"installs: pip install 'c4forge[{extra}]'", err=True)
-        return 1
+        return 2
     if isinstance(exc, C4forgeError):
         click.echo(f"Error: {exc}", err=True)
         return exc.exit_code

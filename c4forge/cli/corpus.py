@@ -18,6 +18,7 @@ from c4forge.cli.common import (
     json_option,
     lock_outputs,
     output_options,
+    require_extra,
     say,
 )
 from c4forge.core.counters import Counters
@@ -369,6 +370,7 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
 
     if workers is not None and runner == "DirectRunner":
         raise click.UsageError("--workers applies to --runner flink-local or spark-local")
+    require_extra("apache_beam")  # the sample is timed by `corpus build` runs
     inputs = input_paths(inputs, more_inputs)
     config = make_config(**config_args)
     if runner != "DirectRunner":
