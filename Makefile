@@ -1,30 +1,51 @@
-# Two entry points on a fresh machine: `make demo` and `make test`. Both create .venv if missing.
+# Two entry points on a fresh machine: `make demo` and `make test`. Both create the environments
+# they need if missing (README, "Two environments"):
+#   .venv     the Beam environment: every command, the engines (Flink, Spark), the tests' tools
+#   .venv-hf  the current-HF environment: no Beam; the trainer beside datasets 4, transformers 5,
+#             lm-eval-harness, numpy 2.3+, pyarrow 20+ (the `hf`-marked tests run there too)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+HF_VENV := .venv-hf
+HF_BIN := $(HF_VENV)/bin
+HF_STAMP := $(HF_VENV)/.installed
 TORCH_VERSION := 2.13.0
+# setuptools warns on every editable install that a folder named like the package may shadow it:
+# c4forge/ is that package, by design (7 lines of noise, every install).
+QUIET_SETUPTOOLS := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: demo test test-slow test-all lint venv clean-venv bench fuzz browser
+.PHONY: demo test test-slow test-all lint venv venv-hf clean-venv bench fuzz browser
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: an unpinned torch pulls several GB of CUDA packages.
 	$(BIN)/pip install -q "torch==$(TORCH_VERSION)"
-	$(BIN)/pip install -q -e ".[dev]"
+	$(QUIET_SETUPTOOLS) $(BIN)/pip install -q -e ".[dev]"
 	$(BIN)/python -m c4forge.cli.langid --self-check
 	touch $(STAMP)
 
+$(HF_STAMP): pyproject.toml Makefile
+	test -x $(HF_BIN)/python || $(PY) -m venv $(HF_VENV)
+	$(HF_BIN)/pip install -q --upgrade pip
+	$(HF_BIN)/pip install -q "torch==$(TORCH_VERSION)"
+	$(QUIET_SETUPTOOLS) $(HF_BIN)/pip install -q -e ".[test-hf]"
+	touch $(HF_STAMP)
+
 venv: $(STAMP)
+
+venv-hf: $(HF_STAMP)
 
 # Two test processes per machine of two cores or more (pytest-xdist), work-stealing: the suite is
 # CPU-bound and most tests use one core. `make test` leaves out the tests marked slow (models
 # trained until they learn, the README tour, whole-crawl projections: pyproject.toml says which)
 # to stay under 15 minutes on 2 cores; `make test-slow` runs those; CI (.ci/run) runs both.
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
-test: $(STAMP) browser
+HF_PYTEST := $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
+test: $(STAMP) $(HF_STAMP) browser
 	$(PYTEST) -m "not slow" tests
+	$(HF_PYTEST) -m "hf and not slow" tests
 
 # Debian's chromium for the test that looks at `corpus inspect`'s report as a person would
 # (tests/test_inspect_browser.py; it skips, saying why, where this cannot install it).
@@ -101,7 +122,7 @@ bench:
 	$(BENCH)/bin/python benchmarks/run_all.py
 
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(HF_VENV)
 
 # `make fuzz`: every harness of tests/fuzz/harnesses.py under atheris (coverage-guided), from its
 # seeds, until FUZZ_RUNS executions or FUZZ_SECONDS each, whichever comes first (defaults: a few

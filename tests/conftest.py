@@ -1,6 +1,8 @@
 import functools
 import http.server
+import importlib.util
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -9,6 +11,12 @@ from pathlib import Path
 # must be set before triton is first imported, so it is set here, at collection time.
 if not shutil.which("nvidia-smi"):
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# HF datasets and the hub (the current-HF environment's tests): offline, and their caches in the
+# checkout's .cache/ (git-ignored), never the user's ~/.cache/huggingface. Set before they import.
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HOME", str(Path(__file__).resolve().parent.parent / ".cache" / "hf"))
 
 # `make test` runs the tests in two processes (pytest-xdist): each gets one math thread, so two
 # torch tests on two cores do not oversubscribe them (a torch test alone still gets what it asks).
@@ -19,6 +27,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+# Two environments run the tests (Makefile): the Beam one (.venv) runs every test; the current-HF
+# one (.venv-hf, no apache-beam) runs those marked `hf`. There the test modules that import Beam
+# (directly, through c4forge.pipelines, or through another such test module) are not collected.
+BEAM = importlib.util.find_spec("apache_beam") is not None
+_BEAM_IMPORT = re.compile(r"^(?:from|import) (?:apache_beam|c4forge\.pipelines)\b", re.M)
+_TEST_IMPORT = re.compile(r"^from tests\.(\w+) import", re.M)
+
+
+@functools.cache
+def _needs_beam(module: str) -> bool:
+    source = (ROOT / "tests" / f"{module}.py").read_text(encoding="utf-8")
+    return bool(_BEAM_IMPORT.search(source)) or any(
+        (ROOT / "tests" / f"{name}.py").exists() and _needs_beam(name) for name in _TEST_IMPORT.findall(source))
+
+
+def pytest_ignore_collect(collection_path, config):
+    if not BEAM and collection_path.suffix == ".py" and collection_path.parent == ROOT / "tests":
+        return _needs_beam(collection_path.stem) or None
+    return None
 
 
 def shared_path(*parts: str) -> Path:

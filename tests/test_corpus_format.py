@@ -105,21 +105,23 @@ def test_timestamps_that_are_not_dates_become_null():
     assert parse_timestamp("yesterday") is None and parse_timestamp("") is None
 
 
+@pytest.mark.hf
 def test_hugging_face_datasets_opens_shards_and_directory(corpora):
-    """In the side venv that has datasets (it cannot share dill with apache-beam 2.62)."""
-    from tests.sidevenv import hf_python, run_json
-
+    """HF datasets (the current-HF environment: it cannot share dill with apache-beam 2.62) opens
+    a shard with Dataset.from_file and both corpus directories with load_dataset."""
+    datasets = pytest.importorskip("datasets", reason="HF datasets runs in the current-HF environment "
+                                   "(.venv-hf; `make test` runs it there)")
     directory = corpora["arrow"]
     first = shard_paths(str(directory), "train")[0]
     table = ipc.open_stream(first).read_all()
-    seen = run_json(hf_python(), "datasets_side.py", str(directory), str(corpora["parquet"]), first,
-                    str(directory.parent / "hf-cache"))
-    assert seen["shard"]["rows"] == table.num_rows and seen["shard"]["columns"] == COLUMNS
-    assert seen["shard"]["text"] == table.column("text").to_pylist()
-    for fmt in ("arrow", "parquet"):
-        assert set(seen[fmt]) == {"train", "validation"}
-        for split, urls in seen[fmt].items():
-            assert urls == sorted(d["url"] for d in ours(directory, split))
+    shard = datasets.Dataset.from_file(first)
+    assert shard.num_rows == table.num_rows and shard.column_names == COLUMNS
+    assert list(shard["text"]) == table.column("text").to_pylist()
+    for fmt, folder in (("arrow", directory), ("parquet", corpora["parquet"])):
+        loaded = datasets.load_dataset(fmt, data_dir=str(folder), cache_dir=str(directory.parent / f"hf-cache-{fmt}"))
+        assert set(loaded) == {"train", "validation"}
+        for split in loaded:
+            assert sorted(loaded[split]["url"]) == sorted(d["url"] for d in ours(directory, split))
 
 
 def test_pyarrow_polars_and_duckdb_read_them(corpora):

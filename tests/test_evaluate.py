@@ -80,6 +80,7 @@ def test_task_files_and_eval_cli(trained, tmp_path):
     assert bad.exit_code != 0 and "no checkpoint" in bad.output
 
 
+@pytest.mark.hf
 def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
     transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install '.[hf]')")
     from c4forge.train.export import export_hf

@@ -10,8 +10,9 @@ from c4forge.train.checkpoint import load_model, run_tokenizer_dir
 from c4forge.train.config import build_train_config
 from c4forge.train.trainer import train
 from tests.conftest import shared_path
-from tests.sidevenv import hf_python, run_json
 from tests.test_train_loop import settings
+
+NEEDS_LM_EVAL = "lm-eval-harness runs in the current-HF environment (.venv-hf; `make test` runs it there)"
 
 
 @pytest.fixture(scope="module")
@@ -26,18 +27,30 @@ def export(tokens, tmp_path_factory):
 
 
 def lm_eval_scores(hf, task_dir, names, max_length):
-    """lm-eval-harness's results and samples, run in its own venv (it needs a newer dill than
-    apache-beam 2.62 allows: tests/sidevenv.py)."""
-    return run_json(hf_python(), "lm_eval_side.py", str(hf), str(task_dir), ",".join(names),
-                    str(max_length))
+    """lm-eval-harness's results and samples (doc id, doc, responses) on the export. max_length:
+    the window train eval scores in (its --seq-len, by default the training one); longer contexts
+    are cut from the left by both."""
+    pytest.importorskip("lm_eval", reason=NEEDS_LM_EVAL)
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    model = HFLM(pretrained=str(hf), dtype="float32", batch_size=16, device="cpu", max_length=max_length)
+    out = simple_evaluate(model=model, tasks=list(names), task_manager=TaskManager(include_path=str(task_dir)),
+                          log_samples=True, num_fewshot=0)
+    samples = {task: [{"doc_id": s["doc_id"], "doc": s["doc"], "resps": s["resps"]} for s in found]
+               for task, found in out["samples"].items()}
+    return json.loads(json.dumps({"results": out["results"], "samples": samples}, default=str))
 
 
+@pytest.mark.hf
 def test_lm_eval_harness_equals_train_eval_on_copa_winogrande_and_lambada(export, tmp_path):
     import sentencepiece as spm
 
     from c4forge.tokenizer.train import load_tokenizer
     from c4forge.train.evaluate import _joiner, _split_pair, continuation_logprobs, load_task, run_tasks
 
+    pytest.importorskip("lm_eval", reason=NEEDS_LM_EVAL)
     run, hf = export
     eval_dir = shared_path("eval")
     task_dir = tmp_path / "tasks"

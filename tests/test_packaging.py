@@ -100,3 +100,35 @@ def test_building_the_wheel_warns_of_nothing_and_ships_the_engine_locks(tmp_path
     names = zipfile.ZipFile(next((tmp_path / "dist").glob("c4forge-*.whl"))).namelist()
     assert {f"c4forge/pipelines/engines/locks/{n}.json" for n in
             ("flink-1.19-cluster", "flink-1.19-job-server", "spark-3-job-server", "spark-3.5-cluster")} <= set(names)
+
+
+def _extras(spec: str, extras: dict) -> set:
+    """The extras ``spec`` (e.g. "train,hf") brings, following c4forge[...] references."""
+    seen, todo = set(), [e.strip() for e in spec.split(",")]
+    while todo:
+        extra = todo.pop()
+        if extra not in seen:
+            seen.add(extra)
+            for dep in extras.get(extra, []):
+                if match := re.match(r"c4forge\[([^\]]+)\]", dep):
+                    todo += [e.strip() for e in match.group(1).split(",")]
+    return seen
+
+
+def test_the_training_image_has_no_beam_and_the_dataflow_image_has_the_pinned_one():
+    """docker/train installs [train,hf] (no Beam: current numpy, pyarrow, transformers 5 beside
+    it); docker/dataflow installs [gcp], which brings [beam], on a Beam SDK base image of the
+    release [beam] pins (a worker's SDK must be the client's)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    installed = {}
+    for dockerfile in DOCKERFILES:
+        found = re.findall(r'pip install "\.\[([^\]]+)\]"', dockerfile.read_text(encoding="utf-8"))
+        assert len(found) == 1, dockerfile
+        installed[dockerfile.parent.name] = _extras(found[0], extras)
+    assert "beam" not in installed["train"] and {"train", "hf"} <= installed["train"]
+    assert "beam" in installed["dataflow"] and "train" not in installed["dataflow"]
+    pinned = re.search(r"apache-beam==([\d.]+)", " ".join(extras["beam"])).group(1)
+    base = re.search(r"^ARG BEAM_VERSION=([\d.]+)$", (ROOT / "docker/dataflow/Dockerfile").read_text(), re.M).group(1)
+    assert base == pinned

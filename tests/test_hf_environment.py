@@ -1,0 +1,67 @@
+"""The current-HF environment (.venv-hf: `pip install ".[test-hf]"`, i.e. the base + [train,hf] +
+datasets 4, transformers 5, lm-eval 0.4, with no Beam): it resolves with current releases, and the
+whole training side runs in it, end to end, beside the tools users train with."""
+import importlib.metadata as metadata
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from c4forge.cli.corpus import cli as corpus_cli
+from c4forge.cli.tokenizer import cli as tokenizer_cli
+from c4forge.cli.train import cli as train_cli
+from tests.conftest import BEAM, ROOT, shared_path
+
+pytestmark = [pytest.mark.hf,
+              pytest.mark.skipif(BEAM, reason="checks the current-HF environment (.venv-hf), which has no Beam")]
+
+
+def version(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in metadata.version(name).split(".")[:2])
+
+
+def test_current_releases_and_no_beam():
+    with pytest.raises(metadata.PackageNotFoundError):
+        metadata.version("apache-beam")
+    assert version("numpy") >= (2, 3) and version("pyarrow") >= (20, 0)
+    assert version("datasets") >= (4, 0) and version("transformers") >= (5, 0)
+    assert version("lm_eval") >= (0, 4) and version("protobuf") >= (7, 0)
+
+
+def run(cli, *args):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 0, result.output[-3000:]
+    return result
+
+
+def test_corpus_to_lm_eval_end_to_end_without_beam(tmp_path):
+    """corpus clean -> tokenizer train/encode -> train run/eval/export -> lm-eval on the export and
+    HF datasets on a corpus shard, all in this environment."""
+    import datasets
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    corpus, tok, ids, runs, hf = (tmp_path / n for n in ("c4", "tok", "ids", "run", "hf"))
+    run(corpus_cli, "clean", ROOT / "corpus/data/sample.warc.wet.gz", "-o", corpus,
+        "--badwords", ROOT / "corpus/data/demo-badwords", "-q")
+    run(tokenizer_cli, "train", "-i", corpus, "--vocab-size", "700", "-o", tok, "-q")
+    run(tokenizer_cli, "encode", "-i", corpus, "--tokenizer", tok, "-o", ids, "-q")
+    run(train_cli, "run", "-o", runs, "--set", f"data.train={ids}", "--set", "data.seq_len=64",
+        "--set", "model.d_model=64", "--set", "model.n_layers=2", "--set", "model.n_heads=2",
+        "--set", "steps=20", "-q")
+    scores = json.loads(run(train_cli, "eval", "-i", runs, "--data", ids, "--split", "train", "--json").stdout)
+    assert scores["data"][str(ids)]["tokens"] > 0
+    run(train_cli, "export", "-i", runs, "-o", hf, "-q")
+
+    loaded = datasets.load_dataset("arrow", data_dir=str(corpus), cache_dir=str(tmp_path / "hf-cache"))
+    manifest = json.loads((corpus / "_manifest.json").read_text())
+    assert loaded["train"].num_rows == manifest["splits"]["train"]["documents"]
+
+    tasks = tmp_path / "tasks"
+    run(train_cli, "lm-eval-tasks", "--eval-dir", shared_path("eval"), "-o", tasks, "--tasks", "copa",
+        "--limit", "10")
+    model = HFLM(pretrained=str(hf), dtype="float32", batch_size=8, device="cpu", max_length=64)
+    out = simple_evaluate(model=model, tasks=["c4forge_copa"], task_manager=TaskManager(include_path=str(tasks)),
+                          num_fewshot=0)
+    assert 0.0 <= out["results"]["c4forge_copa"]["acc_norm,none"] <= 1.0
