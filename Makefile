@@ -102,7 +102,7 @@ demo: $(STAMP)
 # `make bench` regenerates the generated sections of benchmarks/RESULTS.md (benchmarks/run_all.py:
 # interleaved repeats, min/median/max, stamped with command, date, commit and machine). Our rows run
 # in .venv-bench; datatrove needs a newer dill than apache-beam 2.62 allows, so it runs in
-# .venv-peers beside c4forge without Beam (benchmarks/peers.py). Both venvs get the same fastText
+# .venv-peers beside c4forge's base install (no [beam] extra; benchmarks/peers.py). Both venvs get the same fastText
 # build (fasttext-numpy2-wheel, which datatrove needs), so every row shares it.
 BENCH := .venv-bench
 PEERS := .venv-peers

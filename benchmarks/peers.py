@@ -1,8 +1,8 @@
 """The requirements of .venv-peers, where `make bench` runs the peers that cannot share a venv
 with apache-beam 2.62: datatrove needs a newer dill (through multiprocess) than Beam allows.
-c4forge is installed there too (``--no-deps``), with every dependency but apache-beam, so the
-single-process rows (`corpus clean`, bench_clean.py) run beside datatrove in one process on one
-fastText build; nothing there imports Beam.
+c4forge is installed there too (``--no-deps``), with its base dependencies (Beam is the [beam]
+extra, not installed there), so the single-process rows (`corpus clean`, bench_clean.py) run
+beside datatrove in one process on one fastText build; nothing there imports Beam.
 
     python benchmarks/peers.py > requirements.txt
 """
@@ -21,8 +21,7 @@ PEERS = ("datatrove==0.10.1", "warcio", "faust-cchardet", "python-magic", "orjso
 
 def requirements() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    ours = [d for d in project["dependencies"] if not d.replace(" ", "").startswith("apache-beam")]
-    return [*ours, *PEERS]
+    return [*project["dependencies"], *PEERS]
 
 
 if __name__ == "__main__":

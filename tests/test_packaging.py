@@ -76,9 +76,12 @@ def test_the_base_install_is_the_corpus_job_and_each_other_job_has_an_extra():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     base = {re.split(r"[<>=\[; ]", d)[0].lower() for d in project["dependencies"]}
-    assert not base & {"torch", "matplotlib", "sentencepiece", "tokenizers", "safetensors", "tensorboard"}
+    assert not base & {"torch", "matplotlib", "sentencepiece", "tokenizers", "safetensors", "tensorboard",
+                       "apache-beam"}
     extras = project["optional-dependencies"]
-    assert {"corpus", "tokenizer", "train", "gcp", "aws", "all"} <= set(extras)
+    assert {"corpus", "beam", "tokenizer", "train", "gcp", "aws", "all", "hf", "test-hf"} <= set(extras)
+    assert "beam" in _extras("gcp", extras) and "beam" in _extras("aws", extras)
+    assert "beam" not in _extras("train,hf", extras) and "beam" not in _extras("test-hf", extras)
     assert any(d.startswith("sentencepiece") for d in extras["tokenizer"])
     assert any(d.startswith("torch") for d in extras["train"]) and "c4forge[tokenizer]" in extras["train"]
 
