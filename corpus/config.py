@@ -144,7 +144,8 @@ _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 def check_languages(config: CorpusConfig) -> CorpusConfig:
     """Every kept language is a label the language-ID model gives (``en``; ``eng_Latn`` for
     GlotLID/OpenLID models): any other word (``null``, a typo) would silently keep no page."""
-    known = model_labels(worker_path(config.lid_model) or None) if config.languages else frozenset()
+    model = worker_path(config.lid_model) if config.lid_model else None
+    known = model_labels(model) if config.languages else frozenset()
     for label in config.languages:
         if not isinstance(label, str) or not _LABEL.fullmatch(label) or (known and label not in known):
             example = "en, de or eng_Latn" if not known else ", ".join(sorted(known)[:3]) + ", ..."
