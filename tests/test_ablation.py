@@ -329,8 +329,10 @@ def test_ablation_with_t5_span_objective(tmp_path):
     assert saved["objective"] == "span" and type(model).__name__ == "EncoderDecoder"
 
 
+@pytest.mark.hf
 def test_variants_may_read_their_own_inputs(tmp_path):
-    """A variant's own `inputs:` (WET for one, WARC for the other) replace the shared ones."""
+    """A variant's own `inputs:` (WET for one, WARC for the other) replace the shared ones. The
+    ablation's corpus stage needs no Beam: this runs in the current-HF environment too."""
     from c4forge.ablation import build_corpora, load_ablation
 
     spec = yaml.safe_load((ROOT / "configs" / "ablation-demo.yaml").read_text())
