@@ -18,6 +18,8 @@ from pathlib import Path
 from re import Pattern
 from typing import Optional
 
+import ahocorasick
+
 from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write_bytes
@@ -122,7 +124,8 @@ def load_badwords(source: str, languages: Iterable[str]) -> dict[str, set[str]]:
 
 
 def compile_badwords(badwords: Mapping[str, Iterable[str]]) -> dict[str, Pattern]:
-    """One regex per language: ``(?:\\W|^)(w1|w2|...)(?:\\W|$)``, plain alternation for ja/th/zh.
+    """tfds' regex per language: ``(?:\\W|^)(w1|w2|...)(?:\\W|$)``, plain alternation for ja/th/zh.
+    The reference :class:`WordMatcher` is exact to (tests compare them on every real page).
 
     Words are sorted so the pattern (and any cache keyed on it) is deterministic; a search only
     asks whether some alternative matches somewhere, which does not depend on their order.
@@ -137,6 +140,56 @@ def compile_badwords(badwords: Mapping[str, Iterable[str]]) -> dict[str, Pattern
     return compiled
 
 
+def _is_word_char(char: str) -> bool:
+    """Python's ``\\w`` on str: what str.isalnum() accepts, and the underscore (checked equal on
+    every code point by tests/test_dedup_urls_badwords.py)."""
+    return char.isalnum() or char == "_"
+
+
+class WordMatcher:
+    """Whether a text holds one of ``words`` where tfds' regex (:func:`compile_badwords`) finds
+    it, in one pass of an Aho-Corasick automaton (pyahocorasick) instead of the regex engine
+    trying ~400 alternatives at every character: about 10x less CPU on the shared crawl.
+
+    Why it is exact: ``search`` of ``(?:\\W|^)(w1|...)(?:\\W|$)`` succeeds iff some word ``w``
+    occurs at some index ``i`` with ``i == 0`` or ``text[i-1]`` a non-word character, and the
+    occurrence ends the text or is followed by a non-word character (``$`` also matches before a
+    final newline, which is a non-word character anyway); the engine backtracks through every
+    position and alternative, so any such occurrence is found. The automaton reports every
+    occurrence of every word, overlapping ones and words inside other words included, and this
+    class keeps the first whose neighbours satisfy those two conditions. For ja/th/zh (no
+    spaces between words) any occurrence counts, as tfds' plain alternation does."""
+
+    def __init__(self, words: Iterable[str], whole_words: bool = True) -> None:
+        self.whole_words = whole_words
+        self.automaton = ahocorasick.Automaton()
+        for word in sorted(set(words)):
+            if word:
+                self.automaton.add_word(word, len(word))
+        self.empty = len(self.automaton) == 0
+        if not self.empty:
+            self.automaton.make_automaton()
+
+    def search(self, text: str) -> bool:
+        if self.empty:
+            return False
+        if not self.whole_words:
+            return next(self.automaton.iter(text), None) is not None
+        last = len(text) - 1
+        for end, length in self.automaton.iter(text):
+            start = end - length + 1
+            if (start == 0 or not _is_word_char(text[start - 1])) and (
+                    end == last or not _is_word_char(text[end + 1])):
+                return True
+        return False
+
+
+def word_matchers(badwords: Mapping[str, Iterable[str]]) -> dict[str, WordMatcher]:
+    """One :class:`WordMatcher` per language (whole words but for ja/th/zh)."""
+    return {lang: WordMatcher(words, whole_words=lang not in NO_SPACE_LANGUAGES)
+            for lang, words in badwords.items()}
+
+
 class BadwordsFilter:
     """tfds ``badwords_filter``: False drops the page. Counters go to ``badwords-filter``
     (``passed``, ``filtered``, ``soft-passed``) and to ``badwords-filter-<lang>`` through
@@ -149,7 +202,7 @@ class BadwordsFilter:
     def __init__(self, badwords: Mapping[str, Iterable[str]], fraction: float = 1.0) -> None:
         if not 0.0 <= fraction <= 1.0:
             raise BadwordsUnavailable("the bad-words fraction must be between 0.0 and 1.0")
-        self.regexes = compile_badwords(badwords)
+        self.matchers = word_matchers(badwords)
         self.fraction = fraction
         self._numerator, self._denominator = float(fraction).as_integer_ratio()
 
@@ -159,10 +212,10 @@ class BadwordsFilter:
     def __call__(self, page: Document, inc: IncFn = null_inc,
                  inc_lang: Optional[IncFn] = None) -> bool:
         lang = (page.language or "").split("-")[0]
-        regex = self.regexes.get(lang)
-        if regex is not None:
+        matcher = self.matchers.get(lang)
+        if matcher is not None:
             lang_inc = inc_lang or null_inc
-            if regex.search(page.text.lower()) is not None:
+            if matcher.search(page.text.lower()):
                 if self.keep_despite_hit(page):
                     inc("soft-passed")
                     lang_inc(f"{lang}/soft-passed")

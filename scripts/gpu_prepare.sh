@@ -3,7 +3,7 @@
 # scripts/gpu_check.sh needs on a GPU machine that has Python 3.12, torch and triton but no
 # network, under .gpu/ (git-ignored; about 10 MB):
 #   .gpu/wheels/  c4forge built from this checkout, plus the packages that machine's image lacks
-#                 (jsonschema and its dependencies; the versions this venv has), for CPython 3.12
+#                 (jsonschema and its dependencies, pyahocorasick; the versions this venv has), for CPython 3.12
 #   .gpu/tokens/  real tokens: ../shared/data's crawl through the c4 chain (corpus clean), a
 #                 32,000-piece BPE tokenizer trained on that corpus, `tokenizer encode`
 # Then, on the GPU machine, from the checkout's root: bash scripts/gpu_check.sh (see there).
@@ -17,7 +17,7 @@ rm -rf .gpu/wheels
 mkdir .gpu/wheels
 $BIN/python -m build --wheel --no-isolation --outdir .gpu/wheels . >/dev/null
 missing=()
-for dist in jsonschema jsonschema-specifications referencing rpds-py; do
+for dist in jsonschema jsonschema-specifications referencing rpds-py pyahocorasick; do
   missing+=("$dist==$($BIN/python -c "import importlib.metadata as m; print(m.version('$dist'))")")
 done
 $BIN/pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

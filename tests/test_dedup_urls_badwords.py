@@ -235,3 +235,60 @@ def test_validation_share_is_configurable():
     assert 400 < len(tenth) < 600
     assert all(md5_int(u) % 1000 < 100 for u in tenth)
     assert {u for u in urls if split_of(u) == "validation"} <= set(tenth)  # tfds' 0.1% is a subset
+
+
+# ------------------------------------------------------------------ the automaton vs tfds' regex
+
+def test_python_word_characters_are_isalnum_and_underscore():
+    """WordMatcher's boundary test equals the regex's \\w on every code point."""
+    import re
+    import sys
+
+    word = re.compile(r"\w")
+    assert [c for c in map(chr, range(sys.maxunicode + 1))
+            if (word.match(c) is not None) != bw._is_word_char(c)] == []
+
+
+def _agree(words, texts, lang="en"):
+    regex = bw.compile_badwords({lang: words})[lang]
+    matcher = bw.word_matchers({lang: words})[lang]
+    return [(t, regex.search(t) is not None) for t in texts if (regex.search(t) is not None) != matcher.search(t)]
+
+
+def test_the_automaton_finds_what_the_regex_finds_on_crafted_texts():
+    words = ["ass", "a.b", "c+", "2 girls 1 cup", "b!tch", "-ho-", "ab", "b", "abc", "bc", "x y", "ünï", "_u"]
+    texts = ["", "ass", "ass.", ".ass", "bass", "asses", "ass\n", "\nass", "the ass\n", "a.b", "xa.b", "a.bx",
+             "c+", "cc+", "c+c", "c++", "2 girls 1 cup!", "b!tch", "xb!tch", "b!tchy", "-ho-", "a-ho-b",
+             "xabcx", "abc", "ab c", "b", " b ", "ab_", "_ab", "x y z", "xx y", "ünï", "aünï", "ünï1",
+             "_u", "a_u", "é ass é", "ass\u00a0", "\u00a0ass", "ass٣", "٣ass", "ass\u200b"]
+    assert _agree(words, texts) == []
+    assert _agree(["坏", "坏蛋"], ["这是坏的", "坏", "好", ""], lang="zh") == []
+
+
+def test_the_automaton_finds_what_the_regex_finds_on_random_texts():
+    """Random texts over an alphabet of word and non-word characters the words are made of."""
+    import random
+
+    rng = random.Random(0)
+    alphabet = "ab c.+_-\nü1"
+    words = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))) for _ in range(40)} - {""})
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(20000)]
+    assert _agree(words, texts) == []
+
+
+def test_the_automaton_finds_what_the_regex_finds_on_every_real_page():
+    """Every page of ../shared/data/crawl and crawl-extra (lower-cased, as the filter sees it),
+    against the LDNOOBW list of each of en, de, es and fr."""
+    from c4forge.corpus.wet import iter_crawl_documents
+
+    files = sorted(shared_path("crawl").glob("*.wet.gz")) + [shared_path("crawl-extra", "web-benchmarks.warc.wet.gz")]
+    texts = [d.text.lower() for f in files for d in iter_crawl_documents(str(f))]
+    assert len(texts) > 5000
+    lists = load_badwords(str(shared_path("badwords")), ["en", "de", "es", "fr"])
+    hits = {}
+    for lang, words in lists.items():
+        regex, matcher = bw.compile_badwords({lang: words})[lang], bw.word_matchers({lang: words})[lang]
+        verdicts = [regex.search(t) is not None for t in texts]
+        assert [matcher.search(t) for t in texts] == verdicts, lang
+        hits[lang] = sum(verdicts)
+    assert min(hits.values()) > 0 and hits["en"] > 500, hits  # the comparison saw hits of every list
