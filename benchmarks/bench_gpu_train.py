@@ -34,6 +34,7 @@ VARIANTS = {  # name: (precision, compile, kernels: every one on triton or torch
     "bf16 compile default": ("bf16", True, "auto"),
     "bf16 compile fused": ("bf16", True, "triton"),
     "bf16 compile torch": ("bf16", True, "torch"),
+    "bf16 eager default": ("bf16", False, "auto"),
     "bf16 eager fused": ("bf16", False, "triton"),
     "bf16 eager torch": ("bf16", False, "torch"),
     "fp32 eager torch": ("fp32", False, "torch"),
