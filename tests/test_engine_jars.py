@@ -64,8 +64,8 @@ def test_an_unchanged_cached_jar_is_hashed_once(one_jar_lock, monkeypatch):
     lock, _, _ = one_jar_lock
     jars.fetch_jars(lock)  # hashed while written
     hashed = []
-    real = jars._sha256
-    monkeypatch.setattr(jars, "_sha256", lambda path: hashed.append(path) or real(path))
+    real = jars.file_sha256
+    monkeypatch.setattr(jars, "file_sha256", lambda path: hashed.append(path) or real(path))
     for _ in range(3):
         jars.fetch_jars(lock)
     assert hashed == []

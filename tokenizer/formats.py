@@ -19,7 +19,6 @@ bytes per token, shard file names with their document and token counts.
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -30,7 +29,11 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import atomic_write, atomic_write_bytes
+from c4forge.core.io import (
+    atomic_write,
+    atomic_write_bytes,
+    file_sha256,  # noqa: F401 - also this module's name for it (encode, the ablation)
+)
 from c4forge.core.outdir import OutputError, OutputKind, check_name, resolve
 from c4forge.core.schemas import problems
 
@@ -112,14 +115,6 @@ def open_token_shard(directory: str, base: str, dtype: np.dtype,
     if len(offsets) == 0 or int(offsets[-1]) != len(tokens):
         raise TokenFormatError(f"{base}: .idx and .bin disagree (truncated or mixed files)")
     return TokenShard(tokens, offsets)
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def token_manifest_sha256(directory: str) -> str:

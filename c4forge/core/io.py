@@ -5,6 +5,7 @@ is in place (a kill at any moment leaves one complete copy under a known name)."
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import site
@@ -158,3 +159,12 @@ def shown_path(path: str) -> str:
         if not relative.startswith(os.pardir + os.sep) and relative != os.pardir:
             return relative
     return os.path.basename(full)
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a file's bytes, read in blocks of 1 MiB."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -27,7 +27,7 @@ import requests
 from apache_beam.version import __version__ as BEAM_VERSION
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import atomic_write, shown_place
+from c4forge.core.io import atomic_write, file_sha256, shown_place
 
 LOCKS = Path(__file__).resolve().parent / "locks"
 MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
@@ -133,14 +133,6 @@ def _stamp(jar: dict, path: Path) -> dict:
     return {"sha256": jar["sha256"], **_file_identity(path)}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verified(jar: dict, path: Path) -> bool:
     """Whether the cached ``path`` holds the pinned bytes of ``jar``. Hashed once; afterwards
     its stamp (written after the hash matched) vouches for it while the file's size, inode, mtime
@@ -154,7 +146,7 @@ def verified(jar: dict, path: Path) -> bool:
             return True
     except (OSError, ValueError):
         pass
-    if _sha256(path) != jar["sha256"]:
+    if file_sha256(str(path)) != jar["sha256"]:
         return False
     with atomic_write(str(stamp_path)) as handle:
         json.dump(_stamp(jar, path), handle)
