@@ -63,6 +63,12 @@ if phase kernels; then
   echo "kernels: exit $? ($(( $(date +%s) - start )) s so far)"
 fi
 
+# The machine's paths out of what comes back (files here print paths relative to the repository):
+# the checkout, the copy the tests ran from, the install, the image's python, pytest's temp folders.
+site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+sed -i -e "s#$ROOT/##g" -e "s#$RUN/##g" -e "s#/tmp/c4forge-site/#site-packages/#g" -e "s#$site/#site-packages/#g" \
+  -e "s#$(dirname "$(command -v python3)")/##g" -e "s#/tmp/pytest-of-[a-z]*/#\$TMPDIR/#g" "$OUT"/*.txt "$OUT"/*.md "$OUT"/*.json 2>/dev/null
+
 echo "== summary"
 [ -f "$OUT/tests.txt" ] && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | tail -15
 [ -f "$OUT/train.md" ] && grep -vE "^(W|I)[0-9]{4}|USDT|DeviceProperties" "$OUT/train.md" | tail -25
