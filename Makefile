@@ -15,7 +15,7 @@ TORCH_VERSION := 2.13.0
 # c4forge/ is that package, by design (7 lines of noise, every install).
 QUIET_SETUPTOOLS := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: demo test test-slow test-all lint venv venv-hf clean-venv bench fuzz browser
+.PHONY: demo test test-slow test-all lint venv venv-hf clean-venv bench fuzz browser docs
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -72,7 +72,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m c4forge.cli.reference --check
+	$(BIN)/python -m scripts.render_docs --check
 	$(BIN)/hadolint docker/train/Dockerfile docker/dataflow/Dockerfile
+
+# The docs rendered from the code (docs/corpus.md's chain table; the CLI reference has its own
+# command, python -m c4forge.cli.reference).
+docs: $(STAMP)
+	$(BIN)/python -m scripts.render_docs
+	$(BIN)/python -m c4forge.cli.reference
 
 # The main job on the embedded sample crawl, offline: `corpus build` (Beam's local runner) with the
 # C4 rules and with T5's unfiltered preset, then what every rule removed.

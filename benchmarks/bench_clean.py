@@ -64,9 +64,9 @@ def run_c4forge(pages):
     lid = langid.LanguageFilter(("en",), THRESHOLD)
     out = []
     for page in pages:
-        cleaned = clean_page(page)
+        cleaned = clean_page(page).page
         if cleaned is not None:
-            kept = lid(cleaned)
+            kept = lid(cleaned).page
             if kept is not None:
                 out.append((kept.url, kept.text, kept.language, kept.language_score))
     return out

@@ -103,19 +103,19 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     steps = PageSteps(config).setup()
     lid_texts: list[str] = []
     minhash_texts: list[str] = []
-    identify, badwords_ok = steps.identify_language, steps.badwords_ok
+    identify, badwords = steps.language, steps.badwords
 
-    def identify_seen(page, inc):
+    def identify_seen(page):
         lid_texts.append(page.text)
-        return identify(page, inc)
+        return identify(page)
 
-    def badwords_seen(page, inc, inc_for=None):
-        kept = badwords_ok(page, inc, inc_for)
-        if kept:
+    def badwords_seen(page):
+        verdict = badwords(page)
+        if verdict.kept:
             minhash_texts.append(page.text)
-        return kept
+        return verdict
 
-    steps.identify_language, steps.badwords_ok = identify_seen, badwords_seen
+    steps.language, steps.badwords = identify_seen, badwords_seen
     clock = StageClock()
     counters = Counters()
     started = time.process_time()

@@ -20,11 +20,11 @@ from typing import Optional
 
 import ahocorasick
 
-from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write_bytes
 from c4forge.corpus.document import Document
 from c4forge.corpus.urls import md5_int
+from c4forge.corpus.verdict import Count, Verdict, drop, keep
 
 LDNOOBW = "https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words"
 EN_BADWORDS_URL = f"{LDNOOBW}/25e679f03d96baa721cde20db9944649e8d0a844/en"
@@ -191,41 +191,37 @@ def word_matchers(badwords: Mapping[str, Iterable[str]]) -> dict[str, WordMatche
 
 
 class BadwordsFilter:
-    """tfds ``badwords_filter``: False drops the page. Counters go to ``badwords-filter``
-    (``passed``, ``filtered``, ``soft-passed``) and to ``badwords-filter-<lang>`` through
-    ``inc_lang``.
+    """tfds ``badwords_filter`` as a verdict: the outcome (``passed``, ``filtered``,
+    ``soft-passed``) counts in the step's namespace ``badwords-filter`` and, for a page whose
+    language has a list, again in ``<per_language><lang>`` (tfds: ``badwords-filter-<lang>``).
 
     ``fraction`` is the share of pages with a hit that are dropped; the rest are kept
     deterministically by md5(normalised url) % denominator >= numerator of the fraction.
     """
 
-    def __init__(self, badwords: Mapping[str, Iterable[str]], fraction: float = 1.0) -> None:
+    def __init__(self, badwords: Mapping[str, Iterable[str]], fraction: float = 1.0,
+                 per_language: str = "badwords-filter-") -> None:
         if not 0.0 <= fraction <= 1.0:
             raise BadwordsUnavailable("the bad-words fraction must be between 0.0 and 1.0")
         self.matchers = word_matchers(badwords)
         self.fraction = fraction
+        self.per_language = per_language
         self._numerator, self._denominator = float(fraction).as_integer_ratio()
 
     def keep_despite_hit(self, page: Document) -> bool:
         return md5_int(page.normalized_url) % self._denominator >= self._numerator
 
-    def __call__(self, page: Document, inc: IncFn = null_inc,
-                 inc_lang: Optional[IncFn] = None) -> bool:
+    def __call__(self, page: Document) -> Verdict:
         lang = (page.language or "").split("-")[0]
         matcher = self.matchers.get(lang)
-        if matcher is not None:
-            lang_inc = inc_lang or null_inc
-            if matcher.search(page.text.lower()):
-                if self.keep_despite_hit(page):
-                    inc("soft-passed")
-                    lang_inc(f"{lang}/soft-passed")
-                    return True
-                inc("filtered")
-                lang_inc(f"{lang}/filtered")
-                return False
-            lang_inc(f"{lang}/passed")
-        inc("passed")
-        return True
+        if matcher is None:
+            return keep(page)
+        namespace = self.per_language + lang
+        if not matcher.search(page.text.lower()):
+            return keep(page, counts=(Count(namespace, "passed"),))
+        if self.keep_despite_hit(page):
+            return keep(page, "soft-passed", (Count(namespace, "soft-passed"),))
+        return drop(counts=(Count(namespace, "filtered"),))
 
 
 def languages_for(source: str, wanted: Optional[Sequence[str]]) -> Sequence[str]:

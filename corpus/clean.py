@@ -7,7 +7,8 @@ differ from the reference loop):
 - a word longer than ``max_word_length`` needs a line longer than that, so lines of at most
   1000 characters skip the word scan;
 - the citation regex only runs on lines that contain ``[``;
-- counters are tallied in locals and reported once per page;
+- line counts are tallied in locals and returned once per page, in the verdict
+  (corpus/verdict.py; the step loop counts them);
 - Punkt runs only when fewer than ``min_sentences`` lines survive: every kept line is non-empty
   and Punkt finds at least one sentence in any non-empty string, so N kept lines always hold at
   least N sentences; otherwise sentences are counted line by line and counting stops as soon as
@@ -20,9 +21,9 @@ import heapq
 import re
 from typing import Optional
 
-from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
+from c4forge.corpus.verdict import Verdict, drop, keep, line_counts
 
 END_MARKS: tuple[str, ...] = (".", "?", "!", '"')
 ELLIPSIS = "..."
@@ -68,19 +69,15 @@ class PageRules:
 _CITATION_REGEX = re.compile(CITATION_PATTERN)
 
 
-def is_valid_length(page: Document, max_chars: Optional[float] = MAX_PAGE_CHARS,
-                    inc: IncFn = null_inc) -> bool:
+def is_valid_length(page: Document, max_chars: Optional[float] = MAX_PAGE_CHARS) -> bool:
     """tfds ``is_valid_length`` (namespace ``too-long-filter``): False when text > 1.9e5 chars."""
-    if max_chars is not None and len(page.text) > max_chars:
-        inc("filtered")
-        return False
-    inc("passed")
-    return True
+    return max_chars is None or len(page.text) <= max_chars
 
 
-def clean_page(page: Document, rules: PageRules = PageRules(),
-               inc: IncFn = null_inc) -> Optional[Document]:
-    """tfds ``clean_page`` (namespace ``clean-page``): the cleaned page, or None when dropped."""
+def clean_page(page: Document, rules: PageRules = PageRules()) -> Verdict:
+    """tfds ``clean_page`` (namespace ``clean-page``): keep the cleaned page, or drop it
+    (``filtered:loremipsum``, ``filtered:squigglybracket``, ``filtered:too_few_sentences``),
+    with tfds' line counters (``line-filtered:<reason>``, ``line-passed``)."""
     max_word = rules.max_word_length
     end_marks = rules.end_marks
     ellipsis = rules.ellipsis
@@ -90,17 +87,10 @@ def clean_page(page: Document, rules: PageRules = PageRules(),
     valid_lines: list[str] = []
     n_long = n_endmark = n_short = n_js = n_policy = 0
 
-    def flush() -> None:
-        for name, value in (
-            ("line-filtered:too_long_word", n_long),
-            ("line-filtered:no_endmark", n_endmark),
-            ("line-filtered:too_short", n_short),
-            ("line-filtered:javascript", n_js),
-            ("line-filtered:policy", n_policy),
-            ("line-passed", len(valid_lines)),
-        ):
-            if value:
-                inc(name, value)
+    def lines():
+        return line_counts(len(valid_lines), (("too_long_word", n_long), ("no_endmark", n_endmark),
+                                              ("too_short", n_short), ("javascript", n_js),
+                                              ("policy", n_policy)))
 
     for line in page.text.splitlines():
         line = line.strip()
@@ -117,27 +107,20 @@ def clean_page(page: Document, rules: PageRules = PageRules(),
             continue
         line_lower = line.lower()
         if rules.drop_lorem_ipsum and "lorem ipsum" in line_lower:
-            flush()
-            inc("filtered:loremipsum")
-            return None
+            return drop("loremipsum", lines())
         if rules.drop_javascript_lines and "javascript" in line_lower:
             n_js += 1
             continue
         if rules.drop_curly_bracket_pages and "{" in line:
-            flush()
-            inc("filtered:squigglybracket")
-            return None
+            return drop("squigglybracket", lines())
         if policy and any(p in line_lower for p in policy):
             n_policy += 1
             continue
         valid_lines.append(line)
 
-    flush()
     if rules.min_sentences and not lines_hold_sentences(valid_lines, rules.min_sentences):
-        inc("filtered:too_few_sentences")
-        return None
-    inc("passed")
-    return page.replace(text="\n".join(valid_lines).strip())
+        return drop("too_few_sentences", lines())
+    return keep(page.replace(text="\n".join(valid_lines).strip()), counts=lines())
 
 
 def line_fates(text: str, rules: PageRules = PageRules()) -> tuple[list[str], list[Optional[str]], Optional[int]]:
@@ -191,16 +174,12 @@ def lines_hold_sentences(lines: list, n: int) -> bool:
     return False
 
 
-def paragraph_filter(page: Document, min_paragraphs: int = 3, min_paragraph_len: int = 200,
-                     inc: IncFn = null_inc) -> bool:
+def paragraph_filter(page: Document, min_paragraphs: int = 3, min_paragraph_len: int = 200) -> bool:
     """mC4's ``paragraph_filter`` (namespace ``paragraph-filter``): keep pages with at least
     ``min_paragraphs`` lines, whose 3 longest lines have >= ``min_paragraph_len`` characters.
 
     The reference takes ``heapq.nlargest(3, ...)`` whatever ``min_paragraphs`` is; we keep that.
     """
     lines = page.text.split("\n")
-    if len(lines) < min_paragraphs or min(heapq.nlargest(3, [len(line) for line in lines])) < min_paragraph_len:
-        inc("filtered")
-        return False
-    inc("passed")
-    return True
+    return not (len(lines) < min_paragraphs
+                or min(heapq.nlargest(3, [len(line) for line in lines])) < min_paragraph_len)

@@ -36,6 +36,8 @@ class CorpusConfig:
     dedupe_urls: keep one page per normalised URL, the newest by WARC-Date.
     paragraph_filter / min_paragraphs / min_paragraph_len: mC4's paragraph filter (off in c4).
     clean / rules: run clean_page with these rule parameters.
+    dedupe_exact: drop pages whose cleaned, normalised text equals an earlier crawl's
+        (corpus/exact_dedup.py; off in every C4 preset, which stay exact to tfds).
     dedupe_lines: corpus-wide line dedup; its sentence check uses rules.min_sentences when
         cleaning, none otherwise (as tfds).
     languages: keep these fastText lid.176 labels; empty keeps every language.
@@ -62,6 +64,7 @@ class CorpusConfig:
     min_paragraph_len: int = 200
     clean: bool = True
     rules: PageRules = PageRules()
+    dedupe_exact: bool = False
     dedupe_lines: bool = True
     languages: tuple[str, ...] = ("en",)
     lid_threshold: float = DEFAULT_THRESHOLD

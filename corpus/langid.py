@@ -19,10 +19,10 @@ import threading
 from collections.abc import Sequence
 from typing import Optional
 
-from c4forge.core.counters import IncFn, null_inc
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import shown_path
 from c4forge.corpus.document import Document
+from c4forge.corpus.verdict import Count, Verdict, drop, keep
 
 DEFAULT_THRESHOLD = 0.65
 
@@ -114,17 +114,14 @@ class LanguageFilter:
         self.threshold = threshold
         self.model_path = model_path
 
-    def __call__(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
+    def __call__(self, page: Document) -> Verdict:
         lang, score = predict(page.text, self.model_path)
         if score < self.threshold:
-            inc("filtered:low_confidence")
-            return None
+            return drop("low_confidence")
         if self.languages is not None and lang not in self.languages:
-            inc("filtered:ignored_language")
-            return None
-        inc("passed")
-        inc(f"passed:{lang}")
-        return page.replace(language=lang, language_score=round(score, 4))
+            return drop("ignored_language")
+        return keep(page.replace(language=lang, language_score=round(score, 4)),
+                    counts=(Count("", f"passed:{lang}"),))
 
 
 def self_check_model(model_path: Optional[str] = None) -> str:

@@ -15,9 +15,13 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import Optional
 
-from c4forge.core.counters import IncFn, null_inc
+from c4forge.core.counters import IncFn
 from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
+from c4forge.corpus.samples import Reservoir, step_samples
+from c4forge.corpus.steps import NS_LINES
+from c4forge.corpus.verdict import Verdict, count_verdict, drop, keep, line_counts
+from c4forge.corpus.wide import WideJob
 
 
 def line_key(line: str) -> bytes:
@@ -63,27 +67,14 @@ def owner_of(urls: Iterable[str]) -> str:
     return min(urls, key=url_rank)
 
 
-def dedupe_page_lines(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn) -> Optional[Document]:
-    """:func:`keep_owned_lines` with the step's byte counters: what both chains run per page."""
-    kept = keep_owned_lines(page, owned, min_sentences, inc)
-    inc("bytes-in", page.text_size())
-    if kept is not None:
-        inc("bytes-out", kept.text_size())
-    return kept
+def page_owning_nothing(n_lines: int) -> Verdict:
+    """What :func:`keep_owned_lines` decides for a page of ``n_lines`` lines that owns none of
+    them (every line a global duplicate, the page left empty), without the page's text: such a
+    page need not be unpacked (tests/test_dedup_urls_badwords.py checks both agree)."""
+    return drop("empty", line_counts(0, (("global_duplicate", n_lines),)))
 
 
-def count_page_owning_nothing(n_lines: int, text_size: int, inc: IncFn) -> None:
-    """The counters :func:`dedupe_page_lines` records for a page of ``n_lines`` lines and
-    ``text_size`` UTF-8 bytes that owns none of its lines (every line a global duplicate, the
-    page left empty), without the page's text: a page whose every line another page owns need
-    not be unpacked (tests/test_dedup_urls_badwords.py checks both agree)."""
-    inc("line-filtered:global_duplicate", n_lines)
-    inc("filtered:empty")
-    inc("bytes-in", text_size)
-
-
-def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
-                     inc: IncFn = null_inc) -> Optional[Document]:
+def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3) -> Verdict:
     """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""
     new_lines = []
     seen: set[bytes] = set()
@@ -97,21 +88,13 @@ def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
         else:
             new_lines.append(line)
             seen.add(key)
-    if n_global:
-        inc("line-filtered:global_duplicate", n_global)
-    if n_local:
-        inc("line-filtered:local_duplicate", n_local)
-    if new_lines:
-        inc("line-passed", len(new_lines))
+    counts = line_counts(len(new_lines), (("global_duplicate", n_global), ("local_duplicate", n_local)))
     new_text = "\n".join(new_lines)
     if not new_text:
-        inc("filtered:empty")
-        return None
+        return drop("empty", counts)
     if min_sentences and not sentences.has_at_least(new_text, min_sentences):
-        inc("filtered:too_few_sentences")
-        return None
-    inc("passed")
-    return page.replace(text=new_text)
+        return drop("too_few_sentences", counts)
+    return keep(page.replace(text=new_text), counts=counts)
 
 
 def line_fates(page: Document, owned: set[bytes]) -> tuple[list[str], list[Optional[str]], Optional[int]]:
@@ -149,3 +132,35 @@ class LineOwners:
 
     def __len__(self) -> int:
         return len(self._best)
+
+
+def dedupe_page(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn,
+                key: Optional[int] = None, samples: Optional[Reservoir] = None) -> Optional[Document]:
+    """One page's line dedup with its counters (and, for a traced page, its samples): what
+    both runners do per page once its owned lines are known."""
+    verdict = keep_owned_lines(page, owned, min_sentences)
+    count_verdict(inc, None, page.text_size(), verdict)
+    if key is not None:
+        samples.extend(step_samples(NS_LINES, verdict.outcome, key, page, verdict.page,
+                                    lambda _, p: line_fates(p, owned), wants=samples.wants))
+    return verdict.page
+
+
+def run(pages: Iterable[Document], job: WideJob) -> list[Document]:
+    """Line dedup in one process (the twin of pipelines/line_dedup.py; contract: corpus/chain.py's
+    LINE_DEDUP): every page's lines claimed in memory (``LineOwners``), then each page keeps
+    the lines it owns."""
+    pages = list(pages)
+    with job.clock.stage("line-dedup", len(pages)):
+        owners = LineOwners()
+        for page in pages:
+            owners.add(page)
+        inc = job.counters.inc_fn(NS_LINES)
+        min_sentences = job.config.dedupe_min_sentences
+        kept = []
+        for page in pages:
+            result = dedupe_page(page, owners.owned_by(page), min_sentences, inc,
+                                 job.traced(page.normalized_url), job.samples)
+            if result is not None:
+                kept.append(result)
+    return kept

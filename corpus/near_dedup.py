@@ -7,7 +7,7 @@ estimates Jaccard >= the threshold (:func:`bucket_edges`), which keeps the edge 
 the bucket size and drops candidates that only collided by chance. Connected components of those
 edges are the clusters; the survivor of a cluster is its smallest id.
 
-:func:`clusters_in_memory` does this with union-find for single-process runs; the Beam pipeline
+:func:`clusters_in_memory` does this with union-find in one process (:func:`run`); the Beam pipeline
 runs the same star edges through Hash-to-Min on the engine (:func:`hash_to_min` is one round's
 messages), unrolled ``DEFAULT_CC_ROUNDS`` times unless told otherwise.
 """
@@ -19,7 +19,12 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.counters import IncFn
-from c4forge.corpus.urls import doc_id  # noqa: F401 - the id clusters are labelled with
+from c4forge.corpus.document import Document
+from c4forge.corpus.minhash import MinHasher, batched
+from c4forge.corpus.samples import Reservoir, near_duplicate
+from c4forge.corpus.steps import NS_NEAR
+from c4forge.corpus.urls import doc_id  # the id clusters are labelled with
+from c4forge.corpus.wide import WideJob
 
 DEFAULT_CC_ROUNDS = 10  # Hash-to-Min rounds: see hash_to_min
 
@@ -130,3 +135,44 @@ def hash_to_min(node: int, cluster: tuple[int, ...]) -> Iterator[tuple[int, tupl
     for member in cluster[1:]:
         yield member, (smallest,)
 
+
+
+def run(pages: Iterable[Document], job: WideJob, batch_size: int = 512) -> list[Document]:
+    """MinHash near-dedup in one process (the twin of pipelines/near_dedup.py; contract:
+    corpus/chain.py's NEAR_DEDUP): one page per cluster (the smallest id), each kept page
+    recording its cluster's size."""
+    pages = list(pages)
+    config, clock = job.config, job.clock
+    inc = job.counters.inc_fn(NS_NEAR)
+    hasher = MinHasher(config.minhash)
+    ids = [doc_id(p.normalized_url) for p in pages]
+    buckets: dict[bytes, list] = {}
+    with clock.stage("minhash-signatures", len(pages)):
+        for start, batch in zip(range(0, len(pages), batch_size), batched(pages, batch_size)):
+            signatures = hasher.signatures([p.text for p in batch])
+            for offset, signature in enumerate(signatures):
+                member = (ids[start + offset], signature)
+                for key in hasher.band_keys(signature):
+                    buckets.setdefault(key, []).append(member)
+    with clock.stage("near-dup-clusters", len(pages)):
+        threshold = config.minhash.threshold
+        labels = clusters_in_memory(
+            edge for members in buckets.values() for edge in bucket_edges(members, threshold))
+        sizes = cluster_sizes(labels)
+        kept = []
+        for page, node in zip(pages, ids):
+            label = labels.get(node, node)
+            survives = label == node
+            count_near_dedup(inc, page.text_size(), survives, sizes.get(node, 1))
+            if survives:
+                kept.append(page.replace(near_dup_cluster_size=sizes.get(node, 1)))
+            else:
+                sample_dropped(page, label, job.traced(page.normalized_url), job.samples)
+    return kept
+
+
+def sample_dropped(page: Document, kept_id: int, key: Optional[int], samples: Optional[Reservoir]) -> None:
+    """A traced page (``key``) near-dedup dropped, with the id of the page kept instead (both
+    runners)."""
+    if key is not None and samples.wants(f"{NS_NEAR}/filtered", key):
+        samples.add(near_duplicate(f"{NS_NEAR}/filtered", key, page, kept_id))

@@ -26,7 +26,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Optional
+from typing import Optional, Protocol
 
 from c4forge.corpus.document import Document
 
@@ -247,17 +247,18 @@ def wanted_by_all(rule: str, key: int) -> bool:
     return True
 
 
-def step_samples(namespace: str, fired: list[str], key: int, before: Document,
+def step_samples(namespace: str, outcome: str, key: int, before: Document,
                  after: Optional[Document], explain: Optional[Explain] = None,
                  machinery: object = None,
                  wants: Callable[[str, int], bool] = wanted_by_all) -> list[Sample]:
-    """What one step did to a traced page, as samples: the page dropped (the ``filtered*``
-    counter it fired names the rule), or for steps that remove lines (``explain``: the page's
-    lines, each line's fate, the line that dropped the page if one did), the lines each reason
-    removed. ``wants`` (a :meth:`Reservoir.wants` where the samples go straight into one) skips
-    building samples the reservoir would not keep; the result is the same, only cheaper."""
+    """What one step did to a traced page, as samples: the page dropped (its verdict's
+    ``outcome``, ``filtered[:reason]``, names the rule), or for steps that remove lines
+    (``explain``: the page's lines, each line's fate, the line that dropped the page if one did),
+    the lines each reason removed. ``wants`` (a :meth:`Reservoir.wants` where the samples go
+    straight into one) skips building samples the reservoir would not keep; the result is the
+    same, only cheaper."""
     if after is None:
-        rule = f"{namespace}/" + next((name for name in fired if name.startswith("filtered")), "filtered")
+        rule = f"{namespace}/{outcome}"
         if not wants(rule, key):
             return []
         lines, trigger = None, None
@@ -272,15 +273,16 @@ def step_samples(namespace: str, fired: list[str], key: int, before: Document,
             for reason, rule in rules.items() if wants(rule, key)]
 
 
-class Recorder:
-    """An inc that counts into ``inc`` and remembers the counter names it was given."""
+class SampleSink(Protocol):
+    """Where a traced page's samples go: a Reservoir, or a SampleList a URL candidate carries."""
 
-    __slots__ = ("inc", "fired")
+    def wants(self, rule: str, key: int) -> bool: ...
 
-    def __init__(self, inc) -> None:
-        self.inc = inc
-        self.fired: list[str] = []
+    def extend(self, samples: Iterable[Sample]) -> object: ...
 
-    def __call__(self, name: str, amount: int = 1) -> None:
-        self.fired.append(name)
-        self.inc(name, amount)
+
+class SampleList(list):
+    """Samples collected for elsewhere (a URL candidate carries its crawl's): every one wanted."""
+
+    def wants(self, rule: str, key: int) -> bool:
+        return True

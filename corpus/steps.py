@@ -1,7 +1,7 @@
-"""The per-page rules of the C4 chain bound to one config (``PageSteps``), and the chain's
-counter namespaces. corpus/chain.py declares the steps and their order over these; the
-single-process runner and the Beam pipeline both call them, so a rule behaves the same
-everywhere.
+"""The per-page rules of the C4 chain bound to one config (``PageSteps``), each returning a
+verdict (corpus/verdict.py), and the chain's counter namespaces. corpus/chain.py declares the
+steps and their order over these; the step loop (corpus/steploop.py) runs them in both runners,
+so a rule behaves, and counts, the same everywhere.
 
 Counter namespaces are tfds': ``split-wet-file``, ``too-long-filter``, ``duplicate-url-filter``,
 ``paragraph-filter``, ``clean-page``, ``dedupe-lines``, ``language-filter`` (tfds:
@@ -9,16 +9,15 @@ Counter namespaces are tfds': ``split-wet-file``, ``too-long-filter``, ``duplica
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Optional
 
-from c4forge.core.counters import IncFn, null_inc
 from c4forge.corpus import clean as clean_rules
 from c4forge.corpus import langid
 from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.langid import LanguageFilter
+from c4forge.corpus.verdict import Verdict, drop, keep
 
 NS_READ = "split-wet-file"
 NS_LENGTH = "too-long-filter"
@@ -28,18 +27,12 @@ NS_CLEAN = "clean-page"
 NS_LINES = "dedupe-lines"
 NS_LANG = "language-filter"
 NS_BADWORDS = "badwords-filter"
+NS_EXACT = "exact-dedup"
 NS_NEAR = "near-dedup"
 
 
 def text_bytes(page: Document) -> int:
     return page.text_size()
-
-
-def count_bytes(inc: IncFn, before: Document, after: Optional[Document]) -> None:
-    """``bytes-in``/``bytes-out`` of a step, so reports can say how much text each step removed."""
-    inc("bytes-in", text_bytes(before))
-    if after is not None:
-        inc("bytes-out", text_bytes(after))
 
 
 class PageSteps:
@@ -75,46 +68,22 @@ class PageSteps:
             source = self.config.badwords
             langs = languages_for(source, self.config.languages)
             self._badwords = BadwordsFilter(load_badwords(source, langs),
-                                            self.config.badwords_fraction)
+                                            self.config.badwords_fraction, f"{NS_BADWORDS}-")
         return self._badwords
 
-    def length_ok(self, page: Document, inc: IncFn = null_inc) -> bool:
-        ok = clean_rules.is_valid_length(page, self.config.max_page_chars, inc)
-        count_bytes(inc, page, page if ok else None)
-        return ok
+    def length(self, page: Document) -> Verdict:
+        return keep(page) if clean_rules.is_valid_length(page, self.config.max_page_chars) else drop()
 
-    def paragraphs_ok(self, page: Document, inc: IncFn = null_inc) -> bool:
-        if not self.config.paragraph_filter:
-            return True
-        ok = clean_rules.paragraph_filter(page, self.config.min_paragraphs,
-                                          self.config.min_paragraph_len, inc)
-        count_bytes(inc, page, page if ok else None)
-        return ok
+    def paragraphs(self, page: Document) -> Verdict:
+        config = self.config
+        ok = clean_rules.paragraph_filter(page, config.min_paragraphs, config.min_paragraph_len)
+        return keep(page) if ok else drop()
 
-    def clean(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
-        if not self.config.clean:
-            return page
-        cleaned = clean_rules.clean_page(page, self.config.rules, inc)
-        count_bytes(inc, page, cleaned)
-        return cleaned
+    def clean(self, page: Document) -> Verdict:
+        return clean_rules.clean_page(page, self.config.rules)
 
-    def identify_language(self, page: Document, inc: IncFn = null_inc) -> Optional[Document]:
-        result = self.language_filter(page, inc)
-        count_bytes(inc, page, result)
-        return result
+    def language(self, page: Document) -> Verdict:
+        return self.language_filter(page)
 
-    def badwords_ok(self, page: Document, inc: IncFn = null_inc,
-                    inc_for: Optional[Callable[[str], IncFn]] = None) -> bool:
-        if self.config.badwords_fraction <= 0:
-            return True
-        lang = (page.language or "").split("-")[0]
-        inc_lang = inc_for(f"{NS_BADWORDS}-{lang}") if inc_for else None
-        if inc_lang is not None:
-            # BadwordsFilter names per-language counters "<lang>/<name>"; route them.
-            per_language = inc_lang
-
-            def inc_lang(name: str, amount: int = 1) -> None:
-                per_language(name.split("/", 1)[1], amount)
-        ok = self.badwords_filter(page, inc, inc_lang)
-        count_bytes(inc, page, page if ok else None)
-        return ok
+    def badwords(self, page: Document) -> Verdict:
+        return self.badwords_filter(page)

@@ -42,7 +42,8 @@ from c4forge.corpus.shards import (
     samples_entry,
     split_summary,
 )
-from c4forge.pipelines.c4 import build_graph, merge_sample_parts, shuffle_buckets
+from c4forge.pipelines.c4 import build_graph
+from c4forge.pipelines.dofns import merge_sample_parts, shuffle_buckets
 from c4forge.pipelines.engines.runners import (
     ENGINE_RUNNERS,
     FLINK_LOCAL,
@@ -237,7 +238,7 @@ class BeamFS:
 
 
 # where the workers write the rule samples they find, inside the staging folder (merged into
-# _rule-samples.json and removed before the swap; pipelines/c4.py merge_sample_parts)
+# _rule-samples.json and removed before the swap; pipelines/dofns.py merge_sample_parts)
 SAMPLE_PARTS = ".rule-samples"
 
 

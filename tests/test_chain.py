@@ -11,6 +11,7 @@ from c4forge.corpus import chain
 from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.report import page_flow
+from c4forge.corpus.verdict import drop, keep
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT
@@ -20,15 +21,13 @@ DEMO_BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
 
-def _few_lines(steps, page, inc, inc_for):
-    """The toy rule: a page of fewer than 8 lines goes; the rest lose their last line."""
+def _few_lines(rules, page):
+    """The toy rule, one function and no counting code: a page of fewer than 8 lines goes; the
+    rest lose their last line."""
     lines = page.text.split("\n")
     if len(lines) < 8:
-        inc("filtered:few_lines")
-        return None
-    inc("passed")
-    inc("lines-dropped")
-    return page.replace(text="\n".join(lines[:-1]))
+        return drop("few_lines")
+    return keep(page.replace(text="\n".join(lines[:-1])))
 
 
 TOY = chain.page_step("toy", "toy-filter", _few_lines, "toy rule")
@@ -52,7 +51,7 @@ def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
     """Before URL dedup (the engine runs it where it reads), between URL dedup and line dedup
     (the engine runs it before the URL groups and counts it for the winner only) and after the
     line join: the same documents and counters from `corpus clean`'s chain and the Beam graph."""
-    with_toy = chain.with_page_step(TOY, after=after)
+    with_toy = chain.with_step(TOY, after=after)
     local, local_counters, beam_counters = _both_runners(with_toy)
     baseline = run_chain([SAMPLE], build_config("c4", badwords=DEMO_BADWORDS), Counters())
     toy_counters = {k: v for k, v in beam_counters.items() if k.startswith("toy-filter/")}
@@ -67,30 +66,40 @@ def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
         assert all(before[d.url].startswith(d.text + "\n") for d in local)
 
 
-def test_the_skeleton_is_checked():
-    with pytest.raises(chain.ChainError, match="corpus-wide"):
-        chain.check_chain([s for s in chain.C4_CHAIN if s is not chain.URL_DEDUP])
+def test_the_chain_rules_are_checked():
+    no_exact = tuple(s for s in chain.C4_CHAIN if s is not chain.EXACT_DEDUP)
+    with pytest.raises(chain.ChainError, match="first corpus-wide"):
+        chain.with_step(chain.EXACT_DEDUP, after="length", chain=no_exact)
     with pytest.raises(chain.ChainError, match="ends a chain"):
         chain.check_chain((*chain.C4_CHAIN, TOY))
-    with pytest.raises(chain.ChainError, match="not a page step"):
-        chain.with_page_step(chain.URL_DEDUP, after="length")
+    with pytest.raises(chain.ChainError, match="reads once"):
+        chain.with_step(chain.READ, after="length")
     with pytest.raises(chain.ChainError, match="no step named"):
-        chain.with_page_step(TOY, after="nope")
+        chain.with_step(TOY, after="nope")
     with pytest.raises(chain.ChainError, match="repeat"):
-        chain.with_page_step(chain.LENGTH, after="bad-words")
+        chain.with_step(chain.LENGTH, after="bad-words")
+    twinless = chain.Step("x", "x", chain.Scope.TEXT_GROUPS, "x")
+    with pytest.raises(chain.ChainError, match="names no twin"):
+        chain.with_step(twinless, after="clean-page", chain=no_exact)
+    # without URL dedup in the chain, a corpus-wide step may come first
+    no_urls = tuple(s for s in no_exact if s is not chain.URL_DEDUP)
+    assert chain.with_step(chain.EXACT_DEDUP, after="length", chain=no_urls)[2] is chain.EXACT_DEDUP
 
 
 def test_plan_leaves_out_what_the_config_turns_off():
-    layout = chain.plan(build_config("c4-noclean"))
-    assert not (layout.url_dedup and layout.line_dedup and layout.near_dedup) or layout.before_lines
     full = chain.plan(build_config("c4", badwords=DEMO_BADWORDS))
-    assert [s.name for s in full.before_urls] == ["length"]
-    assert [s.name for s in full.before_lines] == ["clean-page"]  # no paragraph filter in c4
-    assert [s.name for s in full.after_lines] == ["language-id", "bad-words"]
-    assert full.url_dedup and full.line_dedup and full.near_dedup
+    assert [s.name for s in full.first] == ["length"]
+    assert [(seg.step.name, [s.name for s in seg.after], seg.next_wide and seg.next_wide.name)
+            for seg in full.wide] == [
+        ("url-dedup", ["clean-page"], "line-dedup"),  # no paragraph filter, no exact dedup in c4
+        ("line-dedup", ["language-id", "bad-words"], "near-dedup"),
+        ("near-dedup", [], None)]
     noclean = chain.plan(build_config("c4-noclean"))
-    assert noclean.before_lines == () and not noclean.line_dedup
-    assert "bad-words" not in [s.name for s in noclean.after_lines]
+    assert [seg.step.name for seg in noclean.wide] == ["url-dedup"]
+    assert [s.name for s in noclean.wide[0].after] == ["language-id"]
+    exact = chain.plan(build_config("c4-noclean", dedupe_exact=True))
+    assert [seg.step.name for seg in exact.wide] == ["url-dedup", "exact-dedup"]
+    assert exact.wide[0].after == () and exact.wide[0].next_wide is chain.EXACT_DEDUP
 
 
 def test_help_docs_and_reports_state_the_order_of_the_list():
@@ -98,8 +107,11 @@ def test_help_docs_and_reports_state_the_order_of_the_list():
 
     order = chain.describe()
     assert order in CLEAN_HELP and order in BUILD_HELP
-    assert chain.markdown_table() in (ROOT / "docs" / "corpus.md").read_text(encoding="utf-8"), \
-        "docs/corpus.md's chain table is out of date: paste chain.markdown_table()"
+    from scripts.render_docs import CORPUS_DOC, rendered
+
+    text = CORPUS_DOC.read_text(encoding="utf-8")
+    assert chain.markdown_table() in text and rendered(text) == text, \
+        "docs/corpus.md's chain table is out of date: run make docs"
     counters = {"split-wet-file/passed": 10, "too-long-filter/passed": 9,
                 "badwords-filter/passed": 3, "badwords-filter/soft-passed": 2, "near-dedup/passed": 4}
     assert page_flow(counters) == {"read": 10, "length ok": 9, "bad words": 5, "near dedup": 4}

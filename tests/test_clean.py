@@ -11,6 +11,7 @@ from c4forge.corpus.clean import (
     paragraph_filter,
 )
 from c4forge.corpus.document import Document
+from c4forge.corpus.verdict import count_verdict
 from tests import reference_c4
 from tests.conftest import shared_path
 
@@ -29,14 +30,17 @@ EXPECTED_CLEAN_EN = """This line has enough words and ends in punctuation, Dr. R
 \"Open Access. Powered by Scholars. Published by Universities.\""""
 
 
-def run_clean(text, rules=PageRules()):
+def verdict_counters(verdict) -> collections.Counter:
+    """The counters a verdict makes in its step's namespace, without the byte counters."""
     counters = collections.Counter()
+    count_verdict(lambda name, amount=1: counters.update({name: amount}), None, 0, verdict)
+    del counters["bytes-in"], counters["bytes-out"]
+    return +counters
 
-    def inc(name, amount=1):
-        counters[name] += amount
 
-    result = clean_page(Document(url="u", text=text), rules, inc)
-    return (None if result is None else result.text), dict(counters)
+def run_clean(text, rules=PageRules()):
+    verdict = clean_page(Document(url="u", text=text), rules)
+    return (None if verdict.page is None else verdict.page.text), dict(verdict_counters(verdict))
 
 
 def test_clean_page_nav_javascript_policy():
@@ -135,13 +139,9 @@ def test_rules_can_be_switched_off():
 
 
 def test_is_valid_length():
-    seen = collections.Counter()
-    def inc(name, amount=1):
-        seen.update({name: amount})
-
-    assert is_valid_length(Document(text="a" * 190000), inc=inc)
-    assert not is_valid_length(Document(text="a" * 190001), inc=inc)
-    assert seen == {"passed": 1, "filtered": 1}
+    assert is_valid_length(Document(text="a" * 190000))
+    assert not is_valid_length(Document(text="a" * 190001))
+    assert is_valid_length(Document(text="a" * 190001), max_chars=None)
 
 
 def test_paragraph_filter_mc4():
@@ -215,11 +215,10 @@ def test_clean_page_equals_plain_reference_on_real_pages():
     assert len(pages) > 1500
     mismatches = 0
     for page in pages:
-        ours = collections.Counter()
         theirs = collections.Counter()
-        got = clean_page(page, inc=lambda n, a=1, ours=ours: ours.update({n: a}))
+        verdict = clean_page(page)
         want = reference_c4.clean_page(page.text, lambda n, a=1, theirs=theirs: theirs.update({n: a}))
-        if (got.text if got else None) != want or ours != theirs:
+        if (verdict.page.text if verdict.page else None) != want or verdict_counters(verdict) != theirs:
             mismatches += 1
     assert mismatches == 0
 
@@ -247,7 +246,9 @@ def test_byte_counters_encode_each_text_once():
     """Regression: bytes-in/bytes-out re-encoded the text at every step (7.6% of `corpus clean`)."""
     import pickle
 
+    from c4forge.corpus import chain
     from c4forge.corpus.config import CorpusConfig
+    from c4forge.corpus.steploop import StepLoop
     from c4forge.corpus.steps import PageSteps
 
     steps = PageSteps(CorpusConfig(clean=False, paragraph_filter=True, min_paragraphs=1,
@@ -257,8 +258,9 @@ def test_byte_counters_encode_each_text_once():
     def inc(name, n=1):
         counts[name] += n
 
+    loop = StepLoop([chain.LENGTH, chain.PARAGRAPHS], steps)
     for _ in range(3):
-        assert steps.length_ok(page, inc) and steps.paragraphs_ok(page, inc)
+        assert loop.run(page, lambda namespace: inc) is page
         page = page.replace(language="en")
     assert _CountingText.encodes == 1
     assert counts["bytes-in"] == counts["bytes-out"] == 6 * len(page.text.encode("utf-8"))

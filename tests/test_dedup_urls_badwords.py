@@ -9,7 +9,19 @@ from c4forge.corpus.badwords import BadwordsFilter, BadwordsUnavailable, load_ba
 from c4forge.corpus.document import Document
 from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
 from c4forge.corpus.urls import md5_int, normalize_url, select_newest_page, split_of
+from c4forge.corpus.verdict import count_verdict
 from tests.conftest import shared_path
+
+
+def kept_by(rule):
+    """A verdict-returning rule as a predicate."""
+    return lambda page: rule(page).kept
+
+
+def tally(verdict) -> collections.Counter:
+    counters = collections.Counter()
+    count_verdict(lambda n, a=1: counters.update({n: a}), None, 0, verdict)
+    return +counters
 
 
 def dedupe(pages, min_sentences=3):
@@ -18,7 +30,7 @@ def dedupe(pages, min_sentences=3):
         owners.add(page)
     out = []
     for page in pages:
-        kept = keep_owned_lines(page, owners.owned_by(page), min_sentences)
+        kept = keep_owned_lines(page, owners.owned_by(page), min_sentences).page
         if kept is not None:
             out.append(kept)
     return out
@@ -65,15 +77,12 @@ def test_line_owner_is_smallest_md5_url_not_first_seen():
 
 
 def test_dedup_counters_and_empty_page():
-    counters = collections.Counter()
-    def inc(n, a=1):
-        counters.update({n: a})
-
     owners = LineOwners()
     a = Document(url="a", text="Same line.")
     owners.add(a)
-    assert keep_owned_lines(a, set(), 3, inc) is None
-    assert counters == {"line-filtered:global_duplicate": 1, "filtered:empty": 1}
+    verdict = keep_owned_lines(a, set(), 3)
+    assert verdict.page is None
+    assert tally(verdict) == {"line-filtered:global_duplicate": 1, "filtered:empty": 1}
 
 
 def test_line_keys_carried_with_a_page_claim_as_the_page_does():
@@ -94,17 +103,15 @@ def test_line_keys_carried_with_a_page_claim_as_the_page_does():
 
 
 def test_a_page_owning_nothing_is_counted_without_its_text():
-    """count_page_owning_nothing records what dedupe_page_lines records for a page that owns
-    none of its lines (the pipeline's path that never unpacks such a page)."""
-    from c4forge.corpus.line_dedup import count_page_owning_nothing, dedupe_page_lines
+    """page_owning_nothing decides what keep_owned_lines decides for a page that owns none of
+    its lines (the pipeline's path that never unpacks such a page)."""
+    from c4forge.corpus.line_dedup import page_owning_nothing
 
     for text in ("Same line.", "Grüße.\nSame line.\nSame line.\n", ""):
         page = Document(url="a", text=text)
-        full, short = collections.Counter(), collections.Counter()
-        assert dedupe_page_lines(page, set(), 3, lambda n, a=1, c=full: c.update({n: a})) is None
-        count_page_owning_nothing(len(text.split("\n")), len(text.encode()),
-                                  lambda n, a=1, c=short: c.update({n: a}))
-        assert +full == +short
+        full = keep_owned_lines(page, set(), 3)
+        assert full.page is None
+        assert tally(full) == tally(page_owning_nothing(len(text.split("\n"))))
 
 
 def test_normalize_url():
@@ -175,25 +182,25 @@ def test_badwords_filter_tfds_case():
     ]
     languages = ["en", "en", "en-latin", "en", "es", "es", "de"]
     expected = [True, False, False, False, True, False, True]
-    keep = BadwordsFilter({"en": ["ass"], "es": ["culo"]})
+    keep = kept_by(BadwordsFilter({"en": ["ass"], "es": ["culo"]}))
     assert [keep(badwords_page(padding + f, lang)) for f, lang in zip(finals, languages)] == expected
 
 
 def test_soft_badwords_filter():
-    keep = BadwordsFilter({"": ["bad"]}, fraction=0.5)
+    keep = kept_by(BadwordsFilter({"": ["bad"]}, fraction=0.5))
     assert keep(badwords_page("good page", "", "filtered.url.com"))
     assert not keep(badwords_page("bad page", "", "filtered.url.com"))
     assert keep(badwords_page("bad page", "", "unfiltered.url.com"))
 
 
 def test_no_space_languages_match_inside_words():
-    keep = BadwordsFilter({"zh": ["坏"], "en": ["bad"]})
+    keep = kept_by(BadwordsFilter({"zh": ["坏"], "en": ["bad"]}))
     assert not keep(badwords_page("这是坏的", "zh"))
     assert keep(badwords_page("badminton is fun", "en"))
 
 
 def test_regex_special_characters_are_escaped():
-    keep = BadwordsFilter({"en": ["a.b", "c+"]})
+    keep = kept_by(BadwordsFilter({"en": ["a.b", "c+"]}))
     assert keep(badwords_page("axb and cc", "en"))
     assert not keep(badwords_page("see a.b here", "en"))
 
@@ -203,7 +210,7 @@ def test_badword_lists_from_shared_dir():
     words = load_badwords(str(directory), ["en", "de", "xx"])
     assert set(words) == {"en", "de"}
     assert len(words["en"]) > 300 and "" not in words["en"]
-    keep = BadwordsFilter(words)
+    keep = kept_by(BadwordsFilter(words))
     assert keep(badwords_page("I asked for assistance with my cutlass today.", "en"))
 
 

@@ -34,11 +34,12 @@ def test_model_loaded_once_per_process():
 
 def test_language_filter_threshold_and_languages():
     keep_en = langid.LanguageFilter(("en",), threshold=0.5)
-    page = keep_en(Document(text=ENGLISH))
-    assert page.language == "en" and page.language_score > 0.5
-    assert keep_en(Document(text=GERMAN)) is None
-    assert langid.LanguageFilter(("en",), threshold=1.01)(Document(text=ENGLISH)) is None
-    assert langid.LanguageFilter((), threshold=0.5)(Document(text=GERMAN)).language == "de"
+    verdict = keep_en(Document(text=ENGLISH))
+    assert verdict.page.language == "en" and verdict.page.language_score > 0.5
+    assert verdict.outcome == "passed" and [c.name for c in verdict.counts] == ["passed:en"]
+    assert keep_en(Document(text=GERMAN)).outcome == "filtered:ignored_language"
+    assert langid.LanguageFilter(("en",), threshold=1.01)(Document(text=ENGLISH)).outcome == "filtered:low_confidence"
+    assert langid.LanguageFilter((), threshold=0.5)(Document(text=GERMAN)).page.language == "de"
 
 
 def test_self_check_runs_predict_in_a_fresh_process():

@@ -11,7 +11,7 @@ from apache_beam.runners.portability.fn_api_runner import fn_runner
 from c4forge.corpus.config import build_config
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS, clusters_in_memory
 from c4forge.pipelines.build import run_build
-from c4forge.pipelines.c4 import connected_components
+from c4forge.pipelines.near_dedup import connected_components
 from tests.wetfiles import record, wet_file
 
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]

@@ -365,7 +365,8 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
     md5(url)), batched by the owner's page bucket, and no line is lost or named twice."""
     from c4forge.corpus.document import Document
     from c4forge.corpus.line_dedup import LineOwners, line_key, url_rank
-    from c4forge.pipelines.c4 import ClaimLinesFn, LineOwnersFn, digest_bucket
+    from c4forge.pipelines.dofns import digest_bucket
+    from c4forge.pipelines.line_dedup import ClaimLinesFn, LineOwnersFn
 
     lines = [f"Line number {i} of a page that shares some of its lines." for i in range(12)]
     pages = [Document(url=f"http://site{p}.example/{p}", text="\n".join(lines[p:p + 5] + lines[p % 3::4]))
@@ -431,10 +432,10 @@ def test_batched_shuffles_keep_documents_and_counters(tmp_path, monkeypatch, ove
     (issue 29): any bucket count and any batch size, with URL dedup, line dedup or both, gives
     the single-process chain's documents and counters (the revisited page of crawl_files keeps
     its newest crawl)."""
-    from c4forge.pipelines import c4
+    from c4forge.pipelines import dofns
 
     if batch_bytes is not None:
-        monkeypatch.setattr(c4, "BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr(dofns, "BATCH_BYTES", batch_bytes)
     cfg = build_config("c4", badwords=str(DEMO_BADWORDS), overrides=overrides)
     paths = crawl_files(tmp_path) + [str(SAMPLE)]
     pipeline = BeamTestPipeline(argv=IN_MEMORY)
@@ -449,7 +450,7 @@ def test_batched_shuffles_keep_documents_and_counters(tmp_path, monkeypatch, ove
 
 
 def test_batcher_flushes_at_its_limit_and_keeps_order():
-    from c4forge.pipelines.c4 import Batcher
+    from c4forge.pipelines.dofns import Batcher
 
     batcher = Batcher(limit=10)
     assert batcher.add(1, "a", 4) == [] and batcher.add(2, "b", 4) == [] and batcher.add(1, "c", 1) == []

@@ -31,6 +31,7 @@ from c4forge.corpus.samples import (
 )
 from c4forge.corpus.shards import export_corpus, iter_corpus_documents, read_manifest, write_corpus
 from c4forge.corpus.urls import normalize_url
+from c4forge.corpus.verdict import count_verdict
 from c4forge.corpus.wet import iter_file_documents
 from tests.conftest import ROOT, shared_path
 
@@ -43,12 +44,11 @@ def _crawl_pages():
         yield from iter_file_documents(str(path))
 
 
-def _counting():
+def _counted(verdict) -> Counter:
+    """The counters a verdict makes in its step's namespace."""
     counts: Counter = Counter()
-
-    def inc(name, amount=1):
-        counts[name] += amount
-    return counts, inc
+    count_verdict(lambda name, amount=1: counts.update({name: amount}), None, 0, verdict)
+    return counts
 
 
 def test_clean_line_fates_agree_with_clean_page_on_every_real_page():
@@ -59,8 +59,8 @@ def test_clean_line_fates_agree_with_clean_page_on_every_real_page():
     pages = dropped_by_line = 0
     for page in _crawl_pages():
         pages += 1
-        counts, inc = _counting()
-        cleaned = clean_page(page, rules, inc)
+        verdict = clean_page(page, rules)
+        cleaned, counts = verdict.page, _counted(verdict)
         lines, fates, trigger = line_fates(page.text, rules)
         assert len(lines) == len(page.text.splitlines())
         reasons = Counter(f for f in (fates if trigger is None else fates[:trigger]) if f)
@@ -75,15 +75,15 @@ def test_clean_line_fates_agree_with_clean_page_on_every_real_page():
 
 def test_line_dedup_fates_agree_with_keep_owned_lines():
     config = build_config("c4", near_dedup=False)
-    pages = [p for p in (clean_page(p) for p in _crawl_pages()) if p is not None]
+    pages = [v.page for v in (clean_page(p) for p in _crawl_pages()) if v.kept]
     owners = LineOwners()
     for page in pages:
         owners.add(page)
     global_lines = 0
     for page in pages:
         owned = owners.owned_by(page)
-        counts, inc = _counting()
-        kept = keep_owned_lines(page, owned, config.dedupe_min_sentences, inc)
+        verdict = keep_owned_lines(page, owned, config.dedupe_min_sentences)
+        kept, counts = verdict.page, _counted(verdict)
         lines, fates, trigger = dedup_fates(page, owned)
         assert trigger is None
         assert Counter(f for f in fates if f) == Counter(

@@ -1,0 +1,94 @@
+"""The corpus written on Beam: pages split (train/validation), assigned to shards and each
+shard written by one worker into the staging directory (corpus/shards.py's format)."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from c4forge.corpus.document import Document, from_bytes, to_bytes
+from c4forge.corpus.shards import (
+    DEFAULT_DOCS_PER_SHARD,
+    DEFAULT_SHARD_FORMAT,
+    counting_extractors,
+    document_row,
+    shard_key,
+    shard_name,
+    shard_stats,
+    write_shard,
+)
+from c4forge.corpus.urls import split_of
+from c4forge.pipelines.dofns import SHUFFLE_COMPRESSION, Counting
+from c4forge.pipelines.progress import ProgressReporter
+
+NS_OUTPUT = "output"
+
+
+class WriteShardFn(Counting, beam.DoFn):
+    """((split, index, count), pages) -> one shard file in the staging directory (and the
+    documents written, to the build's progress: pipelines/progress.py)."""
+
+    def __init__(self, staging: str, shard_format: str, metadata: dict,
+                 progress_dir: Optional[str] = None) -> None:
+        self.staging = staging
+        self.shard_format = shard_format
+        self.metadata = metadata
+        self.progress_dir = progress_dir
+        self.reporter: Optional[ProgressReporter] = None
+
+    def setup(self) -> None:
+        if self.progress_dir:
+            self.reporter = ProgressReporter(self.progress_dir)
+
+    def process(self, element):
+        (split, index, count), pages = element
+        # (url, packed page) pairs: sorted by url without unpacking, then unpacked one batch at
+        # a time as the shard is written, so a worker holds the shard's packed pages, not its rows
+        pages = sorted(pages, key=lambda pair: pair[0])
+        extractors: dict[str, int] = {}
+        rows = counting_extractors((document_row(from_bytes(packed)) for _, packed in pages), extractors)
+        name = shard_name(split, index, count, self.shard_format)
+        path = FileSystems.join(self.staging, name)
+        text_bytes = write_shard(path, rows, create=FileSystems.create,
+                                 rename=lambda a, b: FileSystems.rename([a], [b]),
+                                 metadata=self.metadata)
+        stats = shard_stats(len(pages), text_bytes, extractors)
+        handle = FileSystems.create(path + ".json")
+        handle.write(json.dumps(stats).encode("utf-8"))
+        handle.close()
+        inc = self.inc_for(NS_OUTPUT)
+        inc(f"{split}:documents", len(pages))
+        inc(f"{split}:bytes", text_bytes)
+        if self.reporter:
+            self.reporter.documents_written(len(pages))
+        yield name, stats
+
+
+def _packed_with_url(kv):
+    """(key, Document) -> (key, (url, bytes)): a shard's pages sort by url while packed."""
+    return kv[0], (kv[1].url, to_bytes(kv[1], SHUFFLE_COMPRESSION))
+
+
+def _assign_shard(page: Document, counts: dict[str, int], docs_per_shard: int,
+                  fixed: Optional[int], per_mille: int):
+    split = split_of(page.normalized_url, per_mille)
+    return tuple(shard_key(page.normalized_url, split, counts.get(split, 0), docs_per_shard, fixed)), page
+
+
+def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
+                 num_shards: Optional[int] = None, per_mille: int = 1,
+                 shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None,
+                 progress_dir: Optional[str] = None):
+    """Split and shard the pages; returns a PCollection of (file name, stats)."""
+    counts = (pages
+              | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url, per_mille), 1))
+              | "count per split" >> beam.CombinePerKey(sum))
+    return (pages
+            | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
+                                         docs_per_shard=docs_per_shard, fixed=num_shards,
+                                         per_mille=per_mille)
+            | "pack pages for shards" >> beam.Map(_packed_with_url)
+            | "group shards" >> beam.GroupByKey()
+            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, progress_dir)))
