@@ -69,7 +69,9 @@ def manifest_stats(manifest: dict) -> dict:
             unit = "records" if counter.startswith("skipped") else "pages kept despite a hit"
         removed.append({"step": namespace, "rule": counter, "count": counters[name], "unit": unit})
     steps = []
-    for ns in STAGE_ORDER:
+    # every step that counted bytes, in chain order (a chain's own page steps after C4's)
+    for ns in sorted({name.split("/", 1)[0] for name in counters if name.endswith("/bytes-in")},
+                     key=lambda ns: _stage_key(f"{ns}/")):
         if f"{ns}/bytes-in" in counters:
             b_in, b_out = counters[f"{ns}/bytes-in"], counters.get(f"{ns}/bytes-out", 0)
             steps.append({"step": ns, "bytes_in": b_in, "bytes_out": b_out,

@@ -10,7 +10,7 @@ from c4forge.core.counters import Counters
 from c4forge.corpus import chain
 from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.report import page_flow
+from c4forge.corpus.report import manifest_stats, page_flow
 from c4forge.corpus.verdict import drop, keep
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
@@ -59,6 +59,10 @@ def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
     assert toy_counters["toy-filter/passed"] > 0
     assert toy_counters == {k: v for k, v in local_counters.items() if k.startswith("toy-filter/")}
     assert {k: v for k, v in beam_counters.items() if not k.startswith("output/")} == local_counters
+    stats = manifest_stats({"counters": beam_counters, "config": {"preset": "c4"}})  # corpus stats
+    assert {"step": "toy-filter", "rule": "filtered:few_lines", "unit": "pages",
+            "count": toy_counters["toy-filter/filtered:few_lines"]} in stats["removed"]
+    assert "toy-filter" in [step["step"] for step in stats["bytes_per_step"]]
     assert 0 < len(local) < len(baseline)
     assert {d.text for d in local} != {d.text for d in baseline}
     if after == "bad-words":  # the last page step: every kept page lost exactly its last line

@@ -35,6 +35,7 @@ from c4forge.core.outdir import (
     read_manifest_json,
 )
 from c4forge.tokenizer.formats import read_token_manifest
+from c4forge.tokenizer.load import TokenizerError, load_tokenizer
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 from c4forge.train.data import mixture_entries
 from c4forge.train.models import build_model
@@ -218,10 +219,6 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
     """Copy the tokenizer's own files into RUN/tokenizer (once; atomically: a temporary folder
     renamed into place), so a run exports and evaluates after being moved or copied to another
     machine. Returns the copy's path, or None if the tokenizer directory is gone."""
-    from c4forge.tokenizer.train import (  # lazy: pyarrow (corpus shards), only for the tokenizer's files
-        TokenizerError,
-        load_tokenizer,
-    )
 
     target = os.path.join(run_dir, RUN_TOKENIZER)
     if os.path.exists(os.path.join(target, "c4forge-tokenizer.json")):

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from c4forge.core import progress
 from c4forge.core.errors import C4forgeError
 from c4forge.core.settings import apply_settings
+from c4forge.tokenizer.load import load_tokenizer
 from c4forge.train.checkpoint import load_model, run_tokenizer_dir
 from c4forge.train.config import MaskingConfig
 from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments
@@ -360,9 +361,6 @@ def evaluate_checkpoint(checkpoint: str, *, data: Sequence[str] = (), split: str
     """Everything ``train eval`` and the ablation measure of one checkpoint: each item of ``data``
     (a token directory, scored on ``split``; or a raw text file, bits per byte) and the zero-shot
     ``tasks``. Returns ``{checkpoint, objective, seq_len, data: {item: metrics}, tasks}``."""
-    from c4forge.tokenizer.train import (
-        load_tokenizer,  # lazy: pyarrow (corpus shards), only for the tokenizer's files
-    )
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model, config = load_model(checkpoint, device)

@@ -20,6 +20,7 @@ import torch
 from c4forge.core.io import current_umask
 from c4forge.core.outdir import OutputKind, hook_from_env, resolve, write_directory
 from c4forge.tokenizer.hf import hf_tokenizer_files
+from c4forge.tokenizer.load import load_tokenizer, tokenizer_user_symbols
 from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
 
 _NAMES = {
@@ -79,10 +80,6 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
     whose own files alone are replaced."""
     from safetensors.torch import save_file
 
-    from c4forge.tokenizer.train import (  # lazy: pyarrow (corpus shards), only for the tokenizer's files
-        load_tokenizer,
-        tokenizer_user_symbols,
-    )
 
     model, config = load_model(checkpoint)
     objective = config.get("objective", "causal")

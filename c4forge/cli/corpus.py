@@ -45,6 +45,7 @@ from c4forge.corpus.sniff import check_input_formats
 from c4forge.corpus.steps import PageSteps
 from c4forge.corpus.urls import split_of
 from c4forge.corpus.wet import STRICT_SKIPS
+from c4forge.pipelines.engines.java import java_executable
 from c4forge.pipelines.estimate import estimate, report
 
 STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
@@ -374,10 +375,6 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
     inputs = input_paths(inputs, more_inputs)
     config = make_config(**config_args)
     if runner != "DirectRunner":
-        from c4forge.pipelines.engines.jars import (
-            java_executable,  # lazy: apache_beam, only for `corpus estimate` on an engine
-        )
-
         java_executable(f"--runner {runner}")
     paths = expand_inputs(inputs) if inputs else []
     if crawl:

@@ -14,26 +14,26 @@ import hashlib
 import io
 import json
 import os
-import re
-import shutil
-import subprocess
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import requests
 from apache_beam.version import __version__ as BEAM_VERSION
 
-from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write, file_sha256, shown_place
+from c4forge.pipelines.engines.java import (  # noqa: F401 - also jars' names
+    MIN_JAVA,
+    EngineError,
+    java_executable,
+    java_version,
+)
 
 LOCKS = Path(__file__).resolve().parent / "locks"
 MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 REPOSITORY_ENV = "C4FORGE_MAVEN_REPOSITORY"  # a mirror of Maven Central (URL)
 CACHE_ENV = "C4FORGE_ENGINE_CACHE"           # where the jars go (default ~/.cache/c4forge/engines)
-MIN_JAVA = 11
 # slf4j-simple (the job servers' and Flink's logger here): time-stamped lines, warnings and up
 LOG_PROPERTIES = ("-Dorg.slf4j.simpleLogger.showDateTime=true",
                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
@@ -45,10 +45,6 @@ SPARK_OPENS = ("java.base/java.lang", "java.base/java.lang.invoke", "java.base/j
                "java.base/java.util", "java.base/java.util.concurrent",
                "java.base/java.util.concurrent.atomic", "java.base/sun.nio.ch",
                "java.base/sun.nio.cs", "java.base/sun.security.action", "java.base/sun.util.calendar")
-
-
-class EngineError(C4forgeError, RuntimeError):
-    """A Flink or Spark run cannot start: no Java, a jar that cannot be fetched or is corrupt."""
 
 
 class EngineUsageError(EngineError):
@@ -216,29 +212,3 @@ def launcher_jar(lock: Lock, log=None, add_opens: tuple[str, ...] = ()) -> Path:
 
 def classpath(lock: Lock, log=None) -> str:
     return os.pathsep.join(str(p) for p in fetch_jars(lock, log))
-
-
-def java_executable(purpose: str) -> str:
-    """The ``java`` to run (JAVA_HOME's, else the PATH's), checked to be new enough."""
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.isfile(java):
-        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer and none was found "
-                          "(install a JDK, e.g. `apt install openjdk-17-jre-headless`, or set JAVA_HOME)")
-    version = java_version(java)
-    if version is not None and version < MIN_JAVA:
-        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer; {java} is Java {version} "
-                          "(set JAVA_HOME to a newer JDK)")
-    return java
-
-
-def java_version(java: str) -> Optional[int]:
-    try:
-        shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
-    if not found:
-        return None
-    major = int(found.group(1))
-    return int(found.group(2) or 0) if major == 1 else major

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from c4forge.core import progress as bars
 from c4forge.core.settings import apply_settings
+from c4forge.tokenizer.load import load_tokenizer
 from c4forge.train.checkpoint import load_model, run_tokenizer_dir
 from c4forge.train.config import ModelConfig
 from c4forge.train.finetune.classifier import Classifier
@@ -85,9 +86,6 @@ def _predict(clf: Classifier, sequences: list[list[int]], regression: bool, batc
 def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneConfig, seed: int,
                   device: str = "cpu", progress: Optional[Callable[[], None]] = None) -> dict:
     """Fine-tune a fresh copy of ``checkpoint`` on one task with one seed; validation metrics."""
-    from c4forge.tokenizer.train import (
-        load_tokenizer,  # lazy: pyarrow (corpus shards), only for the tokenizer's files
-    )
 
     started = time.perf_counter()
     torch.manual_seed(seed)

@@ -10,6 +10,7 @@ import numpy as np
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import resolve
+from c4forge.tokenizer.load import load_tokenizer
 from c4forge.train.data.batch import IGNORE, Batch
 
 __all__ = ["IGNORE", "Batch", "Objective", "ObjectiveError", "Vocabulary"]
@@ -80,9 +81,6 @@ def load_vocabulary(tokenizer_dir: str) -> Vocabulary:
     """The Vocabulary of a c4forge tokenizer directory."""
     import sentencepiece as spm
 
-    from c4forge.tokenizer.train import (
-        load_tokenizer,  # lazy: pyarrow (corpus shards), only for the tokenizer's files
-    )
 
     _, info = load_tokenizer(tokenizer_dir)
     sp = spm.SentencePieceProcessor(model_file=resolve(tokenizer_dir, info, "tokenizer.model"))
