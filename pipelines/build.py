@@ -455,7 +455,20 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
     if str(state).split(".")[-1] not in ("DONE", "None"):
         raise BuildError(f"pipeline finished in state {state}; {output} is unchanged")
     counters = counters_of(result)
-    elapsed = time.time() - started
+    _check_counters(counters, output, cc_rounds, strict, log)
+    extra = {"engine": engine_info} if engine_info else {}
+    manifest = corpus_manifest(config, inputs, counters, runner,
+                               command or sys.argv, seconds=round(time.time() - started, 1),
+                               docs_per_shard=docs_per_shard, num_shards=num_shards,
+                               cc_rounds=cc_rounds, input_bytes=sum(input_bytes.values()), **extra)
+    manifest.update(shard_format=shard_format, versions=versions(),
+                    splits=split_summary(_staged_shards(fs, staging)),
+                    **_merged_samples(fs, staging, parts, config))
+    return full_manifest(manifest)
+
+
+def _check_counters(counters: dict, output: str, cc_rounds: int, strict: bool, log) -> None:
+    """Warn when near-dedup did not converge; under --strict, refuse what it names."""
     unconverged = counters.get("near-dedup/unconverged-nodes", 0)
     if unconverged:
         log(f"warning: near-dedup did not converge in {cc_rounds} rounds ({unconverged:,} "
@@ -465,26 +478,22 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
     if problem:
         raise BuildError(f"--strict: {problem}; {output} is unchanged")
 
-    files = {}
-    for name in fs.listdir(staging):
-        if parse_shard_name(name):
-            files[name] = json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
 
-    samples = {}
-    if parts:
-        document = merge_sample_parts(parts, config.rule_samples)
-        fs.write_text(FileSystems.join(staging, SAMPLES_FILE), dump_samples(document))
-        fs.remove(parts)
-        samples["rule_samples"] = samples_entry(document)
+def _staged_shards(fs: BeamFS, staging: str) -> dict:
+    """Each shard the workers wrote to ``staging``, with the stats written beside it."""
+    return {name: json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
+            for name in fs.listdir(staging) if parse_shard_name(name)}
 
-    read_bytes = sum(input_bytes.values())
-    extra = {"engine": engine_info} if engine_info else {}
-    manifest = corpus_manifest(config, inputs, counters, runner,
-                               command or sys.argv, seconds=round(elapsed, 1),
-                               docs_per_shard=docs_per_shard, num_shards=num_shards,
-                               cc_rounds=cc_rounds, input_bytes=read_bytes, **extra)
-    manifest.update(shard_format=shard_format, versions=versions(), splits=split_summary(files), **samples)
-    return full_manifest(manifest)
+
+def _merged_samples(fs: BeamFS, staging: str, parts: Optional[str], config: CorpusConfig) -> dict:
+    """The workers' rule-sample parts merged into one file in ``staging`` (the parts removed);
+    its manifest entry, or nothing when none were recorded."""
+    if not parts:
+        return {}
+    document = merge_sample_parts(parts, config.rule_samples)
+    fs.write_text(FileSystems.join(staging, SAMPLES_FILE), dump_samples(document))
+    fs.remove(parts)
+    return {"rule_samples": samples_entry(document)}
 
 
 def split_beam_args(tokens: Sequence[str]) -> tuple:

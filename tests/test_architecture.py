@@ -138,3 +138,49 @@ def test_train_config_loads_no_corpus_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env=env, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+MAX_FUNCTION_LINES = 60
+MAX_LAZY_IMPORTS = 10
+
+
+def _functions_and_lazy_imports():
+    """(function, lines) for every function of the package, and every import of the project's
+    own modules made inside a function, with its source lines."""
+    functions, lazy = [], []
+    for name, path in modules().items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            functions.append((f"{path.relative_to(ROOT)}:{node.lineno} {node.name}",
+                              node.end_lineno - node.lineno + 1))
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Import):
+                    own = any(a.name.startswith("c4forge") for a in sub.names)
+                elif isinstance(sub, ast.ImportFrom):
+                    own = bool(sub.level) or (sub.module or "").startswith("c4forge")
+                else:
+                    continue
+                if own:
+                    lazy.append((f"{path.relative_to(ROOT)}:{sub.lineno}",
+                                 "\n".join(lines[sub.lineno - 1:sub.end_lineno])))
+    return functions, sorted(set(lazy))
+
+
+def test_no_product_function_is_longer_than_a_screen():
+    """Functions of the installed package fit in 60 lines: longer ones are split into named
+    steps (docs/architecture.md, "Style")."""
+    functions, _ = _functions_and_lazy_imports()
+    long = [f"{where} ({n} lines)" for where, n in functions if n > MAX_FUNCTION_LINES]
+    assert not long, "\n".join(long)
+
+
+def test_lazy_imports_of_our_own_modules_are_few_and_say_why():
+    """An import inside a function hides a dependency from the reader: at most ten, each with a
+    ``# lazy:`` comment saying what it spares (an extra's package, start-up time)."""
+    _, lazy = _functions_and_lazy_imports()
+    unexplained = [where for where, source in lazy if "# lazy:" not in source]
+    assert not unexplained, "in-function imports without a '# lazy:' reason:\n" + "\n".join(unexplained)
+    assert len(lazy) <= MAX_LAZY_IMPORTS, "\n".join(where for where, _ in lazy)

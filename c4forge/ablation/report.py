@@ -427,13 +427,26 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     with atomic_write(os.path.join(directory, "results.json")) as handle:
         json.dump(summary, handle, indent=2)
     charts = plot(summary, runs, directory)
-    names = list(summary["variants"])
-    metrics = []
+    lines = (_variants_section(spec, summary) + _result_section(spec, summary)
+             + ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts])
+    with atomic_write(os.path.join(directory, "report.md")) as handle:
+        handle.write("\n".join(lines) + "\n")
+    return {"format": REPORT_KIND.format, "version": 1,
+            "files": ["report.md", "results.json", *charts]}
+
+
+def _metrics_of(summary: dict) -> list[str]:
+    """Every metric any variant has, in first-seen order."""
+    metrics: list[str] = []
     for entry in summary["variants"].values():
-        for m in entry["metrics"]:
-            if m not in metrics:
-                metrics.append(m)
+        metrics += [m for m in entry["metrics"] if m not in metrics]
+    return metrics
+
+
+def _variants_section(spec: AblationSpec, summary: dict) -> list[str]:
+    """The report's head: how the variants were trained, and one row per variant."""
     entries = summary["variants"].values()
+    metrics = _metrics_of(summary)
     trained = {e.get("train_tokens", spec.max_tokens) for e in entries}
     text_mb = [e.get("train_bytes", 0) / 1e6 for e in entries]
     if summary.get("budget", "tokens") == "bytes":
@@ -451,14 +464,19 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
              "over seeds; bits per byte and losses are lower-is-better, accuracy and GLUE higher-is-better.", "",
              "| variant | preset | train docs | validation docs | bytes/token | tokens trained | text MB trained | " + " | ".join(metrics) + " |",
              "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(metrics)]
-    for name in names:
-        e = summary["variants"][name]
+    for name, e in summary["variants"].items():
         cells = [_fmt(e["metrics"].get(m, {}).get("mean"), e["metrics"].get(m, {}).get("std")) for m in metrics]
         tokens_trained = e.get("train_tokens", spec.max_tokens)
         lines.append(f"| {name} | {e['preset']} | {e['documents'].get('train', 0):,} | "
                      f"{e['documents'].get('validation', 0):,} | {e['bytes_per_token']} | {tokens_trained:,} | "
                      f"{e.get('train_bytes', 0) / 1e6:.2f} | " + " | ".join(cells) + " |")
-    lines += ["", "## Result", ""]
+    return lines
+
+
+def _result_section(spec: AblationSpec, summary: dict) -> list[str]:
+    """The verdicts on the headline metrics, and the sections that qualify them."""
+    entries, metrics = summary["variants"].values(), _metrics_of(summary)
+    lines = ["", "## Result", ""]
     headline, pairs, tests = headline_tests(summary)
     lines.append("Verdicts on the held-out headline metrics (clean text not drawn from any variant, "
                  "and GLUE), each from a paired t-test over seeds at the 5% level (scipy), with the "
@@ -491,11 +509,7 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     lines += budget_section(summary, headline, pairs)
     if summary.get("sequential"):
         lines += sequential_section(summary["sequential"])
-    lines += ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts]
-    with atomic_write(os.path.join(directory, "report.md")) as handle:
-        handle.write("\n".join(lines) + "\n")
-    return {"format": REPORT_KIND.format, "version": 1,
-            "files": ["report.md", "results.json", *charts]}
+    return lines
 
 
 def plot(summary: dict, runs, directory: str) -> list[str]:
@@ -508,8 +522,16 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    files = [_plot_loss_curves(plt, runs, directory)]
+    metrics = []
+    for entry in summary["variants"].values():
+        metrics += [m for m, v in entry["metrics"].items() if m not in metrics and v.get("mean") is not None]
+    if metrics:
+        files.append(_plot_final_metrics(plt, summary, metrics, directory))
+    return files
 
-    files = []
+
+def _plot_loss_curves(plt, runs, directory: str) -> str:
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     for name, seeds in runs.items():
         curves = {}
@@ -532,41 +554,38 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
     fig.tight_layout()
     fig.savefig(os.path.join(directory, "loss_curves.png"), bbox_inches="tight")
     plt.close(fig)
-    files.append("loss_curves.png")
+    return "loss_curves.png"
 
+
+def _plot_final_metrics(plt, summary: dict, metrics: list[str], directory: str) -> str:
     names = list(summary["variants"])
-    metrics = []
-    for entry in summary["variants"].values():
-        metrics += [m for m, v in entry["metrics"].items() if m not in metrics and v.get("mean") is not None]
-    if metrics:
-        cols = min(3, len(metrics))
-        rows = -(-len(metrics) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), dpi=120, squeeze=False)
-        for k, metric in enumerate(metrics):
-            ax = axes[k // cols][k % cols]
-            for i, name in enumerate(names):
-                m = summary["variants"][name]["metrics"].get(metric)
-                if not m or m.get("mean") is None:
-                    continue
-                n = len(m["values"])
-                half = t_quantile(0.975, n - 1) * m["std"] / n ** 0.5 if n > 1 else 0.0
-                ax.errorbar([m["mean"]], [i], xerr=[[half], [half]], fmt="o", capsize=4)
-                ax.plot(m["values"], [i] * n, "x", color="grey", alpha=0.7)
-            ax.set_yticks(range(len(names)))
-            ax.set_yticklabels(names)
-            ax.set_ylim(-0.6, len(names) - 0.4)
-            better = "higher" if next((summary["variants"][v]["metrics"].get(metric, {}).get("higher_is_better")
-                                       for v in names if metric in summary["variants"][v]["metrics"]), False) else "lower"
-            ax.set_title(f"{metric}\n({better} is better)", fontsize=9)
-            ax.grid(axis="x", alpha=0.3)
-        for k in range(len(metrics), rows * cols):
-            axes[k // cols][k % cols].axis("off")
-        fig.suptitle("Mean and 95% interval over seeds (x: each seed)", fontsize=10)
-        fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (3.0 * rows)))  # room for the title above the first row
-        fig.savefig(os.path.join(directory, "final_metrics.png"))
-        plt.close(fig)
-        files.append("final_metrics.png")
-    return files
+    cols = min(3, len(metrics))
+    rows = -(-len(metrics) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), dpi=120, squeeze=False)
+    for k, metric in enumerate(metrics):
+        ax = axes[k // cols][k % cols]
+        for i, name in enumerate(names):
+            m = summary["variants"][name]["metrics"].get(metric)
+            if not m or m.get("mean") is None:
+                continue
+            n = len(m["values"])
+            half = t_quantile(0.975, n - 1) * m["std"] / n ** 0.5 if n > 1 else 0.0
+            ax.errorbar([m["mean"]], [i], xerr=[[half], [half]], fmt="o", capsize=4)
+            ax.plot(m["values"], [i] * n, "x", color="grey", alpha=0.7)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names)
+        ax.set_ylim(-0.6, len(names) - 0.4)
+        better = "higher" if next((summary["variants"][v]["metrics"].get(metric, {}).get("higher_is_better")
+                                   for v in names if metric in summary["variants"][v]["metrics"]), False) else "lower"
+        ax.set_title(f"{metric}\n({better} is better)", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    for k in range(len(metrics), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.suptitle("Mean and 95% interval over seeds (x: each seed)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (3.0 * rows)))  # room for the title above the first row
+    fig.savefig(os.path.join(directory, "final_metrics.png"))
+    plt.close(fig)
+    return "final_metrics.png"
 
 
 def metric_reader(kind: str, key: str, objective: str):

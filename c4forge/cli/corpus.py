@@ -53,6 +53,20 @@ STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is s
                "default such files are counted skips and their good records kept.")
 
 
+def _shards():
+    """corpus/shards.py, loaded where a command first needs it."""
+    from c4forge.corpus import (
+        shards,  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
+    )
+    return shards
+
+
+def _build():
+    """pipelines/build.py, loaded where `corpus build` needs it."""
+    from c4forge.pipelines import build  # lazy: apache_beam (the [beam] extra), only for `corpus build`
+    return build
+
+
 class StrictModeError(C4forgeError):
     """``--strict`` and an input file was skipped or cut short: nothing was written."""
 
@@ -219,25 +233,19 @@ def check_jsonl_target(path: str, overwrite: bool) -> None:
 def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
     """Apply the output-directory rule before the work starts, not after it (the writer
     claims the directory again when it writes)."""
-    from c4forge.corpus.shards import (
-        CORPUS_KIND,  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
-    )
+    shards = _shards()
 
-    claim(directory, CORPUS_KIND, overwrite, fs or LOCAL)
+    claim(directory, shards.CORPUS_KIND, overwrite, fs or LOCAL)
 
 
 def _write_clean_outputs(documents, *, config, paths, counters, started, output, output_dir,
                          overwrite, shard_format="arrow", samples=None) -> None:
     if output_dir:
-        from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
-            corpus_manifest,
-            write_corpus,
-        )
-
-        manifest = corpus_manifest(config, paths, counters.as_dict(),
+        shards = _shards()
+        manifest = shards.corpus_manifest(config, paths, counters.as_dict(),
                                    "single process (corpus clean)", ["corpus", *sys.argv[1:]],
                                    seconds=round(time.perf_counter() - started, 1))
-        write_corpus(output_dir, documents, manifest,
+        shards.write_corpus(output_dir, documents, manifest,
                      validation_per_mille=config.validation_per_mille, overwrite=overwrite,
                      hook=hook_from_env(), shard_format=shard_format, samples=samples)
     if not output:
@@ -291,20 +299,15 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
                   workers, docs_per_shard, num_shards, cc_rounds, strict, extra,
                   **config_args) -> None:
     """`corpus build` (BUILD_HELP: the chain's order rendered from corpus/chain.py)."""
-    from c4forge.pipelines.build import (  # lazy: apache_beam, only for `corpus build`
-        BuildError,
-        run_build,
-        runner_and_args,
-        split_beam_args,
-    )
+    build = _build()
 
     try:
-        more_inputs, beam_args = split_beam_args(extra)
-    except BuildError as exc:
+        more_inputs, beam_args = build.split_beam_args(extra)
+    except build.BuildError as exc:
         raise click.UsageError(str(exc)) from exc
     # the runner and its options, before any network or disk work (a usage error is exit 2
     # whatever else is wrong, e.g. bad-word lists that cannot be downloaded)
-    runner_and_args(runner, beam_args, Console.verbose, workers)
+    build.runner_and_args(runner, beam_args, Console.verbose, workers)
     inputs = list(inputs) + more_inputs
     config = make_config(**config_args)
     paths = expand_inputs(inputs) if inputs else []
@@ -314,16 +317,14 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     if not paths:
         raise click.UsageError("give --input files or --crawl")
     check_input_formats(paths, config.read)
-    from c4forge.pipelines.build import BeamFS  # lazy: apache_beam, only for `corpus build`
-
     lock_outputs(output)
-    refuse_early(output, overwrite, BeamFS())
+    refuse_early(output, overwrite, build.BeamFS())
     if config.badwords_fraction > 0:
         _ = PageSteps(config).badwords_filter  # fail before the pipeline starts, not in a worker
 
 
     with filtered_stderr():
-        manifest = run_build(paths, output, config, runner=runner, beam_args=beam_args,
+        manifest = build.run_build(paths, output, config, runner=runner, beam_args=beam_args,
                              strict=strict, overwrite=overwrite, docs_per_shard=docs_per_shard,
                              num_shards=num_shards, cc_rounds=cc_rounds,
                              shard_format=shard_format, command=["corpus", *sys.argv[1:]],
@@ -409,15 +410,12 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
 def export_command(source, output, shard_format, overwrite) -> None:
     """Convert a corpus to another shard format without rebuilding it: the same documents in the
     same shards, and the same manifest."""
-    from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
-        export_corpus,
-        manifest_files,
-    )
+    shards = _shards()
 
     lock_outputs(output)
-    manifest = export_corpus(source, output, shard_format, overwrite=overwrite, hook=hook_from_env())
+    manifest = shards.export_corpus(source, output, shard_format, overwrite=overwrite, hook=hook_from_env())
     documents = sum(info["documents"] for info in manifest["splits"].values())
-    say(f"{documents:,} documents in {len(manifest_files(manifest))} {shard_format} shard(s) -> {output}")
+    say(f"{documents:,} documents in {len(shards.manifest_files(manifest))} {shard_format} shard(s) -> {output}")
 
 
 def one_directory(given, positional) -> str:
@@ -435,11 +433,9 @@ def one_directory(given, positional) -> str:
 def stats_command(given, positional, as_json) -> None:
     """What every rule removed, in pages, lines and bytes, from a corpus's manifest."""
     directory = one_directory(given, positional)
-    from c4forge.corpus.shards import (
-        read_manifest,  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
-    )
+    shards = _shards()
 
-    manifest = read_manifest(directory)
+    manifest = shards.read_manifest(directory)
     if as_json:
         click.echo(json.dumps(manifest_stats(manifest), indent=2))
     else:
@@ -461,7 +457,11 @@ def inspect_command(directories, output, as_text, overwrite) -> None:
     language, domain, length and near-duplicate cluster; with two corpora (C4 and
     C4-unfiltered, two extractors), the pages one kept and the other did not and the lines one
     removed, struck out in their page."""
-    from c4forge.corpus.inspect import html_report, inspect, text_report  # lazy: pyarrow
+    from c4forge.corpus.inspect import (  # lazy: pyarrow (shards), only for `corpus inspect`
+        html_report,
+        inspect,
+        text_report,
+    )
 
     if len(directories) > 2:
         raise click.UsageError("give one corpus directory, or two to compare")
@@ -500,20 +500,16 @@ def inspect_command(directories, output, as_text, overwrite) -> None:
 @output_options
 def show_command(given, positional, count, split, chars) -> None:
     """Print sample documents of a corpus."""
-    from c4forge.corpus.shards import (  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
-        CorpusFormatError,
-        iter_corpus_documents,
-        read_manifest,
-    )
+    shards = _shards()
 
     directory = one_directory(given, positional)
-    splits = read_manifest(directory)["splits"]
+    splits = shards.read_manifest(directory)["splits"]
     if not (splits.get(split) or {}).get("documents"):
         known = ", ".join(f"{name} {(info or {}).get('documents', 0):,}"
                           for name, info in splits.items())
-        raise CorpusFormatError(f"split {split!r} of {directory} holds no documents "
+        raise shards.CorpusFormatError(f"split {split!r} of {directory} holds no documents "
                                 f"(documents per split: {known or 'none'})")
-    for i, doc in enumerate(iter_corpus_documents(directory, split)):
+    for i, doc in enumerate(shards.iter_corpus_documents(directory, split)):
         if i >= count:
             break
         text = doc["text"] if len(doc["text"]) <= chars else doc["text"][:chars] + " [...]"

@@ -29,6 +29,12 @@ CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", require
                           help="A run directory, its checkpoints/ directory, or one step directory.")
 
 
+def _stage():
+    """The train stage's entry points (train/commands.py), loaded where a command needs them."""
+    from c4forge.train import commands  # lazy: torch: `train --help` starts without it
+    return commands
+
+
 def human(key: str, value) -> str:
     """One metric as people read it: 4 significant digits, thousands separators, and what a
     missing MFU means."""
@@ -64,7 +70,7 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
     --set optim.lr=3e-4 data.batch_size=16.
 
     Under torchrun (several processes) it runs DDP (or FSDP2 with distributed=fsdp)."""
-    from c4forge.train.trainer import train  # lazy: torch: `train --help` starts without it
+    stage = _stage()
 
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
@@ -76,7 +82,7 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
     config = build_train_config(config_file, settings)
     if os.environ.get("RANK", "0") == "0":  # under torchrun the ranks share one run directory
         lock_outputs(config.out_dir)
-    last = train(config, resume=resume, overwrite=overwrite, log=say)
+    last = stage.train(config, resume=resume, overwrite=overwrite, log=say)
     if last:
         say("final: " + ", ".join(human(k, v) for k, v in last.items()))
 
@@ -103,12 +109,12 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
     import json
 
-    from c4forge.train.evaluate import evaluate_checkpoint  # lazy: torch: `train --help` starts without it
+    stage = _stage()
 
     names = _task_names(tasks)
     if names and not eval_dir:
         raise click.UsageError("--tasks needs --eval-dir")
-    results = evaluate_checkpoint(checkpoint, data=data, split=split, tasks=names, eval_dir=eval_dir,
+    results = stage.evaluate_checkpoint(checkpoint, data=data, split=split, tasks=names, eval_dir=eval_dir,
                                   limit=limit, seed=seed, seq_len=seq_len, tokenizer_dir=tokenizer_dir)
     name = results["objective"]
     rows = [f"objective {name}", "", "| data | loss | perplexity | bits/byte | tokens |", "|---|---:|---:|---:|---:|"]
@@ -126,12 +132,12 @@ def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit,
 
 
 def _task_names(tasks: str):
-    from c4forge.train.evaluate import TASK_FILES  # lazy: torch: `train --help` starts without it
+    stage = _stage()
 
-    names = list(TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
-    unknown = [t for t in names if t not in TASK_FILES]
+    names = list(stage.TASK_FILES) if tasks == "all" else [t for t in tasks.split(",") if t]
+    unknown = [t for t in names if t not in stage.TASK_FILES]
     if unknown:
-        raise click.UsageError(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_FILES)}")
+        raise click.UsageError(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(stage.TASK_FILES)}")
     return names
 
 
@@ -150,17 +156,14 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
     """Write lm-eval-harness tasks for the same items `train eval --tasks` scores, to
     cross-check an export: `lm_eval --model hf --model_args pretrained=EXPORT --include_path
     DIR --tasks c4forge`."""
-    from c4forge.train.lm_eval_tasks import (  # lazy: torch: `train --help` starts without it
-        GROUP,
-        write_lm_eval_tasks,
-    )
+    stage = _stage()
 
     lock_outputs(output)
-    counts = write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit=limit, seed=seed,
+    counts = stage.write_lm_eval_tasks(eval_dir, output, _task_names(tasks), limit=limit, seed=seed,
                                  overwrite=overwrite)
     say(f"wrote {len(counts)} tasks ({sum(counts.values()):,} items) to {output}: "
         f"lm_eval --model hf --model_args pretrained=EXPORT,dtype=float32 --include_path {output} "
-        f"--tasks {GROUP}")
+        f"--tasks {stage.GROUP}")
 
 
 @cli.command("finetune")
@@ -185,10 +188,7 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 
     import torch
 
-    from c4forge.train.finetune.run import (  # lazy: torch: `train --help` starts without it
-        run_glue,
-        task_configs,
-    )
+    stage = _stage()
 
     names = list(TASKS) if tasks == "glue" else [t.strip() for t in tasks.split(",") if t.strip()]
     unknown = [t for t in names if t not in TASKS]
@@ -200,9 +200,9 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
     except ValueError as exc:
         raise click.UsageError(f"--seeds/--lr: {exc}") from exc
     settings = load_yaml_mapping(config_file) if config_file else {}
-    configs = task_configs(names, merge_settings(settings, parse_overrides(overrides)))
+    configs = stage.task_configs(names, merge_settings(settings, parse_overrides(overrides)))
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    result = run_glue(checkpoint, names, glue_dir, configs, seeds=seed_list, lrs=lr_list,
+    result = stage.run_glue(checkpoint, names, glue_dir, configs, seeds=seed_list, lrs=lr_list,
                       device=device, log=say)
     rows = ["| task | lr | metric(s), mean ± std over seeds | score |", "|---|---:|---|---:|"]
     for task, s in result["tasks"].items():
@@ -225,10 +225,10 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:
     """Write a transformers Llama model (safetensors, config.json, tokenizer) for HF tools and
     lm-eval-harness."""
-    from c4forge.train.export import export_hf  # lazy: torch: `train --help` starts without it
+    stage = _stage()
 
     lock_outputs(output)
-    path = export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
+    path = stage.export_hf(checkpoint, output, tokenizer_dir, overwrite=overwrite)
     say(f"exported to {path}: load with transformers.AutoModelForCausalLM.from_pretrained({path!r})")
 
 

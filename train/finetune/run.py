@@ -83,10 +83,20 @@ def _predict(clf: Classifier, sequences: list[list[int]], regression: bool, batc
     return out
 
 
+def _optimizer(clf: torch.nn.Module, config: FinetuneConfig, total: int, warmup: int):
+    """AdamW with weight decay on matrices only, and a linear warmup then linear decay to 0."""
+    decay = [p for p in clf.parameters() if p.dim() >= 2]
+    rest = [p for p in clf.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": rest, "weight_decay": 0.0}], lr=config.lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+    return optimizer, schedule
+
+
 def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneConfig, seed: int,
                   device: str = "cpu", progress: Optional[Callable[[], None]] = None) -> dict:
     """Fine-tune a fresh copy of ``checkpoint`` on one task with one seed; validation metrics."""
-
     started = time.perf_counter()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -109,12 +119,7 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
     per_epoch = math.ceil(len(train_x) / config.batch_size)
     total = max(1, per_epoch * config.epochs, config.min_steps)
     warmup = max(1, int(total * config.warmup_share))
-    decay = [p for p in clf.parameters() if p.dim() >= 2]
-    rest = [p for p in clf.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": rest, "weight_decay": 0.0}], lr=config.lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+    optimizer, schedule = _optimizer(clf, config, total, warmup)
     losses: list[float] = []
     while len(losses) < total:
         order = rng.permutation(len(train_x))
