@@ -12,7 +12,7 @@ the record parser (corpus/records.py) drops the record it was reading.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Optional
 
 from c4forge.core.counters import IncFn
@@ -106,9 +106,7 @@ def decompressed_pieces(raw, inc: IncFn, options: ReadOptions
         return
 
     src = _CompressedInput(raw, first)
-    while True:
-        if not src.ensure(1):
-            return
+    while src.ensure(1):
         if not (src.ensure(len(GZIP_MAGIC)) and src.startswith(GZIP_MAGIC)):
             found = src.find(GZIP_MAGIC, src.pos + 1)
             inc("skipped:junk_between_members")
@@ -119,41 +117,7 @@ def decompressed_pieces(raw, inc: IncFn, options: ReadOptions
             continue
 
         member_pos = src.keep = src.pos
-        decomp = zlib.decompressobj(31)
-        produced = 0
-        outcome = "need_input"
-        while outcome == "need_input":
-            if not src.ensure(1):
-                outcome = "truncated"
-                break
-            if src.keep is not None and src.pos - member_pos >= RESYNC_WINDOW:
-                src.keep = None  # too far into one member to rescan it: let the bytes go
-            start = src.pos - src.base
-            end = min(start + FEED_CHUNK, len(src.buf))
-            left = 0  # bytes of this feed that are not part of the member
-            with memoryview(src.buf) as view, view[start:end] as fed:
-                data = fed
-                while True:
-                    try:
-                        out = decomp.decompress(data, OUT_CHUNK)
-                    except zlib.error:
-                        outcome = "corrupt"
-                        break
-                    if out:
-                        produced += len(out)
-                        if produced > options.max_member_bytes:
-                            outcome = "too_large"
-                            left = len(decomp.unconsumed_tail)
-                            break
-                        yield member_pos, out
-                    if decomp.eof:
-                        left = len(decomp.unused_data)
-                        outcome = "done"
-                        break
-                    data = decomp.unconsumed_tail
-                    if not data:
-                        break
-            src.pos += end - start - left
+        outcome = yield from _member_pieces(src, member_pos, options)
 
         rescan = src.keep is not None
         src.keep = None
@@ -177,3 +141,44 @@ def decompressed_pieces(raw, inc: IncFn, options: ReadOptions
         if found < 0:
             return
         src.pos = found
+
+
+def _member_pieces(src: _CompressedInput, member_pos: int, options: ReadOptions
+                   ) -> Generator[tuple[int, bytes], None, str]:
+    """The pieces of the gzip member at ``member_pos``, decompressed as its bytes arrive; returns
+    how it ended: "done", "truncated" (the file ended inside it), "too_large" or "corrupt"."""
+    decomp = zlib.decompressobj(31)
+    produced = 0
+    outcome = "need_input"
+    while outcome == "need_input":
+        if not src.ensure(1):
+            return "truncated"
+        if src.keep is not None and src.pos - member_pos >= RESYNC_WINDOW:
+            src.keep = None  # too far into one member to rescan it: let the bytes go
+        start = src.pos - src.base
+        end = min(start + FEED_CHUNK, len(src.buf))
+        left = 0  # bytes of this feed that are not part of the member
+        with memoryview(src.buf) as view, view[start:end] as fed:
+            data = fed
+            while True:
+                try:
+                    out = decomp.decompress(data, OUT_CHUNK)
+                except zlib.error:
+                    outcome = "corrupt"
+                    break
+                if out:
+                    produced += len(out)
+                    if produced > options.max_member_bytes:
+                        outcome = "too_large"
+                        left = len(decomp.unconsumed_tail)
+                        break
+                    yield member_pos, out
+                if decomp.eof:
+                    left = len(decomp.unused_data)
+                    outcome = "done"
+                    break
+                data = decomp.unconsumed_tail
+                if not data:
+                    break
+        src.pos += end - start - left
+    return outcome

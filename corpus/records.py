@@ -21,6 +21,10 @@ from c4forge.corpus.warc import WarcRecord, header_block_fields, length_value
 MAX_HEADER_BYTES = 1 << 20
 
 
+# What a parser state's handler says next (``_RecordParser._parse``).
+WAIT, AGAIN, NEXT = "wait", "again", "next"
+
+
 class ParserState(enum.Enum):
     SEEK = "looking for the next WARC/ line"
     HEADER = "reading a record's header block"
@@ -103,89 +107,118 @@ class _RecordParser:
         return offset
 
     def _parse(self, final: bool) -> Iterator[WarcRecord]:
+        """The records complete in the buffer. Each state's handler moves the parser on and
+        says what next: WAIT (more bytes are needed), AGAIN (start over from the new state) or,
+        falling through, the next state's check in this pass."""
         while True:
-            if self.state == ParserState.SEEK:
-                idx = self._find_record_start()
-                if idx < 0:
-                    keep = 8
-                    if len(self.buf) > keep:
-                        if self.buf[: len(self.buf) - keep].strip():
-                            self.junk = True
-                        self._drop(len(self.buf) - keep)
-                    return
-                if self.buf[:idx].strip():
-                    self.junk = True
-                if self.junk:
-                    self.inc("skipped:junk")
-                    self.junk = False
-                self._drop(idx)
-                self.record_pos = self.buf_pos
-                self.state = ParserState.HEADER
+            if self.state == ParserState.SEEK and self._seek() is WAIT:
+                return
             if self.state == ParserState.HEADER:
-                end, sep = self._header_end()
-                if end < 0:
-                    if len(self.buf) > MAX_HEADER_BYTES:
-                        self.inc("skipped:bad_header")
-                        self._drop(5)
-                        self.state = ParserState.SEEK
-                        continue
+                step = self._header()
+                if step is WAIT:
                     return
-                if not self._parse_headers(bytes(self.buf[:end])):
-                    self.inc("skipped:bad_header")
-                    self._drop(5)
-                    self.state = ParserState.SEEK
+                if step is AGAIN:
                     continue
-                self._drop(end + sep)
-                self.scanned = 0
-                if self.length > self.options.max_record_bytes:
-                    self.inc("skipped:record_too_large")
-                    self.discard = self.length
-                    self.state = ParserState.DISCARD
-                else:
-                    self.state = ParserState.BODY
             if self.state == ParserState.DISCARD:
-                # Skip the over-long record's bytes, but stop at the next record header inside
-                # them: a Content-Length far larger than the body must not swallow the records
-                # that follow it.
-                cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
-                if 0 <= cut <= self.discard:
-                    self._drop(cut)
-                    self.discard = 0
-                    self.state = ParserState.SEEK
-                    continue
-                n = min(self.discard, max(0, len(self.buf) - _HEADER_OVERLAP))
-                if final:
-                    n = min(self.discard, len(self.buf))
-                self._drop(n)
-                self.discard -= n
-                self.scanned = len(self.buf)
-                if self.discard:
+                if self._discard(final) is WAIT:
                     return
-                self.state = ParserState.SEEK
                 continue
             if self.state == ParserState.BODY:
-                if len(self.buf) < self.length:
-                    # Not all bytes yet: if the next record already starts inside what we
-                    # hold, Content-Length was wrong; cut here instead of waiting (possibly
-                    # to the end of the file, losing every record after this one).
-                    cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
-                    self.scanned = len(self.buf)
-                    if cut >= 0:
-                        self._drop(cut)
-                        self._truncated()
-                        continue
+                record = self._body()
+                if record is WAIT:
                     return
-                body = bytes(self.buf[: self.length])
-                cut = _overrun(body)
-                if cut >= 0:
-                    # Content-Length ran into the next record: this one is truncated.
-                    self._drop(cut)
-                    self._truncated()
-                    continue
-                self._drop(self.length)
+                if record is not AGAIN:
+                    yield record
+
+    def _seek(self):
+        """To the next record's start (what comes before it, if not blank, is counted junk)."""
+        idx = self._find_record_start()
+        if idx < 0:
+            keep = 8
+            if len(self.buf) > keep:
+                if self.buf[: len(self.buf) - keep].strip():
+                    self.junk = True
+                self._drop(len(self.buf) - keep)
+            return WAIT
+        if self.buf[:idx].strip():
+            self.junk = True
+        if self.junk:
+            self.inc("skipped:junk")
+            self.junk = False
+        self._drop(idx)
+        self.record_pos = self.buf_pos
+        self.state = ParserState.HEADER
+        return NEXT
+
+    def _header(self):
+        """The record's headers: a bad or endless header block is counted and skipped."""
+        end, sep = self._header_end()
+        if end < 0:
+            if len(self.buf) > MAX_HEADER_BYTES:
+                self.inc("skipped:bad_header")
+                self._drop(5)
                 self.state = ParserState.SEEK
-                yield WarcRecord(self.record_type, self.headers, body, self.source,
-                                 self._member_offset(self.record_pos))
+                return AGAIN
+            return WAIT
+        if not self._parse_headers(bytes(self.buf[:end])):
+            self.inc("skipped:bad_header")
+            self._drop(5)
+            self.state = ParserState.SEEK
+            return AGAIN
+        self._drop(end + sep)
+        self.scanned = 0
+        if self.length > self.options.max_record_bytes:
+            self.inc("skipped:record_too_large")
+            self.discard = self.length
+            self.state = ParserState.DISCARD
+        else:
+            self.state = ParserState.BODY
+        return NEXT
+
+    def _discard(self, final: bool):
+        """Skip an over-long record's bytes, but stop at the next record header inside them: a
+        Content-Length far larger than the body must not swallow the records that follow it."""
+        cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
+        if 0 <= cut <= self.discard:
+            self._drop(cut)
+            self.discard = 0
+            self.state = ParserState.SEEK
+            return AGAIN
+        n = min(self.discard, max(0, len(self.buf) - _HEADER_OVERLAP))
+        if final:
+            n = min(self.discard, len(self.buf))
+        self._drop(n)
+        self.discard -= n
+        self.scanned = len(self.buf)
+        if self.discard:
+            return WAIT
+        self.state = ParserState.SEEK
+        return AGAIN
+
+    def _body(self):
+        """The record, once its Content-Length bytes are in; cut short where the next record
+        already starts inside them (Content-Length was wrong)."""
+        if len(self.buf) < self.length:
+            # Not all bytes yet: if the next record already starts inside what we hold,
+            # Content-Length was wrong; cut here instead of waiting (possibly to the end of
+            # the file, losing every record after this one).
+            cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
+            self.scanned = len(self.buf)
+            if cut >= 0:
+                self._drop(cut)
+                self._truncated()
+                return AGAIN
+            return WAIT
+        body = bytes(self.buf[: self.length])
+        cut = _overrun(body)
+        if cut >= 0:  # Content-Length ran into the next record: this one is truncated
+            self._drop(cut)
+            self._truncated()
+            return AGAIN
+        self._drop(self.length)
+        self.state = ParserState.SEEK
+        return WarcRecord(self.record_type, self.headers, body, self.source,
+                          self._member_offset(self.record_pos))
 
     def _find_record_start(self) -> int:
         buf = self.buf

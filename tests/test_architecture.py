@@ -148,7 +148,7 @@ def _functions_and_lazy_imports():
     """(function, lines) for every function of the package, and every import of the project's
     own modules made inside a function, with its source lines."""
     functions, lazy = [], []
-    for name, path in modules().items():
+    for path in modules().values():
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
         for node in ast.walk(ast.parse(text)):

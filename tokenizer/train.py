@@ -128,7 +128,6 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if not split.get("documents"):
         raise TokenizerError(f"corpus {corpus} has no documents in split {config.split!r}: "
                              "nothing to train on")
-
     try:  # refuse before spending time on training
         target = claim(output, TOKENIZER_KIND, overwrite)
     except OutputError as exc:
@@ -137,32 +136,38 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if config.vocab_size < minimum:
         raise TokenizerError(f"--vocab-size {config.vocab_size} is too small: the specials and the "
                              f"256 byte pieces alone need {minimum - 1}")
-
     stats = {"documents": 0, "bytes": 0, "lines": 0, "empty_documents": 0}
-    proto = io.BytesIO()
     started = time.time()
+    model = _train_model(_sampled(corpus, config, split["bytes"], stats), config, stats,
+                         num_threads or os.cpu_count() or 1)
+    if stats["documents"] == 0:
+        raise TokenizerError(f"no non-empty documents sampled from {corpus}")
+    info = {**dataclasses.asdict(config),
+            "corpus": {"path": os.path.abspath(corpus), "preset": manifest["config"].get("preset"),
+                       "manifest_sha256": file_sha256(manifest_path(corpus))},
+            "sample": stats, "train_seconds": round(time.time() - started, 2),
+            "sentencepiece": spm.__version__}
+    return _write_tokenizer(target, model, config, info)
+
+
+def _train_model(lines: Iterator[str], config: TokenizerConfig, stats: dict, num_threads: int) -> bytes:
+    """The SentencePiece model trained on ``lines`` (its settings: the module doc), or one clear
+    error saying which setting to change."""
+    import sentencepiece as spm
+
+    proto = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=_sampled(corpus, config, split["bytes"], stats),
-            model_writer=proto,
-            model_type=config.model_type,
-            vocab_size=config.vocab_size,
-            byte_fallback=True,
-            split_digits=True,
-            normalization_rule_name="identity",
-            remove_extra_whitespaces=False,
-            add_dummy_prefix=True,
-            allow_whitespace_only_pieces=True,
+            sentence_iterator=lines, model_writer=proto, model_type=config.model_type,
+            vocab_size=config.vocab_size, byte_fallback=True, split_digits=True,
+            normalization_rule_name="identity", remove_extra_whitespaces=False,
+            add_dummy_prefix=True, allow_whitespace_only_pieces=True,
             character_coverage=config.character_coverage,
             pad_id=SPECIAL_IDS["pad"], bos_id=SPECIAL_IDS["bos"],
             eos_id=SPECIAL_IDS["eos"], unk_id=SPECIAL_IDS["unk"],
             user_defined_symbols=user_symbols(config.t5_sentinels),
-            max_sentence_length=config.max_line_bytes,
-            input_sentence_size=0,
-            shuffle_input_sentence=False,
-            num_threads=num_threads or os.cpu_count() or 1,
-            minloglevel=2,
-        )
+            max_sentence_length=config.max_line_bytes, input_sentence_size=0,
+            shuffle_input_sentence=False, num_threads=num_threads, minloglevel=2)
     except RuntimeError as exc:
         text = str(exc)
         if "smaller than required_chars" in text:
@@ -180,37 +185,32 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
                 f"support {config.vocab_size:,} pieces: {text.strip()} Use a smaller --vocab-size or "
                 "a larger corpus/--sample-bytes.") from exc
         raise TokenizerError(f"sentencepiece training failed: {text.strip()}") from exc
-    if stats["documents"] == 0:
-        raise TokenizerError(f"no non-empty documents sampled from {corpus}")
-    seconds = time.time() - started
+    return proto.getvalue()
 
+
+def _write_tokenizer(target, model: bytes, config: TokenizerConfig, info: dict) -> dict:
+    """The tokenizer directory written atomically (model, vocab, the HF files, the settings)."""
     with writing(target, hook_from_env()) as staged:
         staging = staged.path
         model_path = os.path.join(staging, MODEL_FILE)
         with open(model_path, "wb") as handle:
-            handle.write(proto.getvalue())
+            handle.write(model)
         with open(os.path.join(staging, VOCAB_FILE), "w", encoding="utf-8") as handle:
-            handle.write(_vocab_text(proto.getvalue()))
+            handle.write(_vocab_text(model))
         hf_files = hf_tokenizer_files(model_path, config.model_type, user_symbols(config.t5_sentinels))
         for name, text in hf_files.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as handle:
                 handle.write(text)
-        info = {
-            "format": FORMAT, "version": VERSION,
-            "files": [MODEL_FILE, VOCAB_FILE, *hf_files],
-            **dataclasses.asdict(config),
+        staged.manifest = {
+            "format": FORMAT, "version": VERSION, "files": [MODEL_FILE, VOCAB_FILE, *hf_files],
+            **{k: v for k, v in info.items() if k not in ("corpus", "sample", "train_seconds", "sentencepiece")},
             "special_ids": dict(SPECIAL_PIECES) | {
                 f"<extra_id_{i}>": len(SPECIAL_PIECES) + i for i in range(config.t5_sentinels)},
             "normalization": "identity", "remove_extra_whitespaces": False,
             "add_dummy_prefix": True, "byte_fallback": True, "split_digits": True,
-            "corpus": {"path": os.path.abspath(corpus), "preset": manifest["config"].get("preset"),
-                       "manifest_sha256": file_sha256(manifest_path(corpus))},
-            "sample": stats,
-            "train_seconds": round(seconds, 2),
-            "sentencepiece": spm.__version__,
+            **{k: info[k] for k in ("corpus", "sample", "train_seconds", "sentencepiece")},
             "model_sha256": file_sha256(model_path),
         }
-        staged.manifest = info
     assert staged.result is not None
     return staged.result
 
