@@ -20,7 +20,7 @@ from c4forge.pipelines.engines.jars import (
     java_executable,
     load_lock,
 )
-from c4forge.pipelines.engines.processes import Service, Services, free_port, get_json
+from c4forge.pipelines.engines.processes import LocalCluster, Service, Services, free_port, get_json
 
 CLUSTER_LOCK = "flink-1.19-cluster"
 BEAM_LOCK = "flink-1.19-job-server"
@@ -55,7 +55,7 @@ def embedded_conf(folder: str, slots: int, managed_mb: int, restart_attempts: in
 
 
 @dataclass
-class FlinkCluster:
+class FlinkCluster(LocalCluster):
     """``taskmanagers`` TaskManagers of ``slots`` slots and ``taskmanager_mb`` MB each (Flink's
     process size: heap, managed memory for sorting and spilling, network buffers, overhead).
     Spill files go under ``folder``. A failed task is retried (``restart_attempts``)."""
@@ -77,9 +77,6 @@ class FlinkCluster:
     rest_port: int = field(init=False, default=0)
     _taskmanager_count: int = field(init=False, default=0)
 
-    def __post_init__(self) -> None:
-        self.services = Services(os.path.join(self.folder, "logs"))
-
     @property
     def master(self) -> str:
         return f"127.0.0.1:{self.rest_port}"
@@ -87,17 +84,6 @@ class FlinkCluster:
     @property
     def parallelism(self) -> int:
         return self.taskmanagers * self.slots
-
-    def __enter__(self) -> FlinkCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.services.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.services.stop()
 
     def _write_conf(self) -> str:
         conf = os.path.join(self.folder, "conf")

@@ -138,3 +138,29 @@ def get_json(url: str) -> dict:
     response = requests.get(url, timeout=5)
     response.raise_for_status()
     return response.json()
+
+
+class LocalCluster:
+    """The lifecycle both engines' standalone clusters share: their processes are the
+    ``services`` (logs under ``folder``/logs), started by ``start`` on entering and stopped on
+    leaving, also when starting fails half-way (no JVM outlives the block that started it)."""
+
+    folder: str
+    services: Services
+
+    def __post_init__(self) -> None:
+        self.services = Services(os.path.join(self.folder, "logs"))
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.services.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.services.stop()

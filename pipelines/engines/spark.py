@@ -18,7 +18,7 @@ from c4forge.pipelines.engines.jars import (
     java_executable,
     load_lock,
 )
-from c4forge.pipelines.engines.processes import Services, free_port, get_json
+from c4forge.pipelines.engines.processes import LocalCluster, Services, free_port, get_json
 
 CLUSTER_LOCK = "spark-3.5-cluster"
 SPARK_VERSION = "3.5.7"
@@ -26,7 +26,7 @@ MODULE_OPTIONS = [f"--add-opens={module}=ALL-UNNAMED" for module in SPARK_OPENS]
 
 
 @dataclass
-class SparkCluster:
+class SparkCluster(LocalCluster):
     """``workers`` workers offering ``cores`` cores and ``worker_mb`` MB of executor memory each;
     shuffle and spill files go under ``folder``."""
 
@@ -39,23 +39,9 @@ class SparkCluster:
     port: int = field(init=False, default=0)
     ui_port: int = field(init=False, default=0)
 
-    def __post_init__(self) -> None:
-        self.services = Services(os.path.join(self.folder, "logs"))
-
     @property
     def master(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> SparkCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.services.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.services.stop()
 
     def spark_home(self) -> str:
         """A SPARK_HOME whose jars/ links the pinned jars: workers build executor classpaths
