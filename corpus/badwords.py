@@ -8,7 +8,6 @@ naming ``--badwords``.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import urllib.error
@@ -21,8 +20,8 @@ from typing import Optional
 import ahocorasick
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import atomic_write_bytes
 from c4forge.corpus.document import Document
+from c4forge.corpus.downloads import cached_download
 from c4forge.corpus.urls import md5_int
 from c4forge.corpus.verdict import Count, Verdict, drop, keep
 
@@ -40,26 +39,16 @@ class BadwordsUnavailable(C4forgeError, RuntimeError):
     """The list could not be read (no network, wrong path)."""
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("C4FORGE_CACHE", Path.home() / ".cache" / "c4forge"))
-
-
 def _fetch(url: str, timeout: float = 30.0) -> bytes:
-    """Download once into the cache (atomic write), then read from the cache."""
-    target = cache_dir() / "badwords" / hashlib.sha1(url.encode()).hexdigest()
-    if target.exists():
-        return target.read_bytes()
+    """Download once into the cache (corpus/downloads.py), then read from the cache."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            data = response.read()
+        return cached_download(url, "badwords", timeout)
     except (urllib.error.URLError, OSError) as exc:
         raise BadwordsUnavailable(
             f"could not download the bad-words list {url} ({exc}). Offline? Pass a local copy "
             "with --badwords DIR (one file per language code, e.g. DIR/en), or switch the "
             "filter off with --badwords-fraction 0."
         ) from exc
-    atomic_write_bytes(str(target), data)
-    return data
 
 
 def _read(source: str, lang: str) -> Optional[bytes]:

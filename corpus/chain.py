@@ -34,15 +34,21 @@ from c4forge.corpus.document import Document
 from c4forge.corpus.samples import Explain
 from c4forge.corpus.steps import (
     NS_BADWORDS,
+    NS_C4_QUALITY,
     NS_CLEAN,
     NS_EXACT,
+    NS_FINEWEB_QUALITY,
+    NS_GOPHER_QUALITY,
+    NS_GOPHER_REPETITION,
     NS_LANG,
     NS_LENGTH,
     NS_LINES,
     NS_NEAR,
     NS_PARAGRAPH,
+    NS_PII,
     NS_READ,
     NS_URL,
+    NS_URL_FILTER,
     PageSteps,
 )
 from c4forge.corpus.verdict import Verdict
@@ -83,6 +89,7 @@ class Step:
     explain: Optional[Explain] = None  # page steps that remove lines: each line's fate (samples)
     twin: str = ""  # corpus-wide steps only: corpus/<twin>.py and pipelines/<twin>.py
     contract: str = ""  # corpus-wide steps only: what both twins do
+    drops_pages: bool = True  # False: a step that only rewrites (PII), allowed after near-dedup
 
     @property
     def clock_name(self) -> str:
@@ -131,6 +138,30 @@ def _badwords(rules: PageSteps, page: Document) -> Verdict:
     return rules.badwords(page)
 
 
+def _url_filter(rules: PageSteps, page: Document) -> Verdict:
+    return rules.url_filter(page)
+
+
+def _gopher_repetition(rules: PageSteps, page: Document) -> Verdict:
+    return rules.gopher_repetition(page)
+
+
+def _gopher_quality(rules: PageSteps, page: Document) -> Verdict:
+    return rules.gopher_quality(page)
+
+
+def _c4_quality(rules: PageSteps, page: Document) -> Verdict:
+    return rules.c4_quality(page)
+
+
+def _fineweb_quality(rules: PageSteps, page: Document) -> Verdict:
+    return rules.fineweb_quality(page)
+
+
+def _pii(rules: PageSteps, page: Document) -> Verdict:
+    return rules.pii(page)
+
+
 def _clean_fates(rules: PageSteps, page: Document):
     return clean_rules.line_fates(page.text, rules.config.rules)
 
@@ -140,8 +171,13 @@ def _badwords_on(config: CorpusConfig) -> bool:
     return config.badwords_fraction > 0
 
 
+def _length_on(config: CorpusConfig) -> bool:
+    """max_page_chars set"""
+    return config.max_page_chars is not None
+
+
 READ = Step("read", NS_READ, Scope.READ, "read WET (or extract WARC HTML)", flow="read")
-LENGTH = page_step("length", NS_LENGTH, _length, "length limit", flow="length ok")
+LENGTH = page_step("length", NS_LENGTH, _length, "length limit", flow="length ok", enabled=_length_on)
 URL_DEDUP = wide_step(
     "url-dedup", NS_URL, Scope.URL_GROUPS, "newest page per normalised URL", "url_dedup",
     "Of the crawls of one normalised URL the newest is kept (equal times: the smallest "
@@ -175,8 +211,38 @@ NEAR_DEDUP = wide_step(
     "count_near_dedup once. Union-find in one process, Hash-to-Min on the engine: the "
     "same labels (tests/test_near_dedup_cc.py).", flow="near dedup", enabled=attrgetter("near_dedup"))
 
-C4_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_DEDUP, PARAGRAPHS, CLEAN, EXACT_DEDUP, LINE_DEDUP,
-                              LANGUAGE, BADWORDS, NEAR_DEDUP)
+URL_FILTER = page_step("url-filter", NS_URL_FILTER, _url_filter, "[URL block lists]", flow="url ok",
+                       enabled=attrgetter("url_filter.on"))
+GOPHER_REPETITION = page_step("gopher-repetition", NS_GOPHER_REPETITION, _gopher_repetition,
+                              "[Gopher repetition]", flow="gopher repetition",
+                              enabled=attrgetter("gopher_repetition.on"))
+GOPHER_QUALITY = page_step("gopher-quality", NS_GOPHER_QUALITY, _gopher_quality, "[Gopher quality]",
+                           flow="gopher quality", enabled=attrgetter("gopher_quality.on"))
+C4_QUALITY = page_step("c4-quality", NS_C4_QUALITY, _c4_quality, "[C4 quality, datatrove's]",
+                       flow="c4 quality", enabled=attrgetter("c4_quality.on"))
+FINEWEB_QUALITY = page_step("fineweb-quality", NS_FINEWEB_QUALITY, _fineweb_quality,
+                            "[FineWeb quality]", flow="fineweb quality",
+                            enabled=attrgetter("fineweb_quality.on"))
+PII = page_step("pii", NS_PII, _pii, "[PII replaced]", enabled=attrgetter("pii.on"),
+                drops_pages=False)
+
+C4_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, PARAGRAPHS, CLEAN, EXACT_DEDUP,
+                              LINE_DEDUP, LANGUAGE, BADWORDS, GOPHER_REPETITION, GOPHER_QUALITY,
+                              FINEWEB_QUALITY, NEAR_DEDUP, PII)
+# MassiveWeb's order (Rae et al. 2021, section A.1.1): quality, then repetition, then dedup.
+GOPHER_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, LANGUAGE, GOPHER_QUALITY,
+                                  GOPHER_REPETITION, EXACT_DEDUP, NEAR_DEDUP, PII)
+# FineWeb's order (datatrove's examples/fineweb.py): URL filter, (extraction), language ID,
+# Gopher repetition, Gopher quality, C4's rules, FineWeb quality, MinHash dedup, PII.
+FINEWEB_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, LANGUAGE, GOPHER_REPETITION,
+                                   GOPHER_QUALITY, C4_QUALITY, FINEWEB_QUALITY, EXACT_DEDUP,
+                                   NEAR_DEDUP, PII)
+CHAINS: dict[str, tuple[Step, ...]] = {"c4": C4_CHAIN, "gopher": GOPHER_CHAIN, "fineweb": FINEWEB_CHAIN}
+
+
+def chain_of(config: CorpusConfig) -> tuple[Step, ...]:
+    """The order of steps ``config`` names (its ``chain`` setting; each preset sets one)."""
+    return CHAINS[config.chain]
 
 
 class ChainError(ValueError):
@@ -187,8 +253,8 @@ def check_chain(chain: Sequence[Step]) -> tuple[Step, ...]:
     """The chain, if it keeps the rules: READ first and only there; names unique; every
     corpus-wide step with a twin; URL dedup, where present, the first corpus-wide step (its
     engine form picks each URL's winner from candidates made where the pages are read,
-    pipelines/url_dedup.py); near-dedup, where present, last (a step after it would change the
-    pages after their clusters were chosen)."""
+    pipelines/url_dedup.py); near-dedup, where present, last but for page steps that never drop
+    a page (PII formatting: a filter after it could drop the page a cluster kept)."""
     if not chain or chain[0].scope is not Scope.READ or any(s.scope is Scope.READ for s in chain[1:]):
         raise ChainError("a chain starts by reading, and reads once")
     names = [step.name for step in chain]
@@ -199,9 +265,10 @@ def check_chain(chain: Sequence[Step]) -> tuple[Step, ...]:
         raise ChainError(f"corpus-wide step {next(s.name for s in wide if not s.twin)} names no twin")
     if any(s.scope is Scope.URL_GROUPS for s in wide) and wide[0].scope is not Scope.URL_GROUPS:
         raise ChainError("url-dedup must be the first corpus-wide step of a chain that has it")
-    if any(s.scope is Scope.CLUSTERS for s in chain) and chain[-1].scope is not Scope.CLUSTERS:
-        raise ChainError("near-dedup ends a chain (a step after it would change the pages "
-                         "after their clusters were chosen)")
+    clusters = [i for i, s in enumerate(chain) if s.scope is Scope.CLUSTERS]
+    if clusters and any(s.drops_pages or s.is_wide() for s in chain[clusters[0] + 1:]):
+        raise ChainError("near-dedup ends a chain but for steps that only rewrite pages (a filter "
+                         "after it could drop the one page its cluster kept)")
     return tuple(chain)
 
 
@@ -242,8 +309,10 @@ class Plan:
         return (*self.first, *(step for segment in self.wide for step in segment.after))
 
 
-def plan(config: CorpusConfig, chain: Sequence[Step] = C4_CHAIN) -> Plan:
-    """Where each enabled step of ``chain`` runs for ``config``."""
+def plan(config: CorpusConfig, chain: Optional[Sequence[Step]] = None) -> Plan:
+    """Where each enabled step of ``chain`` (default: the one ``config`` names) runs for
+    ``config``."""
+    chain = chain_of(config) if chain is None else chain
     first: list[Step] = []
     wide: list[tuple[Step, list[Step]]] = []
     for step in check_chain(chain)[1:]:

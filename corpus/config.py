@@ -24,8 +24,11 @@ from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
 from c4forge.corpus.extract import EXTRACTORS, missing_extractor
 from c4forge.corpus.langid import DEFAULT_THRESHOLD, model_labels
 from c4forge.corpus.minhash import MinHashConfig
+from c4forge.corpus.pii import PiiSettings
+from c4forge.corpus.quality import C4Quality, FineWebQuality, GopherQuality, GopherRepetition
 from c4forge.corpus.read_options import INPUT_FORMATS, ReadOptions
 from c4forge.corpus.samples import SampleOptions
+from c4forge.corpus.url_filter import UrlFilter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +57,11 @@ class CorpusConfig:
     read: bounds of the crawl reader.
     rule_samples: what each rule did, sampled for ``corpus inspect`` (corpus/samples.py):
         per_rule (0: none), rate (share of pages traced), seed.
+    chain: which order of steps runs (corpus/chain.py ``CHAINS``: c4, gopher, fineweb); each
+        step of it runs when its own setting is on.
+    url_filter, gopher_repetition, gopher_quality, c4_quality, fineweb_quality, pii: today's
+        rule sets, exact to datatrove 0.10 (corpus/url_filter.py, quality.py, pii.py), each
+        with ``on`` and datatrove's thresholds; off in the C4 presets.
     """
 
     preset: str = "c4"
@@ -76,6 +84,13 @@ class CorpusConfig:
     minhash: MinHashConfig = MinHashConfig()
     read: ReadOptions = ReadOptions()
     rule_samples: SampleOptions = SampleOptions()
+    chain: str = "c4"
+    url_filter: UrlFilter = UrlFilter()
+    gopher_repetition: GopherRepetition = GopherRepetition()
+    gopher_quality: GopherQuality = GopherQuality()
+    c4_quality: C4Quality = C4Quality()
+    fineweb_quality: FineWebQuality = FineWebQuality()
+    pii: PiiSettings = PiiSettings()
 
     @property
     def dedupe_min_sentences(self) -> int:
@@ -113,6 +128,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     # C4's rules on main text extracted from the WARC HTML (FineWeb's starting point) instead
     # of Common Crawl's WET text; every rule at C4's setting (README: "From WARC").
     "c4-warc": {"read": {"input_format": "warc", "extractor": "cascade"}},
+    # MassiveWeb's rules (Rae et al. 2021) after language ID, then exact and MinHash dedup
+    "gopher": {"chain": "gopher", "clean": False, "dedupe_lines": False, "badwords_fraction": 0.0,
+               "gopher_quality": {"on": True}, "gopher_repetition": {"on": True},
+               "dedupe_exact": True},
+    # FineWeb's chain in its order (Penedo et al. 2024; datatrove's examples/fineweb.py)
+    "fineweb": {"chain": "fineweb", "dedupe_urls": False, "max_page_chars": None, "clean": False,
+                "dedupe_lines": False, "badwords_fraction": 0.0, "lid_threshold": 0.65,
+                "url_filter": {"on": True}, "gopher_repetition": {"on": True},
+                "gopher_quality": {"on": True}, "c4_quality": {"on": True},
+                "fineweb_quality": {"on": True}, "pii": {"on": True}},
 }
 
 
@@ -130,7 +155,17 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
     config = apply_settings(config, parse_overrides(overrides))
     config = apply_settings(config, updates or {})
     settings = {k: v for k, v in settings.items() if v is not None}
-    return check_samples(check_languages(check_read_options(apply_settings(config, nest(settings)))))
+    return check_chain_name(check_samples(check_languages(check_read_options(
+        apply_settings(config, nest(settings))))))
+
+
+CHAIN_NAMES = ("c4", "gopher", "fineweb")  # corpus/chain.py CHAINS
+
+
+def check_chain_name(config: CorpusConfig) -> CorpusConfig:
+    if config.chain not in CHAIN_NAMES:
+        raise ConfigError(f"chain={config.chain!r}: choose {', '.join(CHAIN_NAMES)}")
+    return config
 
 
 def check_samples(config: CorpusConfig) -> CorpusConfig:

@@ -14,7 +14,7 @@ from typing import Optional
 from c4forge.core import progress
 from c4forge.core.counters import Counters
 from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
-from c4forge.corpus.chain import C4_CHAIN, Step, plan
+from c4forge.corpus.chain import Step, plan
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import Reservoir
@@ -39,7 +39,7 @@ def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
               steps: PageSteps = None, clock: StageClock | NoClock = NO_CLOCK,
-              chain: Sequence[Step] = C4_CHAIN, samples: Optional[Reservoir] = None) -> list[Document]:
+              chain: Optional[Sequence[Step]] = None, samples: Optional[Reservoir] = None) -> list[Document]:
     """Read, filter and dedup: the steps of ``chain`` in order; returns the surviving documents
     in input order. ``clock`` (a StageClock) collects the CPU seconds of each stage
     (benchmarks/bench_stages.py); ``samples`` collects what every rule did to the traced pages

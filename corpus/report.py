@@ -4,11 +4,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from c4forge.corpus.chain import C4_CHAIN, namespaces
+from c4forge.corpus.chain import CHAINS, namespaces
 from c4forge.corpus.steps import NS_READ
 from c4forge.corpus.wet import STRICT_SKIPS
 
-STAGE_ORDER = namespaces(C4_CHAIN)
+# every chain's namespaces, C4's order first (the others' own steps follow it)
+STAGE_ORDER = tuple(dict.fromkeys(ns for chain in CHAINS.values() for ns in namespaces(chain)))
+FLOW_STEPS = tuple({step.name: step for chain in CHAINS.values() for step in chain[1:]}.values())
 
 
 def _stage_key(name: str) -> tuple:
@@ -40,7 +42,7 @@ def page_flow(counters: Mapping[str, int]) -> dict[str, int]:
     """Pages entering each step, derived from the counters (for a one-line summary)."""
     c = counters.get
     flow = {"read": c(f"{NS_READ}/passed", 0)}
-    for step in C4_CHAIN[1:]:
+    for step in FLOW_STEPS:
         names = [f"{step.namespace}/{passed}" for passed in step.passed]
         if step.flow and any(name in counters for name in names):
             flow[step.flow] = sum(c(name, 0) for name in names)

@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Optional
 
 from c4forge.corpus import clean as clean_rules
-from c4forge.corpus import langid
+from c4forge.corpus import langid, quality
 from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.langid import LanguageFilter
+from c4forge.corpus.pii import format_pii
+from c4forge.corpus.url_filter import UrlBlocklist, load_lists
 from c4forge.corpus.verdict import Verdict, drop, keep
 
 NS_READ = "split-wet-file"
@@ -28,6 +30,12 @@ NS_LINES = "dedupe-lines"
 NS_LANG = "language-filter"
 NS_BADWORDS = "badwords-filter"
 NS_EXACT = "exact-dedup"
+NS_URL_FILTER = "url-filter"
+NS_GOPHER_REPETITION = "gopher-repetition"
+NS_GOPHER_QUALITY = "gopher-quality"
+NS_C4_QUALITY = "c4-quality"
+NS_FINEWEB_QUALITY = "fineweb-quality"
+NS_PII = "pii"
 NS_NEAR = "near-dedup"
 
 
@@ -43,16 +51,26 @@ class PageSteps:
         self.config = config
         self._lid: Optional[LanguageFilter] = None
         self._badwords: Optional[BadwordsFilter] = None
+        self._urls: Optional[UrlBlocklist] = None
 
     def __getstate__(self):
-        return {"config": self.config, "_lid": None, "_badwords": None}
+        return {"config": self.config, "_lid": None, "_badwords": None, "_urls": None}
 
     def setup(self) -> PageSteps:
         """Load the LID model and bad-word lists now (fail early, once per process)."""
         _ = self.language_filter  # the properties load on first use
         if self.config.badwords_fraction > 0:
             _ = self.badwords_filter
+        if self.config.url_filter.on:
+            _ = self.url_blocklist
         return self
+
+    @property
+    def url_blocklist(self) -> UrlBlocklist:
+        if self._urls is None:
+            settings = self.config.url_filter
+            self._urls = UrlBlocklist(load_lists(settings), settings.soft_word_threshold)
+        return self._urls
 
     @property
     def language_filter(self) -> LanguageFilter:
@@ -87,3 +105,21 @@ class PageSteps:
 
     def badwords(self, page: Document) -> Verdict:
         return self.badwords_filter(page)
+
+    def url_filter(self, page: Document) -> Verdict:
+        return self.url_blocklist(page)
+
+    def gopher_repetition(self, page: Document) -> Verdict:
+        return quality.gopher_repetition(page, self.config.gopher_repetition)
+
+    def gopher_quality(self, page: Document) -> Verdict:
+        return quality.gopher_quality(page, self.config.gopher_quality)
+
+    def c4_quality(self, page: Document) -> Verdict:
+        return quality.c4_quality(page, self.config.c4_quality)
+
+    def fineweb_quality(self, page: Document) -> Verdict:
+        return quality.fineweb_quality(page, self.config.fineweb_quality)
+
+    def pii(self, page: Document) -> Verdict:
+        return format_pii(page, self.config.pii)

@@ -12,7 +12,7 @@ from typing import Optional
 
 import apache_beam as beam
 
-from c4forge.corpus.chain import C4_CHAIN, Step, plan
+from c4forge.corpus.chain import Step, plan
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.shards import DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, shard_metadata
@@ -23,7 +23,7 @@ from c4forge.pipelines.wide import BeamJob, Stream, beam_twin, pages_of
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
-             launch_dir: Optional[str] = None, chain: Sequence[Step] = C4_CHAIN,
+             launch_dir: Optional[str] = None, chain: Optional[Sequence[Step]] = None,
              samples_dir: Optional[str] = None):
     """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths:
     ``chain`` compiled into the graph (``progress_dir``: where the reading step reports, see
@@ -44,7 +44,7 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
                 cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
                 progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
                 launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None,
-                chain: Sequence[Step] = C4_CHAIN, samples_dir: Optional[str] = None):
+                chain: Optional[Sequence[Step]] = None, samples_dir: Optional[str] = None):
     """The whole graph on ``pipeline`` (``chain``: corpus/chain.py's steps); returns the (file
     name, stats) PCollection.
     ``recorded``: the config as the manifest records it (``config`` by default), whose hash

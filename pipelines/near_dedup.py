@@ -151,19 +151,20 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
         self.write_samples()
 
     def process(self, element):
+        """Every page of the node: several pages share one id when URL dedup is off and a URL
+        was crawled twice; each gets its node's verdict, as in one process."""
         node, grouped = element
-        pages = [from_bytes(p) for p in grouped["page"]]
-        if not pages:
-            return
         labels = list(grouped["label"])
         sizes = list(grouped["size"])
         size = sizes[0] if sizes else 1
         survives = not labels or labels[0] == node
-        count_near_dedup(self.inc_for(NS_NEAR), text_bytes(pages[0]), survives, size)
-        if survives:
-            yield pages[0].replace(near_dup_cluster_size=size)
-        else:
-            sample_dropped(pages[0], labels[0], self.traced(pages[0].normalized_url), self.samples())
+        for packed_page in grouped["page"]:
+            page = from_bytes(packed_page)
+            count_near_dedup(self.inc_for(NS_NEAR), text_bytes(page), survives, size)
+            if survives:
+                yield page.replace(near_dup_cluster_size=size)
+            else:
+                sample_dropped(page, labels[0], self.traced(page.normalized_url), self.samples())
 
 
 def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[str] = None):

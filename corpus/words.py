@@ -1,0 +1,52 @@
+"""Words and punctuation as datatrove 0.10 counts them (``datatrove.utils.text``: its
+``PUNCTUATION``, ``TERMINAL_PUNCTUATION`` and ``split_into_words``), for the Gopher and FineWeb
+rule sets (corpus/quality.py), whose thresholds are fractions of these counts. The sets are
+datatrove's (Apache-2.0), copied character for character; the English word tokenizer is the one
+datatrove assigns English: spaCy's blank ``en`` tokenizer, its tokens stripped and the empty ones
+left out; sentences are its sentencizer's. A test compares both with datatrove itself on every real page (tests/test_quality.py).
+"""
+from __future__ import annotations
+
+import functools
+
+PUNCTUATION = "!/—”:％１〈&(、━\x5c【#%「」，】；+^]~“《„';’{|∶´[=-`*．（–？！：$～«〉,><》)?）。…@_.\x22}►»\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f\x80\x81\x82\x83\x84\x85\x86\x87\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x91\x92\x93\x94\x95\x96\x97\x98\x99\x9a\x9b\x9c\x9d\x9e\x9f"
+TERMINAL_PUNCTUATION = frozenset("!.?։؝؞؟۔܀܁܂߹࠷࠹࠽࠾।॥၊။።፧፨᙮᜵᜶។៕៖៙៚᠃᠉᥄᥅᪨᪩᪪᪫᭚᭛᭞᭟᭽᭾᰻᰼᱾᱿‼‽⁇⁈⁉⸮⸼⹓⹔。꓿꘎꘏꛳꛷꡶꡷꣎꣏꤯꧈꧉꩝꩞꩟꫰꫱꯫﹒﹖﹗！．？｡\U00010a56\U00010a57\U00010f55\U00010f56\U00010f57\U00010f58\U00010f59\U00010f86\U00010f87\U00010f88\U00010f89\U00011047\U00011048\U000110be\U000110bf\U000110c0\U000110c1\U00011141\U00011142\U00011143\U000111c5\U000111c6\U000111cd\U000111de\U000111df\U00011238\U00011239\U0001123b\U0001123c\U000112a9\U0001144b\U0001144c\U000115c2\U000115c3\U000115c9\U000115ca\U000115cb\U000115cc\U000115cd\U000115ce\U000115cf\U000115d0\U000115d1\U000115d2\U000115d3\U000115d4\U000115d5\U000115d6\U000115d7\U00011641\U00011642\U0001173c\U0001173d\U0001173e\U00011944\U00011946\U00011a42\U00011a43\U00011a9b\U00011a9c\U00011c41\U00011c42\U00011ef7\U00011ef8\U00011f43\U00011f44\U00016a6e\U00016a6f\U00016af5\U00016b37\U00016b38\U00016b44\U00016e98\U0001bc9f\U0001da88")
+PUNCTUATION_SET = frozenset(PUNCTUATION) | TERMINAL_PUNCTUATION
+
+
+@functools.cache
+def _english():
+    """spaCy's blank English pipeline with a sentencizer (datatrove's), once per process."""
+    import spacy  # a second to import: only where a rule that counts words runs
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def _tokens(nlp, text: str):
+    try:
+        return nlp.make_doc(text)
+    except Exception:  # datatrove's workaround: this string breaks spaCy's tokenizer
+        if "IS_ALPHA" not in text:
+            raise
+        return nlp.make_doc(text.replace("IS_ALPHA", ""))
+
+
+def split_into_words(text: str) -> list[str]:
+    """datatrove's ``split_into_words(text, "eng")``: spaCy's English tokens, stripped, the
+    empty ones (whitespace tokens) left out."""
+    nlp = _english()
+    nlp.max_length = len(text) + 10
+    with nlp.memory_zone():
+        return [token for token in (t.text.strip() for t in _tokens(nlp, text)) if token]
+
+
+def count_sentences(text: str) -> int:
+    """How many parts datatrove's ``split_into_sentences(text, "eng")`` gives: the sentences
+    spaCy's sentencizer finds (one for a text without any)."""
+    nlp = _english()
+    nlp.max_length = len(text) + 10
+    with nlp.memory_zone():
+        doc = nlp.get_pipe("sentencizer")(_tokens(nlp, text))
+        return max(1, sum(1 for _ in doc.sents))
