@@ -15,7 +15,7 @@ TORCH_VERSION := 2.13.0
 # c4forge/ is that package, by design (7 lines of noise, every install).
 QUIET_SETUPTOOLS := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: demo test test-slow test-all lint venv venv-hf clean-venv bench fuzz browser docs
+.PHONY: demo test test-slow test-all lint venv venv-hf clean-venv bench fuzz browser docs peers
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -57,7 +57,7 @@ browser:
 # Tests marked `alone` check CPU seconds measured on this machine (corpus estimate's projection);
 # a second test process beside them (one of two cores, or a hyperthread of the same core) inflates
 # them by a varying amount, so they run after the others, one process, nothing beside them.
-test-slow: $(STAMP)
+test-slow: $(STAMP) peers
 	$(PYTEST) -m "slow and not alone" tests
 	$(BIN)/python -m pytest -q -p no:xdist -m "slow and alone" tests
 
@@ -119,14 +119,19 @@ bench:
 	$(BENCH)/bin/pip install -q -e ".[bench]"
 	$(BENCH)/bin/pip install -q fasttext-numpy2-wheel
 	$(BENCH)/bin/python -m c4forge.cli.langid --self-check
+	$(MAKE) peers
+	$(PEERS)/bin/python -m c4forge.cli.langid --self-check
+	$(BENCH)/bin/python benchmarks/run_all.py
+
+# The peers' venv alone (datatrove and its reader beside c4forge without Beam): what `make bench`
+# makes first, and what tests/test_quality.py's exactness test runs datatrove in.
+peers:
 	test -x $(PEERS)/bin/python || $(PY) -m venv $(PEERS)
 	$(PEERS)/bin/pip install -q --upgrade pip
 	$(PEERS)/bin/python benchmarks/peers.py > $(PEERS)/requirements.txt
 	$(PEERS)/bin/pip install -q -r $(PEERS)/requirements.txt
 	$(PEERS)/bin/pip install -q --no-deps -e .
 	$(PEERS)/bin/pip install -q fasttext-numpy2-wheel
-	$(PEERS)/bin/python -m c4forge.cli.langid --self-check
-	$(BENCH)/bin/python benchmarks/run_all.py
 
 clean-venv:
 	rm -rf $(VENV) $(HF_VENV)

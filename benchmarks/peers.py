@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # and JSONL writer; python-magic needs libmagic. fasttext-numpy2-wheel, the fastText build
 # datatrove's LanguageFilter needs, is installed after these (it must overwrite the `fasttext/`
 # folder fasttext-predict installs), here and in .venv-bench, so every row shares one build.
+# spaCy and tldextract come from c4forge's own pins (the same releases as ours: the exactness test
+# of the Gopher, FineWeb and URL filters, tests/test_quality.py, compares datatrove with us).
 PEERS = ("datatrove==0.10.1", "warcio", "faust-cchardet", "python-magic", "orjson", "psutil",
          "fasteners")
 
