@@ -56,10 +56,10 @@ STARTUP = """
 import resource, sys
 {imports}
 from c4forge.corpus.config import build_config
-from c4forge.corpus.steps import PageSteps
+from c4forge.corpus.steps import ChainRules
 from c4forge.corpus import sentences
 config = build_config("c4", badwords=sys.argv[1])
-steps = PageSteps(config).setup()
+steps = ChainRules(config).setup()
 sentences.has_at_least("Punkt is built on first use. Like this.", 2)
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(usage.ru_utime + usage.ru_stime)
@@ -97,10 +97,10 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
     from c4forge.corpus.shards import corpus_manifest, write_corpus
-    from c4forge.corpus.steps import PageSteps
+    from c4forge.corpus.steps import ChainRules
 
     config = build_config("c4", badwords=badwords)
-    steps = PageSteps(config).setup()
+    steps = ChainRules(config).setup()
     lid_texts: list[str] = []
     minhash_texts: list[str] = []
     identify, badwords = steps.language, steps.badwords

@@ -49,11 +49,11 @@ from c4forge.corpus.steps import (
     NS_READ,
     NS_URL,
     NS_URL_FILTER,
-    PageSteps,
+    ChainRules,
 )
 from c4forge.corpus.verdict import Verdict
 
-PageFn = Callable[[PageSteps, Document], Verdict]
+PageFn = Callable[[ChainRules, Document], Verdict]
 
 
 class Scope(enum.Enum):
@@ -104,7 +104,7 @@ class Step:
 
 def page_step(name: str, namespace: str, apply: PageFn, summary: str, **fields) -> Step:
     """A page step: ``apply(rules, page)`` returns a Verdict (corpus/verdict.py); ``rules`` is
-    the config-bound PageSteps (its ``config``, the LID model, the bad-word lists)."""
+    the config-bound ChainRules (its ``config``, the LID model, the bad-word lists)."""
     return Step(name, namespace, Scope.PAGE, summary, apply=apply, **fields)
 
 
@@ -115,54 +115,54 @@ def wide_step(name: str, namespace: str, scope: Scope, summary: str, twin: str, 
 
 
 # The page steps of the C4 chain: one call into the config-bound rules each (looked up on the
-# instance, so a PageSteps given to a runner, e.g. a benchmark's that records what it sees, is
+# instance, so a ChainRules given to a runner, e.g. a benchmark's that records what it sees, is
 # the one that runs).
 
-def _length(rules: PageSteps, page: Document) -> Verdict:
+def _length(rules: ChainRules, page: Document) -> Verdict:
     return rules.length(page)
 
 
-def _paragraphs(rules: PageSteps, page: Document) -> Verdict:
+def _paragraphs(rules: ChainRules, page: Document) -> Verdict:
     return rules.paragraphs(page)
 
 
-def _clean(rules: PageSteps, page: Document) -> Verdict:
+def _clean(rules: ChainRules, page: Document) -> Verdict:
     return rules.clean(page)
 
 
-def _language(rules: PageSteps, page: Document) -> Verdict:
+def _language(rules: ChainRules, page: Document) -> Verdict:
     return rules.language(page)
 
 
-def _badwords(rules: PageSteps, page: Document) -> Verdict:
+def _badwords(rules: ChainRules, page: Document) -> Verdict:
     return rules.badwords(page)
 
 
-def _url_filter(rules: PageSteps, page: Document) -> Verdict:
+def _url_filter(rules: ChainRules, page: Document) -> Verdict:
     return rules.url_filter(page)
 
 
-def _gopher_repetition(rules: PageSteps, page: Document) -> Verdict:
+def _gopher_repetition(rules: ChainRules, page: Document) -> Verdict:
     return rules.gopher_repetition(page)
 
 
-def _gopher_quality(rules: PageSteps, page: Document) -> Verdict:
+def _gopher_quality(rules: ChainRules, page: Document) -> Verdict:
     return rules.gopher_quality(page)
 
 
-def _c4_quality(rules: PageSteps, page: Document) -> Verdict:
+def _c4_quality(rules: ChainRules, page: Document) -> Verdict:
     return rules.c4_quality(page)
 
 
-def _fineweb_quality(rules: PageSteps, page: Document) -> Verdict:
+def _fineweb_quality(rules: ChainRules, page: Document) -> Verdict:
     return rules.fineweb_quality(page)
 
 
-def _pii(rules: PageSteps, page: Document) -> Verdict:
+def _pii(rules: ChainRules, page: Document) -> Verdict:
     return rules.pii(page)
 
 
-def _clean_fates(rules: PageSteps, page: Document):
+def _clean_fates(rules: ChainRules, page: Document):
     return clean_rules.line_fates(page.text, rules.config.rules)
 
 
@@ -305,8 +305,6 @@ class Plan:
     def runs(self, name: str) -> bool:
         return any(segment.step.name == name for segment in self.wide)
 
-    def page_steps(self) -> tuple[Step, ...]:
-        return (*self.first, *(step for segment in self.wide for step in segment.after))
 
 
 def plan(config: CorpusConfig, chain: Optional[Sequence[Step]] = None) -> Plan:

@@ -19,7 +19,7 @@ from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import Reservoir
 from c4forge.corpus.steploop import StepLoop
-from c4forge.corpus.steps import NS_READ, PageSteps, text_bytes
+from c4forge.corpus.steps import NS_READ, ChainRules, text_bytes
 from c4forge.corpus.wet import iter_file_documents
 from c4forge.corpus.wide import WideJob, local_twin
 
@@ -38,26 +38,26 @@ def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -
 
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
-              steps: PageSteps = None, clock: StageClock | NoClock = NO_CLOCK,
+              steps: ChainRules = None, clock: StageClock | NoClock = NO_CLOCK,
               chain: Optional[Sequence[Step]] = None, samples: Optional[Reservoir] = None) -> list[Document]:
     """Read, filter and dedup: the steps of ``chain`` in order; returns the surviving documents
     in input order. ``clock`` (a StageClock) collects the CPU seconds of each stage
     (benchmarks/bench_stages.py); ``samples`` collects what every rule did to the traced pages
     (corpus/samples.py)."""
-    rules = steps or PageSteps(config).setup()
+    rules = steps or ChainRules(config).setup()
     layout = plan(config, chain)
     job = WideJob(config, counters, clock, samples)
     pages: Iterable[Document] = clock.timed("read", read_pages(paths, config, counters))
-    pages = page_steps(layout.first, pages, rules, job)
+    pages = through_page_steps(layout.first, pages, rules, job)
     for segment in layout.wide:
         pages = local_twin(segment.step)(pages, job)
         if segment.after:
             desc = " and ".join(step.summary for step in segment.after)
-            pages = page_steps(segment.after, progress.bar(pages, desc=desc, unit=" pages"), rules, job)
+            pages = through_page_steps(segment.after, progress.bar(pages, desc=desc, unit=" pages"), rules, job)
     return list(pages)
 
 
-def page_steps(chain_steps: Sequence[Step], pages: Iterable[Document], rules: PageSteps,
+def through_page_steps(chain_steps: Sequence[Step], pages: Iterable[Document], rules: ChainRules,
                job: WideJob) -> Iterator[Document]:
     """The pages that pass a run of page steps, lazily, in order."""
     loop = StepLoop(chain_steps, rules, job.clock, job.config.rule_samples)

@@ -22,6 +22,8 @@ EMAIL = re.compile(
     r"\b[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:(?:[A-Za-z0-9](?:["
     r"A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?|\[(?:(?:25[0-5]|2[0-4][0-9]|["
     r"01]?[0-9][0-9]?)\.){3}(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?|[A-Za-z0-9-]*[A-Za-z0-9]:)])")
+# a cheap first look: the full patterns cannot match where these find nothing
+_MAYBE_IPV4 = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
 IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.){3}(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)")
 EMAIL_STAND_INS = ("email@example.com", "firstname.lastname@example.org")
 # datatrove's: randomly generated addresses that did not answer pings when the list was made
@@ -57,11 +59,11 @@ def format_pii(page: Document, settings: PiiSettings) -> Verdict:
     """The page with its addresses replaced (e-mails first, then IPs, as datatrove); never
     dropped."""
     text, counts = page.text, []
-    if settings.emails:
+    if settings.emails and "@" in text:
         text, n = EMAIL.subn(lambda m: _stand_in(m.group(0), EMAIL_STAND_INS), text)
         if n:
             counts.append(Count("", "emails", n))
-    if settings.ips:
+    if settings.ips and _MAYBE_IPV4.search(text):
         replaced = [0]
 
         def ip(match: re.Match) -> str:

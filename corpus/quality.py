@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Optional
 
 from c4forge.corpus.document import Document
@@ -28,6 +29,7 @@ from c4forge.corpus.verdict import Verdict, drop, keep
 from c4forge.corpus.words import PUNCTUATION_SET, TERMINAL_PUNCTUATION, count_sentences, split_into_words
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+_NOT_PUNCTUATION = re.compile("[^" + "".join(re.escape(c) for c in sorted(PUNCTUATION_SET)) + "]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +88,7 @@ def gopher_quality_reason(text: str, rules: GopherQuality) -> Optional[str]:
     """Why ``GopherQualityFilter`` drops ``text``, or None (kept); its tests in its order."""
     words = split_into_words(text)
     n_words = len(words)
-    non_symbol = [w for w in words if any(ch not in PUNCTUATION_SET for ch in w)]
+    non_symbol = [w for w in words if _NOT_PUNCTUATION.search(w)]  # a character outside the set
     if rules.min_doc_words and len(non_symbol) < rules.min_doc_words:
         return "gopher_short_doc"
     if rules.max_doc_words and len(non_symbol) > rules.max_doc_words:
@@ -138,7 +140,7 @@ def duplicates(items: list[str]) -> tuple[int, int]:
     return repeats, chars
 
 
-def top_ngram_chars(words: list[str], n: int) -> int:
+def top_ngram_chars(words: Sequence[str], n: int) -> int:
     """Characters of the most frequent n-gram (words joined by a space) times its count; the
     first seen wins a tie, as Counter.most_common's."""
     counts = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
@@ -146,7 +148,7 @@ def top_ngram_chars(words: list[str], n: int) -> int:
     return len(gram) * count
 
 
-def duplicated_ngram_chars(words: list[str], n: int) -> int:
+def duplicated_ngram_chars(words: Sequence[str], n: int) -> int:
     """Characters in n-grams (words joined without a space) that repeat an earlier one, a
     repeat's words not counted again (datatrove's ``find_all_duplicate``)."""
     seen: set[str] = set()

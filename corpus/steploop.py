@@ -21,18 +21,18 @@ from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
 from c4forge.corpus.chain import Step
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import SampleOptions, SampleSink, step_samples, traced_key
-from c4forge.corpus.steps import PageSteps
+from c4forge.corpus.steps import ChainRules
 from c4forge.corpus.verdict import count_verdict
 
 IncFor = Callable[[str], IncFn]  # a namespace -> its inc
 
 
 class StepLoop:
-    """A run of page steps bound to their rules (``rules``: the config-bound PageSteps), with
+    """A run of page steps bound to their rules (``rules``: the config-bound ChainRules), with
     the hooks: ``clock`` (a StageClock to time each step) and ``samples`` (which pages to trace;
     their samples go to the sink given per page)."""
 
-    def __init__(self, steps: Sequence[Step], rules: PageSteps, clock: StageClock | NoClock = NO_CLOCK,
+    def __init__(self, steps: Sequence[Step], rules: ChainRules, clock: StageClock | NoClock = NO_CLOCK,
                  samples: Optional[SampleOptions] = None) -> None:
         self.steps = tuple(steps)
         self.rules = rules

@@ -1,4 +1,4 @@
-"""The per-page rules of the C4 chain bound to one config (``PageSteps``), each returning a
+"""The per-page rules of the chains bound to one config (``ChainRules``), each returning a
 verdict (corpus/verdict.py), and the chain's counter namespaces. corpus/chain.py declares the
 steps and their order over these; the step loop (corpus/steploop.py) runs them in both runners,
 so a rule behaves, and counts, the same everywhere.
@@ -43,9 +43,11 @@ def text_bytes(page: Document) -> int:
     return page.text_size()
 
 
-class PageSteps:
-    """Config-bound page steps. Heavy state (LID model, bad-word regexes) is built lazily, so a
-    Beam worker builds it once in ``setup`` and pickling the object stays cheap."""
+class ChainRules:
+    """The chain's rules bound to one config: one method per page step, each returning a
+    verdict (the chain's page functions call them; the step loop counts). Heavy state (LID
+    model, bad-word automata, URL block lists) is built lazily, so a Beam worker builds it once
+    in ``setup`` and pickling the object stays cheap."""
 
     def __init__(self, config: CorpusConfig) -> None:
         self.config = config
@@ -56,7 +58,7 @@ class PageSteps:
     def __getstate__(self):
         return {"config": self.config, "_lid": None, "_badwords": None, "_urls": None}
 
-    def setup(self) -> PageSteps:
+    def setup(self) -> ChainRules:
         """Load the LID model and bad-word lists now (fail early, once per process)."""
         _ = self.language_filter  # the properties load on first use
         if self.config.badwords_fraction > 0:

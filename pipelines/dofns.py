@@ -22,7 +22,7 @@ from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, to_bytes
 from c4forge.corpus.samples import Reservoir, Sample, SampleOptions, SampleSink, traced_key
 from c4forge.corpus.steploop import StepLoop
-from c4forge.corpus.steps import PageSteps
+from c4forge.corpus.steps import ChainRules
 from c4forge.corpus.verdict import Count
 
 # Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
@@ -185,18 +185,18 @@ def merge_sample_parts(directory: str, options: SampleOptions) -> dict:
 
 
 class StepsFn(Counting, Sampling, beam.DoFn):
-    """Base for DoFns that run page steps of the chain with the configured PageSteps (built once
+    """Base for DoFns that run page steps of the chain with the configured ChainRules (built once
     per worker in setup): ``run_steps`` is the step loop, its counts to the bundle's table and
     a traced page's samples to the bundle's reservoir (or to a ``sink`` given)."""
 
     def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None) -> None:
         self.config = config
-        self.rules: Optional[PageSteps] = None
+        self.rules: Optional[ChainRules] = None
         self.samples_dir = samples_dir if config.rule_samples.on else None
         self.sample_options = config.rule_samples
 
     def setup(self) -> None:
-        self.rules = PageSteps(self.config)
+        self.rules = ChainRules(self.config)
 
     def loop(self, steps: tuple[Step, ...]) -> StepLoop:
         return StepLoop(steps, self.rules, samples=self.sample_options if self.samples_dir else None)

@@ -50,7 +50,7 @@ from c4forge.core.errors import C4forgeError
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.records import iter_records
-from c4forge.corpus.steps import PageSteps, text_bytes
+from c4forge.corpus.steps import ChainRules, text_bytes
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import WarcRecord
 
@@ -172,7 +172,7 @@ class PartCost:
 def time_parts(sample: Sample, config: CorpusConfig) -> list[PartCost]:
     """Each part through the chain alone, after a warm-up on the tiny file (models loaded,
     numba compiled), CPU of this process per part."""
-    steps = PageSteps(config).setup()
+    steps = ChainRules(config).setup()
     run_chain([sample.tiny], config, Counters(), steps)
     costs = []
     for path, size in zip(sample.parts, sample.part_bytes):

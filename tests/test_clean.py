@@ -249,9 +249,9 @@ def test_byte_counters_encode_each_text_once():
     from c4forge.corpus import chain
     from c4forge.corpus.config import CorpusConfig
     from c4forge.corpus.steploop import StepLoop
-    from c4forge.corpus.steps import PageSteps
+    from c4forge.corpus.steps import ChainRules
 
-    steps = PageSteps(CorpusConfig(clean=False, paragraph_filter=True, min_paragraphs=1,
+    steps = ChainRules(CorpusConfig(clean=False, paragraph_filter=True, min_paragraphs=1,
                                    min_paragraph_len=5))
     page = Document(url="http://a.example/", text=_CountingText("Ünïcode text here.\n" * 5))
     counts = collections.Counter()

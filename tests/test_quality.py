@@ -44,8 +44,8 @@ VARIED = ("Rivers shape the land they cross. Over centuries, water carves valley
 
 
 def test_words_are_spacys_tokens_stripped():
-    assert split_into_words("Hello, world!  It's 3.5 km.\n\nOK") == [
-        "Hello", ",", "world", "!", "It", "'s", "3.5", "km", ".", "OK"]
+    assert split_into_words("Hello, world!  It's 3.5 km.\n\nOK") == (
+        "Hello", ",", "world", "!", "It", "'s", "3.5", "km", ".", "OK")
     assert count_sentences("One here. Two here! Three?") == 3
     assert count_sentences("no end mark") == 1
 

@@ -42,7 +42,7 @@ from c4forge.corpus.report import (
 )
 from c4forge.corpus.samples import Reservoir
 from c4forge.corpus.sniff import check_input_formats
-from c4forge.corpus.steps import PageSteps
+from c4forge.corpus.steps import ChainRules
 from c4forge.corpus.urls import split_of
 from c4forge.corpus.wet import STRICT_SKIPS
 from c4forge.pipelines.engines.java import java_executable
@@ -320,7 +320,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     lock_outputs(output)
     refuse_early(output, overwrite, build.BeamFS())
     if config.badwords_fraction > 0:
-        _ = PageSteps(config).badwords_filter  # fail before the pipeline starts, not in a worker
+        _ = ChainRules(config).badwords_filter  # fail before the pipeline starts, not in a worker
 
 
     with filtered_stderr():
@@ -386,7 +386,7 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
         raise click.UsageError("give --input files or --crawl")
     check_input_formats(paths, config.read)
     if config.badwords_fraction > 0:
-        _ = PageSteps(config).badwords_filter  # fetched once, before the timing
+        _ = ChainRules(config).badwords_filter  # fetched once, before the timing
     with filtered_stderr():
         result = estimate(paths, config, fraction=fraction, groups=groups, runner=runner,
                           workers=workers, sample_files=sample_files, price=price, log=say)
