@@ -29,6 +29,7 @@ from operator import attrgetter
 from typing import NamedTuple, Optional
 
 from c4forge.corpus import clean as clean_rules
+from c4forge.corpus import decontaminate as decontamination
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import Explain
@@ -36,6 +37,7 @@ from c4forge.corpus.steps import (
     NS_BADWORDS,
     NS_C4_QUALITY,
     NS_CLEAN,
+    NS_DECONTAMINATE,
     NS_EXACT,
     NS_FINEWEB_QUALITY,
     NS_GOPHER_QUALITY,
@@ -162,6 +164,14 @@ def _pii(rules: ChainRules, page: Document) -> Verdict:
     return rules.pii(page)
 
 
+def _decontaminate(rules: ChainRules, page: Document) -> Verdict:
+    return rules.decontaminate(page)
+
+
+def _contamination_fates(rules: ChainRules, page: Document):
+    return decontamination.line_fates(page.text, rules.eval_index, rules.config.decontaminate.action)
+
+
 def _clean_fates(rules: ChainRules, page: Document):
     return clean_rules.line_fates(page.text, rules.config.rules)
 
@@ -223,20 +233,23 @@ C4_QUALITY = page_step("c4-quality", NS_C4_QUALITY, _c4_quality, "[C4 quality, d
 FINEWEB_QUALITY = page_step("fineweb-quality", NS_FINEWEB_QUALITY, _fineweb_quality,
                             "[FineWeb quality]", flow="fineweb quality",
                             enabled=attrgetter("fineweb_quality.on"))
+DECONTAMINATE = page_step("decontaminate", NS_DECONTAMINATE, _decontaminate,
+                          "[decontamination against evaluation sets]", flow="decontaminated",
+                          enabled=attrgetter("decontaminate.on"), explain=_contamination_fates)
 PII = page_step("pii", NS_PII, _pii, "[PII replaced]", enabled=attrgetter("pii.on"),
                 drops_pages=False)
 
 C4_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, PARAGRAPHS, CLEAN, EXACT_DEDUP,
                               LINE_DEDUP, LANGUAGE, BADWORDS, GOPHER_REPETITION, GOPHER_QUALITY,
-                              FINEWEB_QUALITY, NEAR_DEDUP, PII)
+                              FINEWEB_QUALITY, DECONTAMINATE, NEAR_DEDUP, PII)
 # MassiveWeb's order (Rae et al. 2021, section A.1.1): quality, then repetition, then dedup.
 GOPHER_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, LANGUAGE, GOPHER_QUALITY,
-                                  GOPHER_REPETITION, EXACT_DEDUP, NEAR_DEDUP, PII)
+                                  GOPHER_REPETITION, EXACT_DEDUP, DECONTAMINATE, NEAR_DEDUP, PII)
 # FineWeb's order (datatrove's examples/fineweb.py): URL filter, (extraction), language ID,
 # Gopher repetition, Gopher quality, C4's rules, FineWeb quality, MinHash dedup, PII.
 FINEWEB_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, LANGUAGE, GOPHER_REPETITION,
                                    GOPHER_QUALITY, C4_QUALITY, FINEWEB_QUALITY, EXACT_DEDUP,
-                                   NEAR_DEDUP, PII)
+                                   DECONTAMINATE, NEAR_DEDUP, PII)
 CHAINS: dict[str, tuple[Step, ...]] = {"c4": C4_CHAIN, "gopher": GOPHER_CHAIN, "fineweb": FINEWEB_CHAIN}
 
 

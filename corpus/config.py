@@ -21,6 +21,7 @@ from typing import Any, Optional
 from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 from c4forge.corpus.badwords import DEFAULT_SOURCE
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
+from c4forge.corpus.decontaminate import Decontamination, EvalSetError
 from c4forge.corpus.extract import EXTRACTORS, missing_extractor
 from c4forge.corpus.langid import DEFAULT_THRESHOLD, model_labels
 from c4forge.corpus.minhash import MinHashConfig
@@ -62,6 +63,8 @@ class CorpusConfig:
     url_filter, gopher_repetition, gopher_quality, c4_quality, fineweb_quality, pii: today's
         rule sets, exact to datatrove 0.10 (corpus/url_filter.py, quality.py, pii.py), each
         with ``on`` and datatrove's thresholds; off in the C4 presets.
+    decontaminate: pages sharing an n-gram with an evaluation set removed (corpus/decontaminate.py):
+        on, sets (NAME=PATH, ...), n (13), action (drop-page or drop-lines).
     """
 
     preset: str = "c4"
@@ -91,6 +94,7 @@ class CorpusConfig:
     c4_quality: C4Quality = C4Quality()
     fineweb_quality: FineWebQuality = FineWebQuality()
     pii: PiiSettings = PiiSettings()
+    decontaminate: Decontamination = Decontamination()
 
     @property
     def dedupe_min_sentences(self) -> int:
@@ -165,6 +169,10 @@ CHAIN_NAMES = ("c4", "gopher", "fineweb")  # corpus/chain.py CHAINS
 def check_chain_name(config: CorpusConfig) -> CorpusConfig:
     if config.chain not in CHAIN_NAMES:
         raise ConfigError(f"chain={config.chain!r}: choose {', '.join(CHAIN_NAMES)}")
+    try:
+        config.decontaminate.check()
+    except EvalSetError as exc:
+        raise ConfigError(str(exc)) from None
     return config
 
 

@@ -15,6 +15,7 @@ from c4forge.corpus import clean as clean_rules
 from c4forge.corpus import langid, quality
 from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
 from c4forge.corpus.config import CorpusConfig
+from c4forge.corpus.decontaminate import EvalIndex, decontaminate
 from c4forge.corpus.document import Document
 from c4forge.corpus.langid import LanguageFilter
 from c4forge.corpus.pii import format_pii
@@ -36,6 +37,7 @@ NS_GOPHER_QUALITY = "gopher-quality"
 NS_C4_QUALITY = "c4-quality"
 NS_FINEWEB_QUALITY = "fineweb-quality"
 NS_PII = "pii"
+NS_DECONTAMINATE = "decontaminate"
 NS_NEAR = "near-dedup"
 
 
@@ -54,9 +56,10 @@ class ChainRules:
         self._lid: Optional[LanguageFilter] = None
         self._badwords: Optional[BadwordsFilter] = None
         self._urls: Optional[UrlBlocklist] = None
+        self._eval: Optional[EvalIndex] = None
 
     def __getstate__(self):
-        return {"config": self.config, "_lid": None, "_badwords": None, "_urls": None}
+        return {"config": self.config, "_lid": None, "_badwords": None, "_urls": None, "_eval": None}
 
     def setup(self) -> ChainRules:
         """Load the LID model and bad-word lists now (fail early, once per process)."""
@@ -65,7 +68,16 @@ class ChainRules:
             _ = self.badwords_filter
         if self.config.url_filter.on:
             _ = self.url_blocklist
+        if self.config.decontaminate.on:
+            _ = self.eval_index
         return self
+
+    @property
+    def eval_index(self) -> EvalIndex:
+        """Every n-gram of the evaluation sets, built once per process."""
+        if self._eval is None:
+            self._eval = EvalIndex.build(self.config.decontaminate)
+        return self._eval
 
     @property
     def url_blocklist(self) -> UrlBlocklist:
@@ -125,3 +137,6 @@ class ChainRules:
 
     def pii(self, page: Document) -> Verdict:
         return format_pii(page, self.config.pii)
+
+    def decontaminate(self, page: Document) -> Verdict:
+        return decontaminate(page, self.eval_index, self.config.decontaminate.action)
