@@ -32,7 +32,6 @@ from collections.abc import Iterable
 from typing import Optional
 
 import ahocorasick
-from tldextract import TLDExtract
 
 from c4forge.core.errors import C4forgeError
 from c4forge.corpus.document import Document
@@ -155,6 +154,8 @@ class UrlBlocklist:
     def __init__(self, lists: UrlLists, soft_word_threshold: int = 2) -> None:
         self.lists = lists
         self.soft_word_threshold = soft_word_threshold
+        from tldextract import TLDExtract  # it imports requests: only where the filter runs
+
         self.extract = TLDExtract(suffix_list_urls=(), cache_dir=None)
         self.subwords = ahocorasick.Automaton(ahocorasick.STORE_INTS)
         for word in lists.banned_subwords:

@@ -117,7 +117,8 @@ def test_both_runners_drop_the_same_planted_pages_and_sample_the_match(tmp_path)
     sets = ",".join(f"{name}={path}" for name, path in eval_files(tmp_path).items())
     config = build_config("c4", badwords=DEMO_BADWORDS,
                           overrides=["decontaminate.on=true", f"decontaminate.sets={sets}",
-                                     "rule_samples.rate=1.0"])
+                                     "rule_samples.rate=1.0",
+                                     "dedupe_lines=false"])  # line dedup would keep one copy only
     counters, samples = Counters(), Reservoir(20)
     local = run_chain([str(planted)], config, counters, samples=samples)
     pipeline = BeamTestPipeline(argv=IN_MEMORY)
