@@ -219,3 +219,18 @@ def line_fates(text: str, index: EvalIndex, action: str) -> tuple[list[str], lis
     owners = _line_owners(found)
     fates = [f"line-filtered:{owners[i]}" if i in owners else None for i in range(len(found.lines))]
     return [line.strip() for line in found.lines], fates, found.first_line() if action == "drop-page" else None
+
+
+def overlapping_words(text: str, index: EvalIndex) -> tuple[int, dict[str, int]]:
+    """(the text's normalised words, per set the words inside an n-gram that set holds): how much
+    of a training text an evaluation set overlaps (the ablation report's table)."""
+    words, counts = word_hashes([text])
+    total = int(counts.sum())
+    if total < index.n:
+        return total, {}
+    hashes, _ = shingle_hashes(words, counts, index.n)
+    covered = {}
+    for name, hit in index.matches(hashes).items():
+        starts = np.flatnonzero(hit)
+        covered[name] = int(len(np.unique((starts[:, None] + np.arange(index.n)[None, :]).ravel())))
+    return total, covered

@@ -45,6 +45,11 @@ def test_ablation_report_and_reuse(tmp_path):
     assert len(metric["values"]) == 2 and metric["mean"] > 0
     text = (report / "report.md").read_text()
     assert "| c4 | c4 |" in text and "## Result" in text and "![loss_curves.png]" in text
+    # how much of each variant's train text the evaluation sets overlap (issue 54)
+    overlap = results["overlap"]
+    assert set(overlap["variants"]) == {"c4", "c4-noclean"} and overlap["n"] == 13
+    assert all(v["words"] > 0 and v["documents"] > 0 for v in overlap["variants"].values())
+    assert "## Overlap with the evaluation sets" in text
     # every headline test's signal-to-noise ratio, recomputed here from results.json (issue 40)
     snr_rows = [line for line in text.splitlines() if line.startswith("| c4-noclean - c4 on ")]
     assert snr_rows and "Most signal: **" in text

@@ -18,6 +18,7 @@ from c4forge.corpus.decontaminate import (
     EvalSetError,
     decontaminate,
     line_fates,
+    overlapping_words,
     read_units,
 )
 from c4forge.corpus.document import Document
@@ -96,6 +97,14 @@ def test_drop_lines_removes_only_the_lines_a_match_touches(tmp_path):
     assert [i for i, f in enumerate(fates) if f] == [len(lines) - 3, len(lines) - 2] and trigger is None
     only = Document(url="u", text=PASSAGE)
     assert decontaminate(only, index, "drop-lines").outcome == "filtered:contaminated"
+
+
+def test_overlapping_words_count_the_words_inside_shared_ngrams(tmp_path):
+    index = index_of(tmp_path)
+    text = "Some words before it. " + PASSAGE + " And some after."
+    total, covered = overlapping_words(text, index)
+    assert total == len(text.split()) and covered == {"wiki": len(PASSAGE.split())}
+    assert overlapping_words("A clean text of a few words.", index)[1] == {}
 
 
 def test_settings_are_checked():

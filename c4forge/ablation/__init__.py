@@ -21,6 +21,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from c4forge.ablation.overlap import overlap
 from c4forge.ablation.report import check_report_dir, headline_tests, summarise, verdict, write_report
 from c4forge.ablation.sequential import decide, plan_for
 from c4forge.ablation.spec import BUDGETS, AblationError, AblationSpec, load_ablation, resolve_inputs
@@ -59,6 +60,7 @@ def run_ablation(path: str, log=print, report_dir: Optional[str] = None,
     while True:
         corpora, tokens, runs, results, references = _run_stages(spec, log)
         summary = summarise(spec, corpora, tokens, results)
+        summary["overlap"] = overlap(spec, corpora)
         if references:
             summary["glue_reference"] = {k: v for k, v in references.items() if k != "spec"}
         if spec.sequential is None:

@@ -9,6 +9,7 @@ import os
 import statistics
 from typing import Optional
 
+from c4forge.ablation.overlap import overlap_section
 from c4forge.ablation.sequential import seed_differences, sequential_section
 from c4forge.ablation.spec import AblationSpec, locate
 from c4forge.ablation.stages import run_budgets
@@ -427,8 +428,8 @@ def _write_report_files(spec: AblationSpec, summary: dict, runs, directory: str)
     with atomic_write(os.path.join(directory, "results.json")) as handle:
         json.dump(summary, handle, indent=2)
     charts = plot(summary, runs, directory)
-    lines = (_variants_section(spec, summary) + _result_section(spec, summary)
-             + ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts])
+    lines = (_variants_section(spec, summary) + overlap_section(summary.get("overlap") or {})
+             + _result_section(spec, summary) + ["", "## Charts", ""] + [f"![{c}]({c})" for c in charts])
     with atomic_write(os.path.join(directory, "report.md")) as handle:
         handle.write("\n".join(lines) + "\n")
     return {"format": REPORT_KIND.format, "version": 1,
