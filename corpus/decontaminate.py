@@ -118,10 +118,26 @@ def ngram_hashes(texts: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclasses.dataclass
 class EvalIndex:
-    """Every n-gram of each evaluation set, as sorted unique 64-bit hashes per set name."""
+    """Every n-gram of each evaluation set (``sets``: sorted unique 64-bit hashes per name), and
+    all of them merged (``keys``, each with a bit per set that holds it in ``members``), so a
+    page's n-grams are looked up once whatever the number of sets (up to 64)."""
 
     n: int
     sets: dict[str, np.ndarray]
+    keys: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.uint64))
+    members: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.uint64))
+
+    def __post_init__(self) -> None:
+        if len(self.sets) > 64:
+            raise EvalSetError("decontaminate.sets: at most 64 sets")
+        if not self.sets:
+            return
+        keys = np.concatenate(list(self.sets.values()))
+        bits = np.concatenate([np.full(len(v), np.uint64(1) << np.uint64(i), np.uint64)
+                               for i, v in enumerate(self.sets.values())])
+        self.keys, first = np.unique(keys, return_inverse=True)
+        self.members = np.zeros(len(self.keys), np.uint64)
+        np.bitwise_or.at(self.members, first, bits)
 
     @classmethod
     def build(cls, settings: Decontamination, batch: int = 4096) -> EvalIndex:
@@ -141,14 +157,18 @@ class EvalIndex:
 
     def matches(self, hashes: np.ndarray) -> dict[str, np.ndarray]:
         """Per set, which of ``hashes`` it holds (a boolean mask), for the sets with any."""
+        if not len(self.keys) or not len(hashes):
+            return {}
+        at = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        hit = self.keys[at] == hashes
+        if not hit.any():
+            return {}
+        held = np.where(hit, self.members[at], np.uint64(0))
         found = {}
-        for name, known in self.sets.items():
-            if not len(known) or not len(hashes):
-                continue
-            at = np.minimum(np.searchsorted(known, hashes), len(known) - 1)
-            hit = known[at] == hashes
-            if hit.any():
-                found[name] = hit
+        for i, name in enumerate(self.sets):
+            mask = (held & (np.uint64(1) << np.uint64(i))) != 0
+            if mask.any():
+                found[name] = mask
         return found
 
 
