@@ -54,6 +54,7 @@ BENCHMARKS = (
     Benchmark("sequential", "bench_sequential.py", ("--trials", "20000", "--write"), "examples/"),
     Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
     Benchmark("tokenizer", "bench_tokenizer.py", ("--repeat", "3", "--write"), "../shared/data/crawl"),
+    Benchmark("rulesets", "bench_rulesets.py", ("--repeats", "3", "--write"), "../shared/data/crawl"),
 )
 
 

@@ -26,6 +26,7 @@ def test_every_benchmark_runs_in_quick_mode():
     assert "| 1x |" in out and "| direct |" in out and "| yes |" in out  # build vs clean, same output
     assert "| loopback, 20% faults |" in out  # remote reads, bytes checked equal to local files
     assert "| tokenizer encode, " in out and "tokens written" in out
+    assert "| gopher_quality |" in out and "c4forge / datatrove" in out  # rule sets beside datatrove
     assert (ROOT / "benchmarks" / "RESULTS.md").read_bytes() == before  # quick writes nothing
 
 
