@@ -19,6 +19,7 @@ from c4forge.corpus.line_dedup import url_rank
 from c4forge.corpus.samples import Reservoir, dropped_page
 from c4forge.corpus.steps import NS_EXACT
 from c4forge.corpus.urls import page_record_id
+from c4forge.corpus.verdict import count_group_member
 from c4forge.corpus.wide import WideJob
 
 
@@ -34,15 +35,8 @@ def winner_order(page: Document) -> tuple[str, bytes, bytes]:
 
 
 def count_exact_page(inc: IncFn, size: int, kept: bool, group_size: int) -> None:
-    """One page's counters (a group of several pages counts ``groups`` once, at the page kept)."""
-    inc("bytes-in", size)
-    if not kept:
-        inc("filtered")
-        return
-    inc("bytes-out", size)
-    inc("passed")
-    if group_size > 1:
-        inc("groups")
+    """One page's counters (a text held by several pages counts ``groups`` once, at the page kept)."""
+    count_group_member(inc, size, kept, group_size, "groups")
 
 
 def sample_dropped(page: Document, key: int | None, samples: Reservoir | None) -> None:

@@ -24,6 +24,7 @@ from c4forge.corpus.minhash import MinHasher, batched
 from c4forge.corpus.samples import Reservoir, near_duplicate
 from c4forge.corpus.steps import NS_NEAR
 from c4forge.corpus.urls import doc_id  # the id clusters are labelled with
+from c4forge.corpus.verdict import count_group_member
 from c4forge.corpus.wide import WideJob
 
 DEFAULT_CC_ROUNDS = 10  # Hash-to-Min rounds: see hash_to_min
@@ -96,16 +97,9 @@ def clusters_in_memory(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
 
 
 def count_near_dedup(inc: IncFn, size: int, kept: bool, cluster_size: int = 1) -> None:
-    """Near-dedup counters of one page of ``size`` text bytes: filtered, or kept (a cluster of
-    more than one page is counted once, at the page it keeps). Both chains count through here."""
-    inc("bytes-in", size)
-    if not kept:
-        inc("filtered")
-        return
-    inc("bytes-out", size)
-    inc("passed")
-    if cluster_size > 1:
-        inc("clusters")
+    """Near-dedup counters of one page (a cluster of more than one page counts ``clusters``
+    once, at the page it keeps). Both chains count through here."""
+    count_group_member(inc, size, kept, cluster_size, "clusters")
 
 
 def cluster_sizes(labels: Mapping[int, int]) -> dict[int, int]:

@@ -94,7 +94,7 @@ def load_lists(settings: UrlFilter) -> UrlLists:
     found.banned_words = _read_list(os.path.join(directory, WORD_FILES[0]))
     found.banned_subwords = _read_list(os.path.join(directory, WORD_FILES[1]))
     found.soft_banned_words = _read_list(os.path.join(directory, WORD_FILES[2]))
-    if not any(dataclasses.astuple(found)):
+    if not any(vars(found).values()):  # (astuple would deep-copy millions of domains)
         raise UrlListsUnavailable(f"url_filter.lists={settings.lists}: no block list found there "
                                   f"(domains, urls, {', '.join(WORD_FILES)}, or <category>/domains)")
     return found

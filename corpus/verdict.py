@@ -76,3 +76,17 @@ def count_verdict(inc: IncFn, inc_for: Callable[[str], IncFn], size_in: int, ver
     inc(verdict.outcome)
     for count in verdict.counts:
         (inc_for(count.namespace) if count.namespace else inc)(count.name, count.n)
+
+
+def count_group_member(inc: IncFn, size: int, kept: bool, group_size: int, groups: str) -> None:
+    """A dedup step's counters for one page of ``size`` text bytes, dropped or kept as its
+    group's survivor; a group of several pages counts ``groups`` once, at the page kept (near-dedup's
+    clusters, exact-text dedup's groups)."""
+    inc("bytes-in", size)
+    if not kept:
+        inc("filtered")
+        return
+    inc("bytes-out", size)
+    inc("passed")
+    if group_size > 1:
+        inc(groups)
