@@ -238,6 +238,8 @@ def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
         elif engine == "direct-mp":
             result = measure(cmd + ["--direct_running_mode=multi_processing",
                                     f"--direct_num_workers={workers}"])
+        elif engine in ("flink-local", "spark-local"):  # the engine embedded in Beam's job server
+            result = measure(cmd + ["--runner", engine, "--workers", str(workers)])
         else:
             result = measure(cmd, lambda: local_portable_services(f"{tmp}/services", workers))
         digests.setdefault(engine, set()).add(digest_of_corpus(f"{tmp}/b"))
@@ -323,7 +325,8 @@ def main() -> int:
     parser.add_argument("--engines", default="",
                         help="clean: `corpus clean`; direct: `corpus build` as it runs here by default "
                              "(one process on <= 2 cores); direct-mp: the DirectRunner's multi-processing "
-                             "mode; portable: job service + external worker pool; datatrove: the peer "
+                             "mode; portable: job service + external worker pool; flink-local, "
+                             "spark-local: `--runner ENGINE --workers N`; datatrove: the peer "
                              "(default: clean,direct and datatrove where it is installed)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeat", type=int, default=3,

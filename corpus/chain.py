@@ -36,6 +36,7 @@ from c4forge.corpus.samples import Explain
 from c4forge.corpus.steps import (
     NS_BADWORDS,
     NS_C4_QUALITY,
+    NS_CLASSIFIER,
     NS_CLEAN,
     NS_DECONTAMINATE,
     NS_EXACT,
@@ -164,6 +165,10 @@ def _pii(rules: ChainRules, page: Document) -> Verdict:
     return rules.pii(page)
 
 
+def _quality_classifier(rules: ChainRules, page: Document) -> Verdict:
+    return rules.quality_classifier(page)
+
+
 def _decontaminate(rules: ChainRules, page: Document) -> Verdict:
     return rules.decontaminate(page)
 
@@ -233,6 +238,10 @@ C4_QUALITY = page_step("c4-quality", NS_C4_QUALITY, _c4_quality, "[C4 quality, d
 FINEWEB_QUALITY = page_step("fineweb-quality", NS_FINEWEB_QUALITY, _fineweb_quality,
                             "[FineWeb quality]", flow="fineweb quality",
                             enabled=attrgetter("fineweb_quality.on"))
+# DCLM's place for its classifier: after the rules and before dedup's last step
+QUALITY_CLASSIFIER = page_step("quality-classifier", NS_CLASSIFIER, _quality_classifier,
+                               "[quality classifier]", flow="classifier ok",
+                               enabled=attrgetter("quality_classifier.on"))
 DECONTAMINATE = page_step("decontaminate", NS_DECONTAMINATE, _decontaminate,
                           "[decontamination against evaluation sets]", flow="decontaminated",
                           enabled=attrgetter("decontaminate.on"), explain=_contamination_fates)
@@ -241,15 +250,16 @@ PII = page_step("pii", NS_PII, _pii, "[PII replaced]", enabled=attrgetter("pii.o
 
 C4_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, PARAGRAPHS, CLEAN, EXACT_DEDUP,
                               LINE_DEDUP, LANGUAGE, BADWORDS, GOPHER_REPETITION, GOPHER_QUALITY,
-                              FINEWEB_QUALITY, DECONTAMINATE, NEAR_DEDUP, PII)
+                              FINEWEB_QUALITY, QUALITY_CLASSIFIER, DECONTAMINATE, NEAR_DEDUP, PII)
 # MassiveWeb's order (Rae et al. 2021, section A.1.1): quality, then repetition, then dedup.
 GOPHER_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, LANGUAGE, GOPHER_QUALITY,
-                                  GOPHER_REPETITION, EXACT_DEDUP, DECONTAMINATE, NEAR_DEDUP, PII)
+                                  GOPHER_REPETITION, EXACT_DEDUP, QUALITY_CLASSIFIER, DECONTAMINATE,
+                                  NEAR_DEDUP, PII)
 # FineWeb's order (datatrove's examples/fineweb.py): URL filter, (extraction), language ID,
 # Gopher repetition, Gopher quality, C4's rules, FineWeb quality, MinHash dedup, PII.
 FINEWEB_CHAIN: tuple[Step, ...] = (READ, LENGTH, URL_FILTER, URL_DEDUP, LANGUAGE, GOPHER_REPETITION,
                                    GOPHER_QUALITY, C4_QUALITY, FINEWEB_QUALITY, EXACT_DEDUP,
-                                   DECONTAMINATE, NEAR_DEDUP, PII)
+                                   QUALITY_CLASSIFIER, DECONTAMINATE, NEAR_DEDUP, PII)
 CHAINS: dict[str, tuple[Step, ...]] = {"c4": C4_CHAIN, "gopher": GOPHER_CHAIN, "fineweb": FINEWEB_CHAIN}
 
 

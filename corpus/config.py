@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from c4forge.core.settings import ConfigError, apply_settings, load_yaml_mapping, nest, parse_overrides
 from c4forge.corpus.badwords import DEFAULT_SOURCE
+from c4forge.corpus.classifier import ClassifierError, QualityClassifier
 from c4forge.corpus.clean import MAX_PAGE_CHARS, PageRules
 from c4forge.corpus.decontaminate import Decontamination, EvalSetError
 from c4forge.corpus.extract import EXTRACTORS, missing_extractor
@@ -65,6 +66,9 @@ class CorpusConfig:
         with ``on`` and datatrove's thresholds; off in the C4 presets.
     decontaminate: pages sharing an n-gram with an evaluation set removed (corpus/decontaminate.py):
         on, sets (NAME=PATH, ...), n (13), action (drop-page or drop-lines).
+    quality_classifier: a fastText quality classifier (corpus/classifier.py): on, model (a
+        path), label (the positive class, DCLM's ``hq``), threshold; its score becomes the
+        shards' ``quality_score`` column.
     """
 
     preset: str = "c4"
@@ -95,6 +99,7 @@ class CorpusConfig:
     fineweb_quality: FineWebQuality = FineWebQuality()
     pii: PiiSettings = PiiSettings()
     decontaminate: Decontamination = Decontamination()
+    quality_classifier: QualityClassifier = QualityClassifier()
 
     @property
     def dedupe_min_sentences(self) -> int:
@@ -109,9 +114,11 @@ class CorpusConfig:
         badwords = self.badwords
         if os.path.exists(badwords):  # a directory; otherwise a list name or a URL template
             badwords = worker_path(badwords)
+        classifier = self.quality_classifier
         return dataclasses.replace(
             self, badwords=badwords,
             lid_model=worker_path(self.lid_model) if self.lid_model else self.lid_model,
+            quality_classifier=dataclasses.replace(classifier, model=worker_path(classifier.model)),
             read=dataclasses.replace(self.read, urls_from=worker_path(self.read.urls_from)))
 
 
@@ -171,7 +178,8 @@ def check_chain_name(config: CorpusConfig) -> CorpusConfig:
         raise ConfigError(f"chain={config.chain!r}: choose {', '.join(CHAIN_NAMES)}")
     try:
         config.decontaminate.check()
-    except EvalSetError as exc:
+        config.quality_classifier.check()
+    except (EvalSetError, ClassifierError) as exc:
         raise ConfigError(str(exc)) from None
     return config
 

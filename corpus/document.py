@@ -29,6 +29,7 @@ class Document:
     offset: int = -1
     near_dup_cluster_size: int = 1
     extractor: str = ""  # WARC input: the extractor whose text this is; WET: "" (Common Crawl's)
+    quality_score: Optional[float] = None  # the quality classifier's score, where it ran
 
     def replace(self, **changes) -> Document:
         new = dataclasses.replace(self, **changes)
@@ -62,11 +63,12 @@ class Document:
 # Python objects, and a page's str takes 1-4 bytes per character plus object overhead there,
 # where these bytes take one per byte (less with ``compress``).
 
-_HEADER = struct.Struct("<BqdI9I")  # flags, offset, language_score, cluster size, 9 lengths
+_HEADER = struct.Struct("<BqddI9I")  # flags, offset, language and quality scores, cluster size, 9 lengths
+_LENGTHS = 5  # where the string lengths start in the unpacked header
 _STRINGS = ("url", "normalized_url", "text", "timestamp", "content_length", "content_type",
             "language", "source", "extractor")
-_NO_LANGUAGE, _NO_SCORE, _COMPRESSED = 1, 2, 4
-FORMAT_VERSION = 3  # 1: zstd text; 2: LZ4 text; 3: + extractor (bytes that live only inside one pipeline run)
+_NO_LANGUAGE, _NO_SCORE, _COMPRESSED, _NO_QUALITY = 1, 2, 4, 8
+FORMAT_VERSION = 4  # 1: zstd text; 2: LZ4 text; 3: + extractor; 4: + quality score (bytes that live only inside one pipeline run)
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,13 +89,14 @@ def to_bytes(doc: Document, compress: bool = False) -> bytes:
               doc.content_type, doc.language or "", doc.source, doc.extractor]
     parts = [_utf8(v) for v in values]
     flags = (_NO_LANGUAGE if doc.language is None else 0) | \
-        (_NO_SCORE if doc.language_score is None else 0)
+        (_NO_SCORE if doc.language_score is None else 0) | \
+        (_NO_QUALITY if doc.quality_score is None else 0)
     size = len(parts[2])
     if compress and size > 256:
         parts[2] = _codec().compress(parts[2], asbytes=True)
         flags |= _COMPRESSED
-    header = _HEADER.pack(flags, doc.offset, doc.language_score or 0.0, doc.near_dup_cluster_size,
-                          *[len(p) for p in parts])
+    header = _HEADER.pack(flags, doc.offset, doc.language_score or 0.0, doc.quality_score or 0.0,
+                          doc.near_dup_cluster_size, *[len(p) for p in parts])
     if flags & _COMPRESSED:
         header += size.to_bytes(8, "little")
     return b"".join([header, *parts])
@@ -104,18 +107,18 @@ def packed_text_size(data: bytes) -> int:
     header = _HEADER.unpack_from(data)
     if header[0] & _COMPRESSED:
         return int.from_bytes(data[_HEADER.size:_HEADER.size + 8], "little")
-    return header[4 + 2]  # the third string length: the text's
+    return header[_LENGTHS + 2]  # the third string length: the text's
 
 
 def packed_normalized_url(data: bytes) -> str:
     """The normalised URL of a :func:`to_bytes` document, without unpacking its text."""
     header = _HEADER.unpack_from(data)
-    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0) + header[4]
-    return _text(memoryview(data)[start:start + header[5]])
+    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0) + header[_LENGTHS]
+    return _text(memoryview(data)[start:start + header[_LENGTHS + 1]])
 
 
 def from_bytes(data: bytes) -> Document:
-    flags, offset, score, cluster, *lengths = _HEADER.unpack_from(data)
+    flags, offset, score, quality, cluster, *lengths = _HEADER.unpack_from(data)
     pos = _HEADER.size
     size = 0
     if flags & _COMPRESSED:
@@ -136,7 +139,8 @@ def from_bytes(data: bytes) -> Document:
                    content_length=content_length, content_type=content_type,
                    language=None if flags & _NO_LANGUAGE else language,
                    language_score=None if flags & _NO_SCORE else score, source=source,
-                   offset=offset, near_dup_cluster_size=cluster, extractor=extractor)
+                   offset=offset, near_dup_cluster_size=cluster, extractor=extractor,
+                   quality_score=None if flags & _NO_QUALITY else quality)
     doc.__dict__[_SIZE] = (text, size)  # the byte counters need not encode it again
     return doc
 

@@ -22,6 +22,12 @@ read too - or Parquet (``--format parquet``: duckdb, Spark, BigQuery). One row p
     offset                 int64      byte offset of its gzip member (or record) in that file
     extractor              string     WARC input: the extractor whose text it is (the cascade's
                                       pages come from either of its two); WET input: null
+    quality_score          float32    only in corpora built with the quality classifier
+                                      (corpus/classifier.py): P(its positive label) of the page
+
+A column that only some builds compute (``OPTIONAL_COLUMNS``) is written only by them, and the
+shard metadata names it (``columns``), so every other build's shards are byte for byte what they
+were.
 
 Every shard describes itself: its schema metadata ``c4forge`` holds the format name and version,
 the shard format and the hash of the config that built it. Rows inside a shard are sorted by
@@ -56,6 +62,7 @@ from c4forge.core.errors import C4forgeError
 from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
+from c4forge.corpus.classifier import SCORE_COLUMN
 from c4forge.corpus.extract import extraction_info
 from c4forge.corpus.samples import FILE as SAMPLES_FILE
 from c4forge.corpus.samples import dumps as dump_samples
@@ -84,6 +91,7 @@ SCHEMA = pa.schema([
     ("extractor", pa.string()),
 ])
 COLUMNS = [field.name for field in SCHEMA]
+OPTIONAL_COLUMNS = {SCORE_COLUMN: pa.float32()}
 METADATA_KEY = b"c4forge"
 _SHARD_RE = re.compile(
     r"^(?P<split>[a-z]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.(?P<format>arrow|parquet)$")
@@ -168,7 +176,8 @@ def document_row(doc) -> dict:
             "timestamp": parse_timestamp(doc.timestamp), "language": doc.language,
             "language_score": doc.language_score,
             "near_dup_cluster_size": doc.near_dup_cluster_size,
-            "source": doc.source, "offset": doc.offset, "extractor": doc.extractor or None}
+            "source": doc.source, "offset": doc.offset, "extractor": doc.extractor or None,
+            SCORE_COLUMN: doc.quality_score}
 
 
 def counting_extractors(rows: Iterable[dict], counts: dict[str, int]) -> Iterator[dict]:
@@ -206,22 +215,37 @@ def config_hash(config: dict) -> str:
 
 def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> dict[str, object]:
     """What every shard says about itself (stored in its schema metadata under ``c4forge``)."""
-    return {"format": "c4forge-corpus", "version": FORMAT_VERSION,
-            "shard_format": check_shard_format(shard_format), "config_hash": config_hash(config)}
+    metadata: dict[str, object] = {
+        "format": "c4forge-corpus", "version": FORMAT_VERSION,
+        "shard_format": check_shard_format(shard_format), "config_hash": config_hash(config)}
+    extra = optional_columns(config)
+    if extra:
+        metadata["columns"] = extra
+    return metadata
+
+
+def optional_columns(config: dict) -> list[str]:
+    """The optional columns a build with ``config`` computes (the score where the quality
+    classifier ran)."""
+    return [SCORE_COLUMN] if (config.get("quality_classifier") or {}).get("on") else []
 
 
 def shard_schema(metadata: Optional[dict] = None) -> pa.Schema:
-    """The shard schema, with ``metadata`` under ``c4forge`` when given."""
+    """The shard schema (with the optional columns ``metadata`` names), with ``metadata`` under
+    ``c4forge`` when given."""
     if metadata is None:
         return SCHEMA
-    return SCHEMA.with_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+    extra = [pa.field(name, OPTIONAL_COLUMNS[name]) for name in metadata.get("columns", ())]
+    schema = pa.schema([*SCHEMA, *extra]) if extra else SCHEMA
+    return schema.with_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
 
 
 def to_table(rows: list[dict], metadata: Optional[dict] = None) -> pa.Table:
     """Rows (dicts with the schema's keys) as a table sorted by url."""
     rows = in_url_order(rows)
-    return pa.Table.from_pydict({name: [r.get(name) for r in rows] for name in COLUMNS},
-                                schema=shard_schema(metadata))
+    schema = shard_schema(metadata)
+    return pa.Table.from_pydict({name: [r.get(name) for r in rows] for name in schema.names},
+                                schema=schema)
 
 
 def in_url_order(rows: Iterable[dict]) -> list[dict]:
@@ -235,10 +259,10 @@ def row_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBa
     for row in rows:
         chunk.append(row)
         if len(chunk) == BATCH_ROWS:
-            yield pa.RecordBatch.from_pydict({n: [r.get(n) for r in chunk] for n in COLUMNS}, schema=schema)
+            yield pa.RecordBatch.from_pydict({n: [r.get(n) for r in chunk] for n in schema.names}, schema=schema)
             chunk = []
     if chunk:
-        yield pa.RecordBatch.from_pydict({n: [r.get(n) for r in chunk] for n in COLUMNS}, schema=schema)
+        yield pa.RecordBatch.from_pydict({n: [r.get(n) for r in chunk] for n in schema.names}, schema=schema)
 
 
 def write_batches(sink, schema: pa.Schema, batches: Iterable[pa.RecordBatch],
@@ -445,10 +469,11 @@ def shard_paths(directory: str, split: str, manifest: Optional[dict] = None) -> 
 def iter_corpus_documents(directory: str, split: str = "train",
                    columns: Optional[Iterable[str]] = None) -> Iterator[dict]:
     """Documents of one split, shard by shard, as dicts (columns a version 1 shard lacks are
-    None; its timestamp stays a string)."""
-    wanted = list(columns) if columns else COLUMNS
+    None; its timestamp stays a string; by default, the optional columns a shard has too)."""
     for path in shard_paths(directory, split):
         table = read_shard(path)
+        wanted = list(columns) if columns else COLUMNS + [c for c in OPTIONAL_COLUMNS
+                                                          if c in table.column_names]
         present = [c for c in wanted if c in table.column_names]
         missing = [c for c in wanted if c not in table.column_names]
         for batch in table.select(present).to_batches(max_chunksize=BATCH_ROWS):

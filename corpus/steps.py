@@ -14,6 +14,7 @@ from typing import Optional
 from c4forge.corpus import clean as clean_rules
 from c4forge.corpus import langid, quality
 from c4forge.corpus.badwords import BadwordsFilter, languages_for, load_badwords
+from c4forge.corpus.classifier import ClassifierFilter
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.decontaminate import EvalIndex, decontaminate
 from c4forge.corpus.document import Document
@@ -38,6 +39,7 @@ NS_C4_QUALITY = "c4-quality"
 NS_FINEWEB_QUALITY = "fineweb-quality"
 NS_PII = "pii"
 NS_DECONTAMINATE = "decontaminate"
+NS_CLASSIFIER = "quality-classifier"
 NS_NEAR = "near-dedup"
 
 
@@ -57,9 +59,11 @@ class ChainRules:
         self._badwords: Optional[BadwordsFilter] = None
         self._urls: Optional[UrlBlocklist] = None
         self._eval: Optional[EvalIndex] = None
+        self._classifier: Optional[ClassifierFilter] = None
 
     def __getstate__(self):
-        return {"config": self.config, "_lid": None, "_badwords": None, "_urls": None, "_eval": None}
+        return {"config": self.config, "_lid": None, "_badwords": None, "_urls": None, "_eval": None,
+                "_classifier": None}
 
     def setup(self) -> ChainRules:
         """Load the LID model and bad-word lists now (fail early, once per process)."""
@@ -70,7 +74,16 @@ class ChainRules:
             _ = self.url_blocklist
         if self.config.decontaminate.on:
             _ = self.eval_index
+        if self.config.quality_classifier.on:
+            _ = self.classifier
         return self
+
+    @property
+    def classifier(self) -> ClassifierFilter:
+        """The quality classifier's model, loaded once per process."""
+        if self._classifier is None:
+            self._classifier = ClassifierFilter(self.config.quality_classifier)
+        return self._classifier
 
     @property
     def eval_index(self) -> EvalIndex:
@@ -137,6 +150,9 @@ class ChainRules:
 
     def pii(self, page: Document) -> Verdict:
         return format_pii(page, self.config.pii)
+
+    def quality_classifier(self, page: Document) -> Verdict:
+        return self.classifier(page)
 
     def decontaminate(self, page: Document) -> Verdict:
         return decontaminate(page, self.eval_index, self.config.decontaminate.action)

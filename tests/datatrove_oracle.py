@@ -1,7 +1,7 @@
 """datatrove 0.10's own verdicts, for tests/test_quality.py: run in .venv-peers (datatrove needs a
 dill that Beam forbids), never imported by the project.
 
-    .venv-peers/bin/python tests/datatrove_oracle.py PAGES.jsonl LISTS_DIR OUT.json
+    .venv-peers/bin/python tests/datatrove_oracle.py PAGES.jsonl LISTS_DIR OUT.json CLASSIFIER
 
 PAGES.jsonl: one {"url", "text"} per line. LISTS_DIR: block lists in datatrove's file names (the
 URL filter's test lists). Writes {filter: [reason or null per page]} for each filter run alone
@@ -9,6 +9,9 @@ with its defaults, the URL filter once with the lists given and once with datatr
 lists (whose files it also unpacks into OUT.json's folder, ``integrated/``, for our side to read).
 Every tldextract here uses the public suffix list tldextract ships, as ours does (datatrove would
 fetch the live list where it can: the comparison is of the filters, under one list).
+CLASSIFIER: a fastText model with labels hq and cc, run as datatrove's FastTextClassifierFilter
+keeping hq >= CLASSIFIER_THRESHOLD with newlines as spaces (our quality classifier's setting):
+each page's verdict and P(hq).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import tarfile
 from datatrove.data import Document
 from datatrove.pipeline.filters import (
     C4QualityFilter,
+    FastTextClassifierFilter,
     FineWebQualityFilter,
     GopherQualityFilter,
     GopherRepetitionFilter,
@@ -56,6 +60,19 @@ def c4_outputs(pages: list[dict]) -> list:
     return out
 
 
+CLASSIFIER_THRESHOLD = 0.5
+
+
+def classifier_outputs(model: str, pages: list[dict]) -> list:
+    step = FastTextClassifierFilter(model, keep_labels=("hq", CLASSIFIER_THRESHOLD), newline_replacement=" ")
+    out = []
+    for i, page in enumerate(pages):
+        doc = Document(text=page["text"], id=str(i), metadata={"url": page["url"]})
+        kept = step.filter(doc)
+        out.append({"kept": bool(kept), "score": doc.metadata["__label__hq"]})
+    return out
+
+
 def read_lines(path: str) -> list[str]:
     if not os.path.exists(path):
         return []
@@ -86,7 +103,7 @@ def integrated(folder: str) -> URLFilter:
     return step
 
 
-def main(pages_path: str, lists: str, out_path: str) -> int:
+def main(pages_path: str, lists: str, out_path: str, classifier: str) -> int:
     with open(pages_path, encoding="utf-8") as handle:
         pages = [json.loads(line) for line in handle]
     pii = PIIFormatter()
@@ -100,6 +117,7 @@ def main(pages_path: str, lists: str, out_path: str) -> int:
             integrated(os.path.join(os.path.dirname(out_path), "integrated")), pages),
         # which spans PII formatting replaces (the stand-ins themselves differ on purpose)
         "pii_changed": [pii.format(page["text"]) != page["text"] for page in pages],
+        "classifier": classifier_outputs(classifier, pages),
     }
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump(found, handle)
@@ -107,4 +125,4 @@ def main(pages_path: str, lists: str, out_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

@@ -225,7 +225,8 @@ def test_document_bytes_round_trip(compress):
             Document(url="http://ü.example/ä?q=1", normalized_url="ü.example/ä", text="Grüße 😀\n" * 200,
                      timestamp="2019-04-24T09:23:58Z", content_length="123", content_type="text/plain",
                      language="de", language_score=0.0, source="s3://b/f.wet.gz", offset=1 << 40,
-                     near_dup_cluster_size=7, extractor="trafilatura"),
+                     near_dup_cluster_size=7, extractor="trafilatura", quality_score=0.0),
+            Document(url="http://y/", quality_score=0.8125, language_score=0.5),
             Document(url="http://x/", text="lone \udc80 surrogate " * 40, language="", language_score=None)]
     for doc in docs:
         data = to_bytes(doc, compress)
@@ -234,5 +235,6 @@ def test_document_bytes_round_trip(compress):
         assert packed_text_size(data) == back.text_size()  # from the header alone
         assert packed_normalized_url(data) == doc.normalized_url  # without unpacking the text
         assert (back.language is None) == (doc.language is None)
+        assert (back.quality_score is None) == (doc.quality_score is None)
     long_text = docs[1]
     assert (len(to_bytes(long_text, compress)) < len(long_text.text.encode())) == compress

@@ -65,3 +65,22 @@ def test_corpus_to_lm_eval_end_to_end_without_beam(tmp_path):
     out = simple_evaluate(model=model, tasks=["c4forge_copa"], task_manager=TaskManager(include_path=str(tasks)),
                           num_fewshot=0)
     assert 0.0 <= out["results"]["c4forge_copa"]["acc_norm,none"] <= 1.0
+
+
+def test_the_quality_score_column_reads_in_hf_datasets(tmp_path):
+    """A corpus built with the quality classifier (corpus/classifier.py) loads in HF datasets with
+    its ``quality_score`` column, the scores the shards hold, ready to select a top fraction."""
+    import datasets
+    import pyarrow as pa
+
+    out = tmp_path / "scored"
+    run(corpus_cli, "clean", ROOT / "corpus/data/sample.warc.wet.gz", "-o", out,
+        "--badwords", ROOT / "corpus/data/demo-badwords", "-q", "--set", "quality_classifier.on=true",
+        "--set", f"quality_classifier.model={ROOT / 'tests/data/quality-classifier.ftz'}")
+    loaded = datasets.load_dataset("arrow", data_dir=str(out), cache_dir=str(tmp_path / "hf-cache"))["train"]
+    assert loaded.features["quality_score"].dtype == "float32"
+    shards = sorted(out.glob("train-*.arrow"))
+    written = [s for p in shards for s in pa.ipc.open_stream(str(p)).read_all().column("quality_score").to_pylist()]
+    assert sorted(loaded["quality_score"]) == sorted(written) and len(set(written)) > 10
+    top = loaded.filter(lambda row: row["quality_score"] >= sorted(written)[-len(written) // 10])
+    assert 0 < top.num_rows <= len(written) // 10 + 1

@@ -14,6 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from c4forge.core.counters import Counters
 from c4forge.corpus import quality
+from c4forge.corpus.classifier import ClassifierFilter, QualityClassifier
 from c4forge.corpus.config import ConfigError, build_config
 from c4forge.corpus.document import Document
 from c4forge.corpus.local import run_chain
@@ -29,6 +30,7 @@ SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 LISTS = str(ROOT / "tests" / "data" / "url-lists")
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+CLASSIFIER = str(ROOT / "tests" / "data" / "quality-classifier.ftz")
 TEST_LISTS = [f"url_filter.lists={LISTS}", "url_filter.categories=adult"]
 
 PROSE = ("The committee met on Tuesday to discuss the proposal. Members of the public were invited "
@@ -172,7 +174,8 @@ def _shared_pages() -> list[Document]:
 def test_every_filter_alone_equals_datatrove_on_every_real_page(tmp_path):
     """Each filter run alone on every page of the shared crawl and crawl-extra keeps and drops
     exactly the pages datatrove 0.10's filter keeps and drops, reason by reason (datatrove in
-    .venv-peers: `make bench` makes it, or `make peers`)."""
+    .venv-peers: `make bench` makes it, or `make peers`); the quality classifier gives
+    datatrove's FastTextClassifierFilter's verdicts and scores."""
     if not PEERS_PYTHON.exists() or subprocess.run(
             [str(PEERS_PYTHON), "-c", "import datatrove, spacy, tldextract"], capture_output=True).returncode:
         pytest.skip("datatrove 0.10 with spaCy and tldextract is not in .venv-peers (make peers)")
@@ -182,8 +185,9 @@ def test_every_filter_alone_equals_datatrove_on_every_real_page(tmp_path):
         for page in pages:
             handle.write(json.dumps({"url": page.url, "text": page.text}) + "\n")
     subprocess.run([str(PEERS_PYTHON), str(ROOT / "tests" / "datatrove_oracle.py"),
-                    str(tmp_path / "pages.jsonl"), LISTS, str(tmp_path / "theirs.json")],
-                   check=True, timeout=3000, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                    str(tmp_path / "pages.jsonl"), LISTS, str(tmp_path / "theirs.json"), CLASSIFIER],
+                   check=True, timeout=3000,  # datatrove copies the model under HF_HOME
+                   env={**os.environ, "PYTHONWARNINGS": "ignore", "HF_HOME": str(tmp_path / "hf")})
     theirs = json.loads((tmp_path / "theirs.json").read_text(encoding="utf-8"))
     ours = {
         "gopher_quality": [quality.gopher_quality_reason(p.text, quality.GopherQuality()) for p in pages],
@@ -202,6 +206,11 @@ def test_every_filter_alone_equals_datatrove_on_every_real_page(tmp_path):
     assert not differ, f"c4_quality: {len(differ)} pages differ, e.g. {differ[:3]}"
     changed = [format_pii(p, PiiSettings(on=True)).page.text != p.text for p in pages]
     assert changed == theirs["pii_changed"] and any(changed)
+    classifier = ClassifierFilter(QualityClassifier(on=True, model=CLASSIFIER, threshold=0.5))
+    verdicts = [classifier(p) for p in pages]
+    assert [v.kept for v in verdicts] == [t["kept"] for t in theirs["classifier"]]
+    assert any(v.kept for v in verdicts) and not all(v.kept for v in verdicts)
+    assert [classifier.score(p.text) for p in pages] == [min(1.0, t["score"]) for t in theirs["classifier"]]
 
 
 def _url_reasons(pages, lists: str) -> list:
