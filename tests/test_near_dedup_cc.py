@@ -9,6 +9,7 @@ import pytest
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from c4forge.corpus.config import build_config
+from c4forge.corpus.document import Document
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS, clusters_in_memory
 from c4forge.pipelines.build import run_build
 from c4forge.pipelines.near_dedup import connected_components
@@ -97,3 +98,39 @@ def test_build_warns_when_near_dedup_did_not_converge(tmp_path):
                           beam_args=IN_MEMORY)
     assert "near-dedup/unconverged-nodes" not in converged["counters"]
     assert converged["counters"]["near-dedup/filtered"] >= manifest["counters"]["near-dedup/filtered"]
+
+
+@pytest.mark.parametrize("batch_bytes,buckets", [(1, 3), (1 << 22, 1), (4096, 16)])
+def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buckets):
+    """Band keys cross the shuffle packed and in batches per bucket (pipelines/near_dedup.py
+    BandKeysFn): with a flush after every member, one bucket, or anything between, the edges
+    are those of the one-process twin's band buckets (corpus/near_dedup.py)."""
+    from c4forge.corpus.minhash import MinHashConfig, MinHasher
+    from c4forge.corpus.near_dedup import bucket_edges
+    from c4forge.pipelines.near_dedup import BandKeysFn, batch_edges
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(400)]
+    base = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(12)]
+    texts = [t for b in base for t in (b, b + " extra words at the end", b.replace("w1", "v1", 1))]
+    config = build_config("c4")
+    hasher = MinHasher(MinHashConfig())
+    expected_buckets: dict[bytes, list] = {}
+    for node, signature in enumerate(hasher.signatures(texts)):
+        for key in hasher.band_keys(signature):
+            expected_buckets.setdefault(key, []).append((node, signature))
+    expected = sorted(e for members in expected_buckets.values() for e in bucket_edges(members, 0.8))
+    assert len(expected) >= 12
+    out = tmp_path / "edges.jsonl"
+
+    def dump(edge):
+        with open(out, "a") as handle:
+            handle.write(json.dumps(list(edge)) + "\n")
+
+    with beam.Pipeline(runner=fn_runner.FnApiRunner()) as pipeline:
+        _ = (pipeline | beam.Create([(i, Document(text=t)) for i, t in enumerate(texts)])
+             | beam.ParDo(BandKeysFn(config, batch=5, buckets=buckets, batch_bytes=batch_bytes))
+             | beam.GroupByKey()
+             | beam.FlatMap(batch_edges, 0.8)
+             | beam.Map(dump))
+    assert sorted(tuple(e) for e in map(json.loads, out.read_text().splitlines())) == expected
