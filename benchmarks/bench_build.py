@@ -397,7 +397,7 @@ def main() -> int:
                      f"{r['pages'] / r['cpu']:,.0f} | {r['peak_total'] / 1e9:.2f} | {r['ram_per_byte']:.2f} | {same} |")
     if len(scales) >= 2:
         lines += ["", f"Fitted CPU = fixed + per copy x copies (least squares over {', '.join(f'{s}x' for s in scales)}; "
-                  f"one copy = {rows[0]['pages']:,} pages) and **extrapolated** to one Common Crawl dump of "
+                  f"one copy = {rows[0]['pages'] // scales[0]:,} pages) and **extrapolated** to one Common Crawl dump of "
                   f"{DUMP_WET_FILES:,} WET files (about {PAGES_PER_WET_FILE:,} pages each, "
                   f"{DUMP_PAGES / 1e9:.1f} billion pages; linear: near-dedup rounds and a real dump's "
                   "duplicate structure are not modelled):", "",

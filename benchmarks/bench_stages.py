@@ -14,8 +14,11 @@ ArchiveIterator over the same files (decompress, parse, read every body: no text
 page objects); language-id - fastText's ``predict`` alone (lid.176, k=1, newlines as spaces,
 which is what ours calls, without the counters and the page record); minhash-signatures -
 datasketch's ``MinHash.bulk`` over the same 5-word shingles, 112 permutations (shingling
-included: bench_dedup times the two halves). The other stages have no standalone peer
-component (bench_clean compares the C4 rules as a whole with datatrove).
+included: bench_dedup times the two halves); bad-words - the automaton library alone
+(pyahocorasick, the same words per language, one full pass over each lower-cased page, every
+occurrence reported, no word-boundary check), and, below the table, tfds' regex it replaced on
+the same pages. The other stages have no standalone peer component (bench_clean compares the
+C4 rules as a whole with datatrove).
 
 Start-up: CPU seconds of a fresh process that imports what a Beam SDK worker imports for the
 chain (``c4forge.pipelines.c4``, so apache_beam too) and loads everything a worker loads before
@@ -50,7 +53,7 @@ import harness  # noqa: E402
 STAGES = ("read", "length", "url-dedup", "clean-page", "line-dedup", "language-id", "bad-words",
           "minhash-signatures", "near-dup-clusters", "write")
 PEERS = {"read": "FastWARC ArchiveIterator", "language-id": "fastText predict alone",
-         "minhash-signatures": "datasketch MinHash.bulk"}
+         "bad-words": "pyahocorasick, one full pass", "minhash-signatures": "datasketch MinHash.bulk"}
 
 STARTUP = """
 import resource, sys
@@ -103,6 +106,7 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     steps = ChainRules(config).setup()
     lid_texts: list[str] = []
     minhash_texts: list[str] = []
+    badword_pages: list[tuple[str, str]] = []
     identify, badwords = steps.language, steps.badwords
 
     def identify_seen(page):
@@ -110,6 +114,7 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
         return identify(page)
 
     def badwords_seen(page):
+        badword_pages.append(((page.language or "").split("-")[0], page.text))
         verdict = badwords(page)
         if verdict.kept:
             minhash_texts.append(page.text)
@@ -126,12 +131,32 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     total = time.process_time() - started
     # the capture's own cost (two list appends a page) is inside language-id and bad-words
     with open(captured, "w", encoding="utf-8") as handle:
-        json.dump({"language-id": lid_texts, "minhash-signatures": minhash_texts}, handle)
+        json.dump({"language-id": lid_texts, "minhash-signatures": minhash_texts,
+                   "bad-words": badword_pages}, handle)
     return {"seconds": clock.seconds, "items": clock.items, "total": total,
             "pages_read": clock.items.get("read", 0), "documents": len(docs)}
 
 
-def peer_seconds(stage: str, paths: list[str], texts: list[str]) -> float:
+def badword_lists(badwords: str, pages) -> dict:
+    from c4forge.corpus.badwords import load_badwords
+
+    return load_badwords(badwords, sorted({lang for lang, _ in pages if lang}))
+
+
+def regex_seconds(badwords: str, pages) -> float:
+    """CPU seconds of tfds' bad-words regex (``compile_badwords``) on the pages bad-words saw."""
+    from c4forge.corpus.badwords import compile_badwords
+
+    patterns = compile_badwords(badword_lists(badwords, pages))
+    started = time.process_time()
+    for lang, text in pages:
+        pattern = patterns.get(lang)
+        if pattern is not None:
+            pattern.search(text.lower())
+    return time.process_time() - started
+
+
+def peer_seconds(stage: str, paths: list[str], texts: list, badwords: str = "") -> float:
     """CPU seconds of the peer component on the same input as our stage."""
     started = time.process_time()
     if stage == "read":
@@ -148,6 +173,22 @@ def peer_seconds(stage: str, paths: list[str], texts: list[str]) -> float:
         started = time.process_time()  # the model is loaded once per worker: start-up, not this
         for text in texts:
             model.predict(text.replace("\n", " "), k=1)
+    elif stage == "bad-words":
+        import ahocorasick
+
+        automata = {}
+        for lang, words in badword_lists(badwords, texts).items():
+            automata[lang] = automaton = ahocorasick.Automaton()
+            for word in words:
+                if word:
+                    automaton.add_word(word, len(word))
+            automaton.make_automaton()
+        started = time.process_time()  # built once per worker, as ours
+        for lang, text in texts:
+            automaton = automata.get(lang)
+            if automaton is not None:
+                for _ in automaton.iter(text.lower()):
+                    pass
     elif stage == "minhash-signatures":
         from datasketch import MinHash
 
@@ -180,6 +221,7 @@ def main() -> int:
     runs, peers = [], {stage: [] for stage in PEERS}
     startup = {"with Beam (a `corpus build` worker)": [], "without Beam (`corpus clean`)": []}
     harness_only: list[float] = []
+    regex: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         captured = f"{tmp}/captured.json"
         for _ in range(args.repeat):
@@ -194,7 +236,8 @@ def main() -> int:
             with open(captured, encoding="utf-8") as handle:
                 texts = json.load(handle)
             for stage in PEERS:
-                peers[stage].append(peer_seconds(stage, paths, texts.get(stage, [])))
+                peers[stage].append(peer_seconds(stage, paths, texts.get(stage, []), args.badwords))
+            regex.append(regex_seconds(args.badwords, texts.get("bad-words", [])))
             for name, beam in zip(startup, (True, False)):
                 startup[name].append(startup_seconds(args.badwords, beam))
             harness_only.append(harness_seconds())
@@ -220,6 +263,10 @@ def main() -> int:
             ratio = harness.spread(harness.ratios(seconds, peers[stage]), "{:.1f}") + "x"
         lines.append(f"| {stage} | {items:,} | {harness.spread(seconds, '{:.2f}')} | {share} | {rate} | "
                      f"{peer} | {peer_cpu} | {ratio} |")
+    bad_words = [r["seconds"].get("bad-words", 0.0) for r in runs]
+    lines += ["", f"Bad words beside the regex it replaced (tfds' `(?:\\W|^)(w1|...)(?:\\W|$)` per "
+              f"language, the same pages): {harness.spread(regex, '{:.2f}')} CPU s, so ours is "
+              f"{harness.spread(harness.ratios(bad_words, regex), '{:.2f}')}x the regex's CPU."]
     lines += ["", "Worker start-up (CPU s of a fresh process until it can take its first page; "
               "median (min-max)): " + "; ".join(f"{name} {harness.spread(v, '{:.2f}')}"
                                                 for name, v in startup.items()) + "; "
