@@ -33,6 +33,7 @@ class Benchmark:
     full: tuple[str, ...]      # arguments of the run that regenerates the section
     needs: str                  # what it reads, for the skip message
     peers: bool = False         # runs in .venv-peers (beside datatrove, without apache-beam)
+    in_quick: bool = True       # False: left out of --quick (its quick run would repeat another's)
 
 
 BENCHMARKS = (
@@ -48,8 +49,9 @@ BENCHMARKS = (
                                           "--workers", "2", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
     Benchmark("estimate", "bench_estimate.py", ("--repeat", "3", "--write"), "../shared/data/crawl-extra"),
-    Benchmark("estimate-flink", "bench_estimate.py", ("--runner", "flink-local", "--repeat", "2", "--write"),
-              "../shared/data/crawl-extra"),
+    Benchmark("estimate-flink", "bench_estimate.py", ("--runner", "flink-local", "--repeat", "2",
+                                                  "--rounds", "3", "--write"),
+              "../shared/data/crawl-extra", in_quick=False),
     Benchmark("samples", "bench_samples.py", ("--repeat", "3", "--write"), "../shared/data/crawl-extra"),
     Benchmark("stages", "bench_stages.py", ("--scale", "4", "--repeat", "3", "--write"),
               "../shared/data/crawl-extra"),
@@ -67,7 +69,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="Smoke test: tiny inputs, nothing written.")
     parser.add_argument("--only", default="", help="Comma-separated benchmark names.")
     args = parser.parse_args()
-    chosen = [b for b in BENCHMARKS if not args.only or b.name in args.only.split(",")]
+    chosen = [b for b in BENCHMARKS if (not args.only or b.name in args.only.split(","))
+              and (b.in_quick or not args.quick)]
     failed = []
     for bench in chosen:
         python = harness.peers_python() if bench.peers else sys.executable
