@@ -4,8 +4,8 @@ user can keep a top fraction afterwards (DCLM kept its top 10%; docs/corpus.md s
 duckdb).
 
 The model is any supervised fastText file (``.bin`` or quantised ``.ftz``); the score is the
-probability of the positive label, as DCLM's published classifier
-(``openlm-research/dclm-baseline-1.0-fasttext``, labels ``__label__hq`` / ``__label__cc``) is
+probability of the positive label, as DCLM's published classifier (Hugging Face
+``mlfoundations/fasttext-oh-eli5``, labels ``__label__hq`` / ``__label__cc``) is
 read: for a two-label model, P(hq), which is DCLM's ``1 - P(cc)`` when ``cc`` ranks first. The
 page goes to fastText as datatrove's ``FastTextClassifierFilter`` sends a whole document: text
 stripped, newlines replaced (here by a space, as DCLM joins lines; fastText reads one line).
