@@ -215,15 +215,21 @@ def test_ctrl_c_exits_130_after_cleaning_up(tmp_path, command):
 
     from tests.conftest import shared_path
 
-    crawl = shared_path("crawl-extra", "web-benchmarks.warc.wet.gz")  # long enough to interrupt
+    # HTML extraction keeps `corpus clean` busy ~18 s here (the WET file took ~7 s: on a loaded CI
+    # machine the signal could land as the command finished, in Python's shutdown)
+    crawl = shared_path("crawl-extra", "wcxb-dev.warc.gz")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", f"c4forge.cli.{command[0]}", *command[1:], "-i", str(crawl),
-                             "-o", str(out), "--badwords", str(ROOT / "corpus/data/demo-badwords")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             "--input-format", "warc", "-o", str(out),
+                             "--badwords", str(ROOT / "corpus/data/demo-badwords")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(6)  # past start-up, inside the work
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-2000:]
+    # 130, or death by SIGINT after the clean-up (Python's own ending for an interrupt): a shell
+    # reads both as $? = 130; exit 1 (click's "Aborted!") or 0 would fail here
+    assert proc.returncode in (130, -signal.SIGINT), err[-2000:]
     assert "interrupted" in err and "Traceback" not in err
     assert not out.exists() or not any(p.name.endswith((".arrow", ".parquet", "_manifest.json")) for p in out.rglob("*"))
