@@ -48,6 +48,11 @@ BENCHMARKS = (
                                           "clean,direct,flink-local,spark-local,datatrove",
                                           "--workers", "2", "--repeat", "3", "--write"),
               "../shared/data/crawl"),
+    # issue 55's memory row: flink-local's peak at 64x distinct pages against its own at 16x
+    Benchmark("build-memory", "bench_build.py", ("--scales", "16,64", "--engines", "flink-local",
+                                                 "--workers", "2", "--repeat", "1",
+                                                 "--section", "build-memory", "--write"),
+              "../shared/data/crawl", in_quick=False),
     Benchmark("estimate", "bench_estimate.py", ("--repeat", "3", "--write"), "../shared/data/crawl-extra"),
     Benchmark("estimate-flink", "bench_estimate.py", ("--runner", "flink-local", "--repeat", "2",
                                                   "--rounds", "3", "--write"),

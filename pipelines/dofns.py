@@ -37,7 +37,11 @@ SHUFFLE_COMPRESSION = True
 # elements. A bucket is a stable hash of the key modulo ``buckets``; each batch buffer is
 # flushed when it holds BATCH_BYTES, so a bundle's memory stays bounded.
 DEFAULT_BUCKETS = 16
-BUCKET_INPUT_BYTES = 8 << 20  # compressed crawl bytes per bucket (see shuffle_buckets)
+# Compressed crawl bytes per bucket (see shuffle_buckets). 2 MB, not the 8 MB of before: at 64x
+# distinct input (1.6 GB) flink-local's JVM ran out of heap in the GroupReduce of MinHash's band
+# grouping with 8 MB buckets, and completed with 2 MB (flink-local, 16x, 2 interleaved runs
+# each: 1.046x the CPU, 0.92x the peak memory; benchmarks/RESULTS.md, build-memory).
+BUCKET_INPUT_BYTES = 2 << 20
 BATCH_BYTES = 32 << 20
 
 

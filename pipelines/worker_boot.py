@@ -116,8 +116,8 @@ def main(argv=None) -> int:
     if info.HasField("status_endpoint"):
         env["STATUS_API_SERVICE_DESCRIPTOR"] = descriptor(info.status_endpoint.url)
     os.chdir(work)  # nothing of the submitting checkout is importable from here
-    os.execve(sys.executable, [sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"],
-              env)
+    # Beam's harness, its data messages capped (pipelines/sdk_harness.py says why)
+    os.execve(sys.executable, [sys.executable, "-m", "c4forge.pipelines.sdk_harness"], env)
     return 0  # not reached
 
 
