@@ -1,10 +1,11 @@
 """MinHash near-dedup on Beam (the twin of corpus/near_dedup.py; contract: corpus/chain.py's
-NEAR_DEDUP): band keys per page, star edges per band bucket, connected components by
-Hash-to-Min unrolled on the engine, then each page meets its cluster's label and size.
+NEAR_DEDUP): band keys per page, the candidates' signatures fetched and checked per band
+bucket (or star edges without a threshold), connected components by Hash-to-Min unrolled on
+the engine, then each page meets its cluster's label and size.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
 from typing import Optional
 
 import apache_beam as beam
@@ -21,6 +22,7 @@ from c4forge.corpus.near_dedup import (
     hash_to_min,
     initial_cluster,
     sample_dropped,
+    star_edges,
 )
 from c4forge.corpus.steps import NS_NEAR, text_bytes
 from c4forge.pipelines.dofns import (
@@ -41,46 +43,32 @@ def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
                   pending=segment.after)
 
 
-def pack_member(node: int, signature: np.ndarray) -> bytes:
-    """A band bucket's member as it crosses the shuffle: the id (8 bytes) and the signature's
-    raw bytes. A page is a member of one bucket per band (14), so this is most of what
-    near-dedup shuffles: bytes cost Beam's coder a length and a copy, where an (id, ndarray)
-    tuple was pickled (measured on flink-local, 4x distinct input: near-dedup was 40% of the
-    engine's CPU beyond `corpus clean`'s)."""
-    return node.to_bytes(8, "big") + signature.tobytes()
+def page_member(node: int, signature: np.ndarray) -> bytes:
+    """A page as a band bucket's member crosses the shuffles: its id (8 bytes) and a digest of
+    its signature (8 bytes). The digest names the page, not only its node: with URL dedup off,
+    two crawls of one URL share an id, and the candidate's signature fetched later must be the
+    one that put this page in the bucket."""
+    return node.to_bytes(8, "big") + hashlib.blake2b(signature.tobytes(), digest_size=8).digest()
 
 
-def member_edges(members: Iterable[bytes], threshold: Optional[float]):
-    """:func:`bucket_edges` of one band bucket's packed members (a bucket of one, most of
-    them, is not unpacked)."""
-    members = list(members)
-    if len(members) < 2:
-        return
-    yield from bucket_edges([(int.from_bytes(m[:8], "big"), np.frombuffer(m, dtype=np.uint32, offset=8))
-                             for m in members], threshold)
-
-
-def batch_edges(element, threshold: Optional[float]):
-    """(shuffle bucket, batches of (band key, member)) -> the edges of every band bucket in it:
-    the members of one band key meet here, whichever bundles sent them."""
-    _, batches = element
-    by_key: dict[bytes, list[bytes]] = {}
-    for batch in batches:
-        for key, member in batch:
-            by_key.setdefault(key, []).append(member)
-    for members in by_key.values():
-        yield from member_edges(members, threshold)
+def node_of(member: bytes) -> int:
+    return int.from_bytes(member[:8], "big")
 
 
 class BandKeysFn(beam.DoFn):
-    """(id, page) -> its band keys with the packed member, in batches per shuffle bucket of
-    the band key, (bucket, [(band key, member)...]): 14 band keys a page were 14 elements
-    each, and the engine's grouping paid per element (flink-local, 4x distinct input: the JVM
-    18.4 -> 15.6 CPU s with the batches). The signatures are computed vectorised over up to ``batch`` pages
-    of the bundle at a time (one DoFn instead of Beam's BatchElements composite, a signature
-    step and a band step: fewer transforms to build, translate and start). The batches of a
+    """(id, page) -> its band keys with the page as a member (:func:`page_member`), in batches
+    per shuffle bucket of the band key, (bucket, [(band key, member)...]) (main output), and,
+    where candidates are checked against a threshold, its signature once, in batches per bucket
+    of the member, (bucket, [(member, signature bytes)...]) (``SIGNATURES``). The signature used
+    to cross the band shuffle with each of the 14 band keys; most band buckets hold one page and
+    never look at it, so it now crosses once and only candidates fetch it (``CandidatesFn``,
+    :func:`answer_requests`): the largest stage's outputs, which on Flink wait in the SDK worker
+    until its bundle ends (pipelines/sdk_harness.py), shrink the most. The signatures are
+    computed vectorised over up to ``batch`` pages of the bundle at a time. The batches of a
     flush together hold at most ``batch_bytes``: an engine's sort buffer takes a record whole
     (Flink refused 32 MB ones: "Record too large")."""
+
+    SIGNATURES = "signatures"
 
     def __init__(self, config: CorpusConfig, batch: int = 512, buckets: int = DEFAULT_BUCKETS,
                  batch_bytes: int = 4 << 20) -> None:
@@ -88,36 +76,132 @@ class BandKeysFn(beam.DoFn):
         self.batch = batch
         self.buckets = buckets
         self.batch_bytes = batch_bytes
+        self.checked = config.minhash.threshold is not None
         self.hasher: Optional[MinHasher] = None
         self.pending: list[tuple[int, Document]] = []
-        self.batcher = Batcher(batch_bytes)
+        self.bands = Batcher(batch_bytes)
+        self.signatures = Batcher(batch_bytes)
 
     def setup(self) -> None:
         self.hasher = MinHasher(self.config.minhash)
 
     def start_bundle(self) -> None:
         self.pending = []
-        self.batcher = Batcher(self.batch_bytes)
+        self.bands = Batcher(self.batch_bytes)
+        self.signatures = Batcher(self.batch_bytes)
 
     def process(self, element):
         self.pending.append(element)
         if len(self.pending) >= self.batch:
-            yield from self._flush()
+            bands, signatures = self._flush()
+            yield from bands
+            for batch in signatures:
+                yield beam.pvalue.TaggedOutput(self.SIGNATURES, batch)
 
     def finish_bundle(self):
-        yield from in_global_window([*self._flush(), *self.batcher.drain()])
+        bands, signatures = self._flush()
+        yield from in_global_window([*bands, *self.bands.drain()])
+        for batch in in_global_window([*signatures, *self.signatures.drain()]):
+            yield beam.pvalue.TaggedOutput(self.SIGNATURES, batch)
 
-    def _flush(self) -> list:
+    def _flush(self) -> tuple[list, list]:
+        """The band batches and the signature batches that filled up."""
         pending, self.pending = self.pending, []
-        out: list = []
+        bands: list = []
+        signatures: list = []
         if not pending:
-            return out
-        signatures = self.hasher.signatures([page.text for _, page in pending])
-        for (node, _), signature in zip(pending, signatures):
-            member = pack_member(node, signature)
+            return bands, signatures
+        for (node, _), signature in zip(pending, self.hasher.signatures([page.text for _, page in pending])):
+            member = page_member(node, signature)
+            if self.checked:
+                signatures += self.signatures.add(digest_bucket(member, self.buckets),
+                                                  (member, signature.tobytes()), signature.nbytes + 32)
             for key in self.hasher.band_keys(signature):
-                out += self.batcher.add(digest_bucket(key, self.buckets), (key, member), len(member) + 16)
-        return out
+                bands += self.bands.add(digest_bucket(key, self.buckets), (key, member), 48)
+        return bands, signatures
+
+
+class CandidatesFn(beam.DoFn):
+    """(shuffle bucket, batches of (band key, member)) -> for every band bucket of pages of two or
+    more ids: without a threshold its star edges (main output); with one, a request for each
+    member's signature, (member bucket, [(member, band key)...]) (``REQUESTS``). The members of
+    one band key meet here, whichever bundles sent them."""
+
+    REQUESTS = "requests"
+
+    def __init__(self, threshold: Optional[float], buckets: int = DEFAULT_BUCKETS) -> None:
+        self.threshold = threshold
+        self.buckets = buckets
+        self.batcher = Batcher()
+
+    def start_bundle(self) -> None:
+        self.batcher = Batcher()
+
+    def process(self, element):
+        _, batches = element
+        by_key: dict[bytes, set[bytes]] = {}
+        for batch in batches:
+            for key, member in batch:
+                by_key.setdefault(key, set()).add(member)
+        for key, members in by_key.items():
+            if len({m[:8] for m in members}) < 2:  # one id: no edge (corpus/near_dedup.bucket_edges)
+                continue
+            if self.threshold is None:
+                yield from star_edges([node_of(m) for m in members])
+                continue
+            for member in members:
+                for batch in self.batcher.add(digest_bucket(member, self.buckets), (member, key), 56):
+                    yield beam.pvalue.TaggedOutput(self.REQUESTS, batch)
+
+    def finish_bundle(self):
+        for batch in in_global_window(self.batcher.drain()):
+            yield beam.pvalue.TaggedOutput(self.REQUESTS, batch)
+
+
+def answer_requests(element):
+    """(member bucket, {"signatures": batches, "requests": batches}) -> (band key, (member,
+    signature)) for every requested member: a candidate's signature goes to each band bucket
+    it is in."""
+    _, grouped = element
+    wanted: dict[bytes, list[bytes]] = {}
+    for batch in grouped["requests"]:
+        for member, key in batch:
+            wanted.setdefault(member, []).append(key)
+    if not wanted:
+        return
+    for batch in grouped["signatures"]:
+        for member, signature in batch:
+            for key in wanted.get(member, ()):
+                yield key, (member, signature)
+
+
+def checked_edges(element, threshold: float):
+    """(band key, its members with their signatures) -> :func:`bucket_edges` of the bucket."""
+    _, members = element
+    yield from bucket_edges([(node_of(m), np.frombuffer(sig, dtype=np.uint32)) for m, sig in members],
+                            threshold)
+
+
+def band_edges(keyed, config: CorpusConfig, buckets: int, batch: int = 512,
+               batch_bytes: int = 4 << 20):
+    """Pages keyed by id -> the edges of their band buckets (corpus/near_dedup.py's): band keys
+    grouped by shuffle bucket; without a threshold the stars of the buckets of two or more ids;
+    with one, their members' signatures fetched and checked per band bucket."""
+    threshold = config.minhash.threshold
+    keys = (keyed
+            | "signatures and band keys" >> beam.ParDo(BandKeysFn(config, batch, buckets, batch_bytes))
+            .with_outputs(BandKeysFn.SIGNATURES, main="bands"))
+    candidates = (keys.bands
+                  | "group bands" >> beam.GroupByKey()
+                  | "band candidates" >> beam.ParDo(CandidatesFn(threshold, buckets))
+                  .with_outputs(CandidatesFn.REQUESTS, main="edges"))
+    if threshold is None:
+        return candidates.edges
+    return ({"signatures": keys[BandKeysFn.SIGNATURES], "requests": candidates[CandidatesFn.REQUESTS]}
+            | "fetch candidates' signatures" >> beam.CoGroupByKey()
+            | "signatures to band buckets" >> beam.FlatMap(answer_requests)
+            | "group candidates" >> beam.GroupByKey()
+            | "checked edges" >> beam.FlatMap(checked_edges, threshold))
 
 
 def _both_directions(edge: tuple[int, int]):
@@ -223,11 +307,7 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
 def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[str] = None,
                buckets: int = DEFAULT_BUCKETS):
     keyed = pages | "key by id" >> beam.Map(lambda p: (doc_id(p.normalized_url), p))
-    threshold = config.minhash.threshold
-    edges = (keyed
-             | "signatures and band keys" >> beam.ParDo(BandKeysFn(config, buckets=buckets))
-             | "group bands" >> beam.GroupByKey()
-             | "bucket edges" >> beam.FlatMap(batch_edges, threshold))
+    edges = band_edges(keyed, config, buckets)
     labels, changed = connected_components(edges, rounds)
     sizes = (labels
              | "root of node" >> beam.Map(lambda kv: (kv[1], 1))

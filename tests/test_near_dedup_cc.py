@@ -1,6 +1,7 @@
 """Connected components of near-duplicate links on the engine (Hash-to-Min): exact against
 union-find, rounds needed by the worst case (long chains in random id order), and an
 unconverged run reported, never silently wrong."""
+import dataclasses
 import json
 import random
 
@@ -100,27 +101,37 @@ def test_build_warns_when_near_dedup_did_not_converge(tmp_path):
     assert converged["counters"]["near-dedup/filtered"] >= manifest["counters"]["near-dedup/filtered"]
 
 
-@pytest.mark.parametrize("batch_bytes,buckets", [(1, 3), (1 << 22, 1), (4096, 16)])
-def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buckets):
-    """Band keys cross the shuffle packed and in batches per bucket (pipelines/near_dedup.py
-    BandKeysFn): with a flush after every member, one bucket, or anything between, the edges
-    are those of the one-process twin's band buckets (corpus/near_dedup.py)."""
+@pytest.mark.parametrize("batch_bytes,buckets,threshold", [(1, 3, 0.8), (1 << 22, 1, 0.8),
+                                                          (4096, 16, 0.8), (4096, 16, None)])
+def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buckets, threshold):
+    """Band keys cross the shuffle with their page (id and signature digest), in batches per
+    bucket, and the candidates of a checked bucket fetch their signatures (pipelines/near_dedup.py
+    band_edges): with a flush after every item, one bucket, or anything between, with a threshold
+    or without, the edges are those of the one-process twin's band buckets (corpus/near_dedup.py).
+    Two pages share an id (two crawls of one URL, URL dedup off), each near a different page:
+    each keeps its own edge (fetching a signature by id alone lost one)."""
     from c4forge.corpus.minhash import MinHashConfig, MinHasher
     from c4forge.corpus.near_dedup import bucket_edges
-    from c4forge.pipelines.near_dedup import BandKeysFn, batch_edges
+    from c4forge.pipelines.near_dedup import band_edges
 
     rng = random.Random(7)
     words = [f"w{i}" for i in range(400)]
-    base = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(12)]
-    texts = [t for b in base for t in (b, b + " extra words at the end", b.replace("w1", "v1", 1))]
+    base = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(14)]
+    texts = [t for b in base[:12] for t in (b, b + " extra words at the end", b.replace("w1", "v1", 1))]
+    texts += [" ".join(rng.choice(words) for _ in range(120)) for _ in range(20)]  # no neighbours
+    ids = [1000 + 7919 * i for i in range(len(texts))]  # ids are not positions
+    shared = 5  # the smallest id: both crawls link their neighbours to it
+    texts += [base[12], base[12] + " again", base[13], base[13] + " again"]
+    ids += [shared, 99_991, shared, 99_997]
     config = build_config("c4")
+    config = dataclasses.replace(config, minhash=dataclasses.replace(config.minhash, threshold=threshold))
     hasher = MinHasher(MinHashConfig())
     expected_buckets: dict[bytes, list] = {}
-    for node, signature in enumerate(hasher.signatures(texts)):
+    for node, signature in zip(ids, hasher.signatures(texts)):
         for key in hasher.band_keys(signature):
             expected_buckets.setdefault(key, []).append((node, signature))
-    expected = sorted(e for members in expected_buckets.values() for e in bucket_edges(members, 0.8))
-    assert len(expected) >= 12
+    expected = sorted(e for members in expected_buckets.values() for e in bucket_edges(members, threshold))
+    assert len(expected) >= 12 and (99_991, shared) in expected and (99_997, shared) in expected
     out = tmp_path / "edges.jsonl"
 
     def dump(edge):
@@ -128,9 +139,7 @@ def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buck
             handle.write(json.dumps(list(edge)) + "\n")
 
     with beam.Pipeline(runner=fn_runner.FnApiRunner()) as pipeline:
-        _ = (pipeline | beam.Create([(i, Document(text=t)) for i, t in enumerate(texts)])
-             | beam.ParDo(BandKeysFn(config, batch=5, buckets=buckets, batch_bytes=batch_bytes))
-             | beam.GroupByKey()
-             | beam.FlatMap(batch_edges, 0.8)
+        keyed = pipeline | beam.Create([(n, Document(text=t)) for n, t in zip(ids, texts)])
+        _ = (band_edges(keyed, config, buckets, batch=5, batch_bytes=batch_bytes)
              | beam.Map(dump))
     assert sorted(tuple(e) for e in map(json.loads, out.read_text().splitlines())) == expected
