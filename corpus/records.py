@@ -16,7 +16,7 @@ from c4forge.corpus.gzip_members import BREAK, decompressed_pieces
 from c4forge.corpus.opening import open_raw
 from c4forge.corpus.read_options import CrawlReadInterrupted, ReadOptions
 from c4forge.corpus.remote import ObjectChanged
-from c4forge.corpus.warc import WarcRecord, header_block_fields, length_value
+from c4forge.corpus.warc import WarcRecord, first_by_lower_name, header_block_fields, length_value
 
 MAX_HEADER_BYTES = 1 << 20
 
@@ -44,11 +44,13 @@ class _RecordParser:
         self.members: list[tuple[int, int]] = []  # (stream position, member offset)
         self.state = ParserState.SEEK
         self.headers: dict[str, str] = {}
+        self.by_lower_name: dict[str, str] = {}
         self.record_type = ""
         self.record_pos = 0
         self.length = 0
         self.discard = 0
         self.scanned = 0  # bytes of buf already searched for a following record header
+        self.resume = 0  # where the search of a body that is still arriving goes on (_overrun)
         self.junk = False
 
     # -- inputs
@@ -166,7 +168,7 @@ class _RecordParser:
             self.state = ParserState.SEEK
             return AGAIN
         self._drop(end + sep)
-        self.scanned = 0
+        self.scanned = self.resume = 0
         if self.length > self.options.max_record_bytes:
             self.inc("skipped:record_too_large")
             self.discard = self.length
@@ -178,7 +180,7 @@ class _RecordParser:
     def _discard(self, final: bool):
         """Skip an over-long record's bytes, but stop at the next record header inside them: a
         Content-Length far larger than the body must not swallow the records that follow it."""
-        cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
+        cut, _ = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
         if 0 <= cut <= self.discard:
             self._drop(cut)
             self.discard = 0
@@ -202,15 +204,15 @@ class _RecordParser:
             # Not all bytes yet: if the next record already starts inside what we hold,
             # Content-Length was wrong; cut here instead of waiting (possibly to the end of
             # the file, losing every record after this one).
-            cut = _overrun(self.buf, max(0, self.scanned - _HEADER_OVERLAP))
-            self.scanned = len(self.buf)
+            cut, self.resume = _overrun(self.buf, self.resume)
             if cut >= 0:
                 self._drop(cut)
                 self._truncated()
                 return AGAIN
             return WAIT
-        body = bytes(self.buf[: self.length])
-        cut = _overrun(body)
+        with memoryview(self.buf) as view, view[: self.length] as head:
+            body = bytes(head)  # one copy (bytes(buf[:n]) copies twice)
+        cut, _ = _overrun(body, self.resume)  # before resume: searched while it arrived
         if cut >= 0:  # Content-Length ran into the next record: this one is truncated
             self._drop(cut)
             self._truncated()
@@ -218,7 +220,7 @@ class _RecordParser:
         self._drop(self.length)
         self.state = ParserState.SEEK
         return WarcRecord(self.record_type, self.headers, body, self.source,
-                          self._member_offset(self.record_pos))
+                          self._member_offset(self.record_pos), self.by_lower_name)
 
     def _find_record_start(self) -> int:
         buf = self.buf
@@ -233,7 +235,8 @@ class _RecordParser:
 
     def _header_end(self) -> tuple[int, int]:
         crlf = self.buf.find(b"\r\n\r\n")
-        lf = self.buf.find(b"\n\n")
+        # a \n\n counts only before the first \r\n\r\n: no need to search the body after it
+        lf = self.buf.find(b"\n\n", 0, crlf + 2) if crlf >= 0 else self.buf.find(b"\n\n")
         if crlf >= 0 and (lf < 0 or crlf <= lf):
             return crlf, 4
         if lf >= 0:
@@ -248,29 +251,35 @@ class _RecordParser:
         first, headers = header_block_fields(text)
         if not first.startswith("WARC/"):
             return False
-        length = length_value(next((v for k, v in headers.items() if k.lower() == "content-length"), ""))
+        lowered = first_by_lower_name(headers)
+        length = length_value(lowered.get("content-length", ""))
         if length is None:
             return False
         self.headers = headers
+        self.by_lower_name = lowered
         self.length = length
-        self.record_type = next((v for k, v in headers.items() if k.lower() == "warc-type"), "")
+        self.record_type = lowered.get("warc-type", "")
         return True
 
 
 _HEADER_OVERLAP = 512  # a record header split across two reads is still found
 
 
-def _overrun(body, start: int = 0) -> int:
-    """Where a following record's header starts inside ``body`` (a wrong Content-Length), or -1.
-    Checks only for a full ``WARC/1.x`` line followed by a ``WARC-`` header, so page text that
-    merely mentions WARC is not cut."""
+def _overrun(body, start: int = 0) -> tuple[int, int]:
+    """(where a following record's header starts inside ``body`` (a wrong Content-Length) or -1,
+    where a later search of ``body`` grown longer must start). Checks only for a full
+    ``WARC/1.x`` line followed by a ``WARC-`` header, so page text that merely mentions WARC is
+    not cut; a candidate whose lines are not all in ``body`` yet is searched again later, so
+    searching a body as it arrives finds what searching it whole from ``start`` finds."""
     idx = body.find(b"\nWARC/1.", start)
     while idx >= 0:
         line_end = body.find(b"\n", idx + 1)
-        if line_end >= 0 and body[line_end + 1: line_end + 6] == b"WARC-":
-            return idx + 1
+        if line_end < 0 or line_end + 6 > len(body):
+            return -1, idx
+        if body[line_end + 1: line_end + 6] == b"WARC-":
+            return idx + 1, idx
         idx = body.find(b"\nWARC/1.", idx + 1)
-    return -1
+    return -1, max(start, len(body) - 7)  # a needle cut at the end starts again
 
 
 def iter_records(path: str, inc: IncFn = null_inc, options: ReadOptions = ReadOptions(),

@@ -25,13 +25,22 @@ class WarcRecord:
     body: bytes
     source: str
     offset: int
+    # {name lower-cased: value of its first occurrence}, built once (a page asks for 4 headers)
+    by_lower_name: Optional[dict[str, str]] = dataclasses.field(default=None, compare=False, repr=False)
 
     def header(self, name: str, default: str = "") -> str:
-        lowered = name.lower()
-        for key, value in self.headers.items():
-            if key.lower() == lowered:
-                return value
-        return default
+        """The value of the first header named ``name`` in any case."""
+        if self.by_lower_name is None:
+            self.by_lower_name = first_by_lower_name(self.headers)
+        return self.by_lower_name.get(name.lower(), default)
+
+
+def first_by_lower_name(headers: dict[str, str]) -> dict[str, str]:
+    """{name lower-cased: the value of the first name that lower-cases to it}."""
+    lowered: dict[str, str] = {}
+    for key, value in headers.items():
+        lowered.setdefault(key.lower(), value)
+    return lowered
 
 
 def http_payload(record: WarcRecord) -> tuple[dict[str, str], bytes]:

@@ -26,17 +26,23 @@ from c4forge.corpus.sniff import MISMATCH_RECORDS, InputFormatError, format_mism
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import NEWLINES, WarcRecord
 
-METADATA_PREFIXES = ("WARC", "CONTENT-", "Content-")
+METADATA_PREFIXES = ("WARC", "CONTENT-", "Content-")  # page_text spells them out too
 # C0 control characters other than \t \n \v \f \r: text has (almost) none of them.
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13))
 
 
 def page_text(body: str, keep_metadata_like_lines: bool = False) -> str:
-    """tfds ``split_wet_file`` text: stripped, non-empty lines joined by ``\\n``."""
-    lines = (line.strip() for line in NEWLINES.split(body))
-    if keep_metadata_like_lines:
-        return "\n".join(line for line in lines if line)
-    return "\n".join(line for line in lines if line and not line.startswith(METADATA_PREFIXES))
+    """tfds ``split_wet_file`` text: stripped, non-empty lines joined by ``\\n``.
+
+    The same as stripping each of ``NEWLINES.split(body)`` and keeping the non-empty lines that
+    do not start with METADATA_PREFIXES, at about half its CPU: a body without ``\\r`` (nearly
+    every WET body) is split on ``\\n`` in C, and the prefix check runs only when a prefix
+    occurs in the body at all (tests/test_wet.py checks both against that definition)."""
+    lines = NEWLINES.split(body) if "\r" in body else body.split("\n")
+    kept = list(filter(None, map(str.strip, lines)))
+    if not keep_metadata_like_lines and ("WARC" in body or "CONTENT-" in body or "Content-" in body):
+        kept = [line for line in kept if not line.startswith(METADATA_PREFIXES)]
+    return "\n".join(kept)
 
 
 def record_to_document(record: WarcRecord, inc: IncFn = null_inc,
