@@ -202,8 +202,8 @@ def test_page_text_equals_its_definition_on_mixed_newlines_and_unicode_spaces():
 def test_page_text_equals_its_definition_on_real_pages():
     count = 0
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
-        for record in iter_records(str(path)):
-            body = record.body.decode("utf-8", "replace")
+        for crawl_record in iter_records(str(path)):
+            body = crawl_record.body.decode("utf-8", "replace")
             for keep in (False, True):
                 assert page_text(body, keep) == _page_text_by_definition(body, keep)
             count += 1
