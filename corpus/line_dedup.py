@@ -74,13 +74,15 @@ def page_owning_nothing(n_lines: int) -> Verdict:
     return drop("empty", line_counts(0, (("global_duplicate", n_lines),)))
 
 
-def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3) -> Verdict:
-    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines."""
+def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
+                     keys: Optional[list[bytes]] = None) -> Verdict:
+    """tfds ``_remove_lines_from_text``: the page with only its owned, first-seen lines
+    (``keys``: the page's line keys where the caller has them, else hashed here)."""
     new_lines = []
     seen: set[bytes] = set()
     n_global = n_local = 0
-    for line in page.text.split("\n"):
-        key = line_key(line)
+    lines = page.text.split("\n")
+    for line, key in zip(lines, keys if keys is not None else map(line_key, lines)):
         if key not in owned:
             n_global += 1
         elif key in seen:
@@ -125,20 +127,22 @@ class LineOwners:
     def add(self, page: Document) -> None:
         add_claims(self._best, page)
 
-    def owned_by(self, page: Document) -> set[bytes]:
+    def owned_by(self, page: Document, keys: Optional[list[bytes]] = None) -> set[bytes]:
         best = self._best
         rank = url_rank(page.url)
-        return {key for key in line_keys(page) if best[key] == rank}
+        return {key for key in (line_keys(page) if keys is None else keys) if best[key] == rank}
 
     def __len__(self) -> int:
         return len(self._best)
 
 
 def dedupe_page(page: Document, owned: set[bytes], min_sentences: int, inc: IncFn,
-                key: Optional[int] = None, samples: Optional[Reservoir] = None) -> Optional[Document]:
+                key: Optional[int] = None, samples: Optional[Reservoir] = None,
+                page_keys: Optional[list[bytes]] = None) -> Optional[Document]:
     """One page's line dedup with its counters (and, for a traced page, its samples): what
-    both runners do per page once its owned lines are known."""
-    verdict = keep_owned_lines(page, owned, min_sentences)
+    both runners do per page once its owned lines are known (``page_keys``: its line keys,
+    where the caller has hashed them already)."""
+    verdict = keep_owned_lines(page, owned, min_sentences, page_keys)
     count_verdict(inc, None, page.text_size(), verdict)
     if key is not None:
         samples.extend(step_samples(NS_LINES, verdict.outcome, key, page, verdict.page,
@@ -159,8 +163,9 @@ def run(pages: Iterable[Document], job: WideJob) -> list[Document]:
         min_sentences = job.config.dedupe_min_sentences
         kept = []
         for page in pages:
-            result = dedupe_page(page, owners.owned_by(page), min_sentences, inc,
-                                 job.traced(page.normalized_url), job.samples)
+            keys = list(line_keys(page))  # hashed once for both: what it owns, what it keeps
+            result = dedupe_page(page, owners.owned_by(page, keys), min_sentences, inc,
+                                 job.traced(page.normalized_url), job.samples, keys)
             if result is not None:
                 kept.append(result)
     return kept
