@@ -55,8 +55,7 @@ def embedded_conf(folder: str, slots: int, managed_mb: int, restart_attempts: in
         "taskmanager.numberOfTaskSlots": slots, "parallelism.default": slots,
         "taskmanager.memory.managed.size": f"{managed_mb}m",
         "taskmanager.network.batch-shuffle.compression.enabled": "false",
-        **common_settings(os.path.join(folder, "tmp"), restart_attempts),
-        **dict(kv.split("=", 1) for kv in os.environ.get("XFLINKCONF", "").split(";") if kv)})
+        **common_settings(os.path.join(folder, "tmp"), restart_attempts)})
 
 
 @dataclass
