@@ -53,6 +53,9 @@ BENCHMARKS = (
                                                  "--workers", "2", "--repeat", "1",
                                                  "--section", "build-memory", "--write"),
               "../shared/data/crawl", in_quick=False),
+    # issue 55's chain row: `corpus clean` of the commit the issue was filed at, beside this one
+    Benchmark("baseline", "bench_baseline.py", ("--scale", "16", "--repeat", "3", "--write"),
+              "../shared/data/crawl", in_quick=False),
     Benchmark("estimate", "bench_estimate.py", ("--repeat", "3", "--write"), "../shared/data/crawl-extra"),
     Benchmark("estimate-flink", "bench_estimate.py", ("--runner", "flink-local", "--repeat", "2",
                                                   "--rounds", "3", "--write"),
