@@ -51,14 +51,21 @@ class _CompressedInput:
         self.pos = 0  # file offset of the next unconsumed byte
         self.keep = None  # file offset the buffer must keep (start of the member being decoded)
         self.eof = False
+        self.error: Optional[OSError] = None  # what the last read raised, if it failed
 
     def available(self) -> int:
         return self.base + len(self.buf) - self.pos
 
     def refill(self) -> bool:
+        if self.error is not None:  # a failed read is not retried: it fails again, here
+            raise self.error
         if self.eof:
             return False
-        data = self.raw.read(READ_CHUNK)
+        try:
+            data = self.raw.read(READ_CHUNK)
+        except OSError as exc:
+            self.error = exc
+            raise
         if not data:
             self.eof = True
             return False
@@ -161,7 +168,9 @@ def _member_pieces(src: _CompressedInput, member_pos: int, options: ReadOptions
     member it ends cleanly within ``FAST_MEMBER_BYTES`` is handed on; any other is inflated
     again by zlib from its first byte, streamed, and its end is zlib's: ISA-L accepts some
     damaged streams that zlib refuses (it then read on to the end of the file, where zlib
-    stops at the fault and the members after it are kept: seen on randomly damaged files)."""
+    stops at the fault and the members after it are kept: seen on randomly damaged files). A
+    read that fails inside the member is replayed too: zlib hands on what the bytes read so far
+    hold (the records before an I/O error are kept), then meets the same error."""
     held: list[tuple[int, bytes]] = []
     fast = _inflate(src, member_pos, isal_zlib, min(options.max_member_bytes, FAST_MEMBER_BYTES),
                     max_input=FAST_MEMBER_BYTES)
@@ -172,6 +181,8 @@ def _member_pieces(src: _CompressedInput, member_pos: int, options: ReadOptions
         if end.value == "done":
             yield from held
             return "done"
+    except OSError:  # the file failed mid-member: zlib hands on what it read, then fails the same way
+        pass
     src.pos = member_pos
     return (yield from _inflate(src, member_pos, zlib, options.max_member_bytes))
 

@@ -13,7 +13,7 @@ from c4forge.corpus.inputs import expand_inputs
 from c4forge.corpus.read_options import CrawlReadError, ReadOptions
 from c4forge.corpus.records import iter_records
 from c4forge.corpus.warc import http_payload
-from c4forge.corpus.wet import iter_crawl_documents, page_text
+from c4forge.corpus.wet import iter_crawl_documents, iter_file_documents, page_text
 from tests.conftest import shared_path
 from tests.wetfiles import WARCINFO, gzip_member, page, record, wet_file
 
@@ -344,3 +344,46 @@ def test_isal_and_zlib_read_real_files_the_same(monkeypatch):
         expected = read(path)
         monkeypatch.undo()
         assert read(path) == expected, path.name
+
+
+def test_isal_and_zlib_keep_the_same_records_before_an_io_error(tmp_path, monkeypatch):
+    """Regression: ISA-L held a member back until its end, so an I/O error inside a member lost
+    the records zlib had already handed on (a whole file in one gzip member lost them all)."""
+    import c4forge.corpus.gzip_members as gzip_layer
+    import c4forge.corpus.records as records
+
+    real = records.open_raw
+
+    class FailingAfter:
+        def __init__(self, raw, limit):
+            self.raw, self.left = raw, limit
+
+        def read(self, n=-1):
+            if self.left <= 0:
+                raise OSError(5, "Input/output error")
+            data = self.raw.read(min(n, self.left) if n > 0 else self.left)
+            self.left -= len(data)
+            return data
+
+        def close(self):
+            self.raw.close()
+
+    def read_all(path):  # as `corpus clean` reads: an I/O error ends the file, counted
+        counters = Counters()
+        docs = list(iter_file_documents(str(path), counters.inc_fn("r")))
+        return docs, {k[2:]: v for k, v in counters.as_dict().items()}
+
+    one_member = gzip.compress(WARCINFO + b"".join(good(i) for i in range(40)))
+    per_record = wet_file([good(i) for i in range(40)])
+    kept = 0
+    for name, data in (("one.warc.wet.gz", one_member), ("many.warc.wet.gz", per_record)):
+        path = write(tmp_path, data, name)
+        for limit in range(200, len(data), max(1, len(data) // 23)):
+            monkeypatch.setattr(records, "open_raw", lambda p, *a, limit=limit: FailingAfter(real(p, *a), limit))
+            monkeypatch.setattr(gzip_layer, "FAST_MEMBER_BYTES", 0)
+            expected = read_all(path)
+            monkeypatch.setattr(gzip_layer, "FAST_MEMBER_BYTES", 8 << 20)
+            assert read_all(path) == expected, (name, limit)
+            assert expected[1]["skipped:read_error"] == 1
+            kept += len(expected[0])
+    assert kept > 100  # the errors fell after records that were kept, in both kinds of file
