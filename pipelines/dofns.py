@@ -124,6 +124,21 @@ def in_global_window(batches) -> Iterator[WindowedValue]:
         yield WindowedValue(batch, GlobalWindow().max_timestamp(), (GlobalWindow(),))
 
 
+class BucketBatchingFn(beam.DoFn):
+    """A DoFn whose output goes out batched per shuffle bucket (``self.batcher``, fresh every
+    bundle, ``buckets`` buckets); what is left at the end of a bundle is emitted there."""
+
+    def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
+        self.buckets = buckets
+        self.batcher = Batcher()
+
+    def start_bundle(self) -> None:
+        self.batcher = Batcher()
+
+    def finish_bundle(self):
+        yield from in_global_window(self.batcher.drain())
+
+
 class Counting:
     """Mixin: ``self.inc_for(namespace)`` gives an inc(name, amount) that sums into a table for
     the bundle; ``finish_bundle`` adds each (namespace, name) to its Beam counter once. A Beam

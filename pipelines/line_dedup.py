@@ -22,6 +22,7 @@ from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
     SHUFFLE_COMPRESSION,
     Batcher,
+    BucketBatchingFn,
     digest_bucket,
     in_global_window,
 )
@@ -81,16 +82,9 @@ class ClaimLinesFn(beam.DoFn):
         return claim_batches(table, self.buckets)
 
 
-class LineOwnersFn(beam.DoFn):
+class LineOwnersFn(BucketBatchingFn):
     """(line bucket, batches of claims) -> every line's owner (the smallest md5(url) that
     claimed it), batched by the owner's page bucket: (page bucket, [(md5(url), line key)...])."""
-
-    def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
-        self.buckets = buckets
-        self.batcher = Batcher()
-
-    def start_bundle(self) -> None:
-        self.batcher = Batcher()
 
     def process(self, element):
         _, batches = element
@@ -103,28 +97,15 @@ class LineOwnersFn(beam.DoFn):
         for key, rank in owners.items():
             yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, key), 48)
 
-    def finish_bundle(self):
-        yield from in_global_window(self.batcher.drain())
 
-
-class KeyPagesFn(beam.DoFn):
+class KeyPagesFn(BucketBatchingFn):
     """Pages -> (page bucket, [PageEntry...]) for the join, when no URL dedup made them."""
-
-    def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
-        self.buckets = buckets
-        self.batcher = Batcher()
-
-    def start_bundle(self) -> None:
-        self.batcher = Batcher()
 
     def process(self, page: Document):
         rank = url_rank(page.url)
         packed = to_bytes(page, SHUFFLE_COMPRESSION)
         entry = tuple(PageEntry(rank, b"", packed, page.text.count("\n") + 1))
         yield from self.batcher.add(digest_bucket(rank, self.buckets), entry, len(packed) + 64)
-
-    def finish_bundle(self):
-        yield from in_global_window(self.batcher.drain())
 
 
 def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:

@@ -28,6 +28,7 @@ from c4forge.corpus.steps import NS_NEAR, text_bytes
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
     Batcher,
+    BucketBatchingFn,
     Counting,
     Sampling,
     digest_bucket,
@@ -121,7 +122,7 @@ class BandKeysFn(beam.DoFn):
         return bands, signatures
 
 
-class CandidatesFn(beam.DoFn):
+class CandidatesFn(BucketBatchingFn):
     """(shuffle bucket, batches of (band key, member)) -> for every band bucket of pages of two or
     more ids: without a threshold its star edges (main output); with one, a request for each
     member's signature, (member bucket, [(member, band key)...]) (``REQUESTS``). The members of
@@ -130,12 +131,8 @@ class CandidatesFn(beam.DoFn):
     REQUESTS = "requests"
 
     def __init__(self, threshold: Optional[float], buckets: int = DEFAULT_BUCKETS) -> None:
+        super().__init__(buckets)
         self.threshold = threshold
-        self.buckets = buckets
-        self.batcher = Batcher()
-
-    def start_bundle(self) -> None:
-        self.batcher = Batcher()
 
     def process(self, element):
         _, batches = element
