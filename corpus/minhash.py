@@ -1,8 +1,8 @@
 """MinHash signatures and LSH band keys for near-duplicate detection, vectorised in numpy.
 
 Shingles are word n-grams (default 5) of a normalised text: lowercased, every digit folded to
-``0``, punctuation removed, whitespace collapsed (FineWeb/datatrove's normalisation). Everything
-after normalisation runs on whole batches of documents in numpy, with no Python loop per word:
+``0``, punctuation removed, whitespace collapsed (FineWeb/datatrove's normalisation). The
+values are defined in numpy over whole batches of documents, with no Python loop per word:
 
 - word hashes: each byte b_i of the batch's normalised text gets b_i * P^i (mod 2^64); a prefix
   sum turns any word's polynomial hash into (C[end] - C[start]) * P^-start, using the inverse of
@@ -11,14 +11,16 @@ after normalisation runs on whole batches of documents in numpy, with no Python 
   document (a document shorter than n words is one shingle);
 - signatures: each shingle hash is cut to 32 bits x; permutation k maps it to
   (a_k * x + b_k) mod 2^32 with a_k odd (a bijection of the 32-bit space; x is already a mixed
-  hash, so these behave as random permutations - the precision/recall benchmark checks it); the
-  minimum per document comes from a numba-compiled loop (:func:`_min_hash_kernel`: one pass
-  over the shingles, the 112 running minima in registers, reading the 64-bit shingle hashes and
-  writing the output rows in place), which makes the whole signature step cost about 1.1x
-  shingling alone (benchmarks/RESULTS.md, ``dedup``). Without numba
-  the same values come from ``np.minimum.reduceat`` over a (shingles x permutations) block in
-  32-bit arithmetic, about 2.5x slower; both paths give identical signatures (tested), so the
-  choice never changes a dedup decision.
+  hash, so these behave as random permutations - the precision/recall benchmark checks it).
+
+Every step also has a numba-compiled loop that computes the same values in one pass without
+the numpy path's temporaries (the separators, :func:`_separator_loop`; the word hashes, Horner's
+rule per word, :func:`_word_hash_loop`; the shingles, :func:`_shingle_loop`; the minima,
+:func:`_min_hash_loop`, the 112 running minima in registers). They run wherever numba is
+installed (a dependency): the signature step went from 3.4 to about 1 CPU s on the 13,541 pages
+of the 4x stage benchmark, the numpy word hashes and shingles having been two thirds of it. The
+numpy path stays as the definition and the fallback; both give identical values (tested on
+every separator and on the shared crawl), so the choice never changes a dedup decision.
 
 Band keys: the signature is cut into ``bands`` bands of ``rows`` values; two documents become
 candidates when any band is equal. With 14 x 8 (FineWeb's setting) the chance that a pair is
@@ -88,12 +90,18 @@ def match_probability(similarity: float, bands: int = 14, rows: int = 8) -> floa
     return 1.0 - (1.0 - similarity ** rows) ** bands
 
 
-def _separated(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _separated(texts: Sequence[str], use_numba: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, start offsets): the texts lowercased, UTF-8 encoded and joined by spaces, with
     every separator turned into spaces and ASCII digits into "0"; runs of spaces remain."""
     encoded = [t.lower().encode("utf-8") for t in texts]
     starts = np.cumsum([0] + [len(e) + 1 for e in encoded[:-1]]) if encoded else np.zeros(0, np.int64)
-    data = _ASCII_MAP[np.frombuffer(b" ".join(encoded), dtype=np.uint8)]
+    raw = np.frombuffer(b" ".join(encoded), dtype=np.uint8)
+    kernel = separator_kernel() if use_numba else None
+    if kernel is not None:
+        data = np.empty_like(raw)
+        kernel(raw, _ASCII_MAP, _LEAD, _SEP2, _SEP3, data)
+        return data, starts
+    data = _ASCII_MAP[raw]
     lead = np.flatnonzero(_LEAD[data])
     if len(lead):
         padded = np.concatenate((data, np.zeros(2, dtype=np.uint8))).astype(np.uint32)
@@ -106,6 +114,48 @@ def _separated(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         for offset in range(3):
             data[hit3 + offset] = 32
     return data, starts
+
+
+def _separator_loop(raw: np.ndarray, ascii_map: np.ndarray, lead: np.ndarray, sep2: np.ndarray,
+                    sep3: np.ndarray, out: np.ndarray) -> None:
+    """:func:`_separated`'s bytes in two passes without temporaries: the ASCII table, then
+    every 2- and 3-byte separator (read from ``raw``: the table leaves bytes >= 128 alone) to
+    spaces."""
+    n = len(raw)
+    for i in range(n):
+        out[i] = ascii_map[raw[i]]
+    for i in range(n):
+        if not lead[raw[i]]:
+            continue
+        code2 = (np.uint32(raw[i]) << np.uint32(8)) | (np.uint32(raw[i + 1]) if i + 1 < n else np.uint32(0))
+        code3 = (code2 << np.uint32(8)) | (np.uint32(raw[i + 2]) if i + 2 < n else np.uint32(0))
+        for code in sep2:
+            if code == code2:
+                out[i] = 32
+                out[i + 1] = 32
+        for code in sep3:
+            if code == code3:
+                out[i] = 32
+                out[i + 1] = 32
+                out[i + 2] = 32
+
+
+@functools.lru_cache(maxsize=1)
+def separator_kernel():
+    """:func:`_separator_loop` compiled by numba (cached on disk), or None without numba."""
+    return _compiled(_separator_loop)
+
+
+def _compiled(function):
+    """``function`` compiled by numba (cached on disk), or None where numba is missing (the
+    identical numpy path runs). Imported on first use, not with this module: numba's import
+    costs 0.35-0.6 CPU s, which every process reading ``corpus.config`` (every CLI command,
+    every engine worker) paid whether or not it computed a signature."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
+        return None
+    return numba.njit(cache=True, nogil=True)(function)
 
 
 def normalize(text: str) -> str:
@@ -157,14 +207,22 @@ class _PowerCache:
 _POWERS = _PowerCache()
 
 
-def word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def word_hashes(texts: Sequence[str], use_numba: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every word of the normalised texts, number of words per text).
 
     Words are the maximal runs of non-space bytes of ``_separated(text)``, exactly the words of
-    :func:`normalize`; their hashes are computed for the whole batch at once.
+    :func:`normalize`; their hashes are computed for the whole batch at once, in one compiled
+    pass over the bytes (:func:`_word_hash_loop`) or, without numba, by the prefix sums of the
+    module doc: the same values (tested).
     """
     n_texts = len(texts)
-    data, text_starts = _separated(texts)
+    data, text_starts = _separated(texts, use_numba)
+    kernel = word_hash_kernel() if use_numba else None
+    if kernel is not None:
+        hashes = np.empty(len(data) // 2 + 1, dtype=np.uint64)
+        counts = np.zeros(n_texts, dtype=np.int64)
+        found = kernel(data, np.asarray(text_starts, dtype=np.int64), _HASH_CONSTANTS, hashes, counts)
+        return hashes[:found], counts
     n = len(data)
     is_word = data != 32
     if n == 0 or not is_word.any():
@@ -183,19 +241,75 @@ def word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return _splitmix64(raw ^ (ends - starts).astype(np.uint64)), counts
 
 
+# The constants of the word hash as one uint64 array for the compiled loop: numba would type a
+# Python int above 2^63 as a signed 64-bit constant.
+_HASH_CONSTANTS = np.array([_BASE, 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB],
+                           dtype=np.uint64)
+
+
+def _word_hash_loop(data: np.ndarray, text_starts: np.ndarray, constants: np.ndarray,
+                    hashes: np.ndarray, counts: np.ndarray) -> int:
+    """:func:`word_hashes`' values in one pass: for every word (a maximal run of bytes other
+    than 32) sum_i b_i * P^(i - start) modulo 2^64, its length mixed in, through splitmix64;
+    each word counted for the text it starts in. Returns the number of words written. The
+    numpy path builds a uint64 prefix sum and a power table over every byte of the batch: five
+    8-byte temporaries per text byte, 70% of the signature step."""
+    base = constants[0]
+    n = len(data)
+    n_texts = len(text_starts)
+    text = 0
+    found = 0
+    i = 0
+    while i < n:
+        if data[i] == 32:
+            i += 1
+            continue
+        start = i
+        h = np.uint64(0)
+        power = np.uint64(1)
+        while i < n and data[i] != 32:
+            h += np.uint64(data[i]) * power
+            power *= base
+            i += 1
+        x = h ^ np.uint64(i - start)
+        x = x + constants[1]
+        x = (x ^ (x >> np.uint64(30))) * constants[2]
+        x = (x ^ (x >> np.uint64(27))) * constants[3]
+        hashes[found] = x ^ (x >> np.uint64(31))
+        found += 1
+        while text + 1 < n_texts and text_starts[text + 1] <= start:
+            text += 1
+        counts[text] += 1
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def word_hash_kernel():
+    """:func:`_word_hash_loop` compiled by numba (cached on disk), or None without numba."""
+    return _compiled(_word_hash_loop)
+
+
 _SHINGLE_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                           0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
                           0x27D4EB2F165667C5, 0x94D049BB133111EB], dtype=np.uint64)
 
 
-def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int) -> tuple[np.ndarray, np.ndarray]:
-    """(hash of every word n-gram inside each document, shingle count per document)."""
+def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int,
+                   use_numba: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(hash of every word n-gram inside each document, shingle count per document); compiled
+    (:func:`_shingle_loop`) or in numpy, the same values."""
     n_docs = len(counts)
     doc_start = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_docs else np.empty(0, np.int64)
     per_doc = np.where(counts >= ngram, counts - ngram + 1, np.minimum(counts, 1))
     total = int(per_doc.sum())
     if total == 0:
         return np.empty(0, dtype=np.uint64), per_doc
+    kernel = shingle_kernel() if use_numba else None
+    if kernel is not None:
+        out = np.empty(total, dtype=np.uint64)
+        kernel(words, np.asarray(counts, dtype=np.int64), np.asarray(per_doc, dtype=np.int64), ngram,
+               _SHINGLE_MULT, _HASH_CONSTANTS, out)
+        return out, per_doc
     # Start index (into `words`) of every shingle.
     offsets = np.repeat(doc_start - np.concatenate(([0], np.cumsum(per_doc)[:-1])), per_doc)
     starts = np.arange(total, dtype=np.int64) + offsets
@@ -206,6 +320,32 @@ def shingle_hashes(words: np.ndarray, counts: np.ndarray, ngram: int) -> tuple[n
         idx = np.minimum(starts + j, len(words) - 1)
         acc += np.where(inside, words[idx] * _SHINGLE_MULT[j % len(_SHINGLE_MULT)], np.uint64(0))
     return _splitmix64(acc), per_doc
+
+
+def _shingle_loop(words: np.ndarray, counts: np.ndarray, per_doc: np.ndarray, ngram: int,
+                  mult: np.ndarray, constants: np.ndarray, out: np.ndarray) -> None:
+    """:func:`shingle_hashes`' values document by document: shingle s of a document is
+    splitmix64(sum_j words[s + j] * mult[j mod 8]) over its min(count, ngram) words."""
+    word = 0
+    found = 0
+    for d in range(len(counts)):
+        width = min(counts[d], ngram)
+        for s in range(per_doc[d]):
+            acc = np.uint64(0)
+            for j in range(width):
+                acc += words[word + s + j] * mult[j % len(mult)]
+            x = acc + constants[1]
+            x = (x ^ (x >> np.uint64(30))) * constants[2]
+            x = (x ^ (x >> np.uint64(27))) * constants[3]
+            out[found] = x ^ (x >> np.uint64(31))
+            found += 1
+        word += counts[d]
+
+
+@functools.lru_cache(maxsize=1)
+def shingle_kernel():
+    """:func:`_shingle_loop` compiled by numba (cached on disk), or None without numba."""
+    return _compiled(_shingle_loop)
 
 
 def _min_hash_loop(shingles: np.ndarray, bounds: np.ndarray, rows: np.ndarray, a: np.ndarray,
@@ -223,15 +363,8 @@ def _min_hash_loop(shingles: np.ndarray, bounds: np.ndarray, rows: np.ndarray, a
 
 @functools.lru_cache(maxsize=1)
 def min_hash_kernel():
-    """:func:`_min_hash_loop` compiled by numba (cached on disk), or None where numba is missing
-    (the identical numpy path runs). Imported on first use, not with this module: numba's
-    import costs 0.35-0.6 CPU s, which every process reading ``corpus.config`` (every CLI
-    command, every engine worker) paid whether or not it computed a signature."""
-    try:
-        import numba
-    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
-        return None
-    return numba.njit(cache=True, nogil=True)(_min_hash_loop)
+    """:func:`_min_hash_loop` compiled by numba (cached on disk), or None without numba."""
+    return _compiled(_min_hash_loop)
 
 
 class MinHasher:
@@ -249,8 +382,8 @@ class MinHasher:
 
     def signatures(self, texts: Sequence[str]) -> np.ndarray:
         """uint32 array (len(texts), num_perm). Empty texts get all-0xFFFFFFFF signatures."""
-        words, counts = word_hashes(texts)
-        shingles, per_doc = shingle_hashes(words, counts, self.config.ngram)
+        words, counts = word_hashes(texts, self.use_numba)
+        shingles, per_doc = shingle_hashes(words, counts, self.config.ngram, self.use_numba)
         num_perm = self.config.num_perm
         out = np.full((len(texts), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
         present = np.flatnonzero(per_doc > 0)

@@ -3,6 +3,7 @@ import random
 
 import numpy as np
 
+import c4forge.corpus.minhash as minhash
 from c4forge.corpus.minhash import (
     MinHashConfig,
     MinHasher,
@@ -13,8 +14,9 @@ from c4forge.corpus.minhash import (
     shingle_set,
     word_hashes,
 )
+from c4forge.corpus.wet import iter_file_documents
 from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id, star_edges
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shared_path
 
 DEMO_BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
 
@@ -71,8 +73,6 @@ def test_compiled_and_numpy_signatures_are_identical_and_match_the_definition():
     """The numba loop and the numpy block give the same signatures (so the on-disk format and
     every dedup decision are the same whichever runs), and both equal the definition
     min_x (a_k x + b_k) mod 2^32 over the document's 32-bit shingle hashes."""
-    import c4forge.corpus.minhash as minhash
-
     assert minhash.min_hash_kernel() is not None  # numba is a dependency: the fast path runs
     rng = random.Random(1)
     texts = [random_text(rng, rng.randint(0, 500)) for _ in range(80)] + ["", "x", "a b c d"]
@@ -89,6 +89,45 @@ def test_compiled_and_numpy_signatures_are_identical_and_match_the_definition():
         expected = [min(((int(a) * x + int(b)) & 0xFFFFFFFF for x in xs), default=0xFFFFFFFF)
                     for a, b in zip(hasher.a, hasher.b)]
         assert compiled[i].tolist() == expected
+
+
+SEPARATOR_ALPHABET = (list("ab Zq0 7.,;!_-\t\n\u00e9\u00c9\u00df\u4e2d\u0416\U0001F600\u00c2\u00e2")
+                      + list(minhash._UNICODE_SEPARATORS))
+
+
+def _same_hashes(texts):
+    """Normalisation, word hashes and shingle hashes: the compiled loops and numpy agree."""
+    for compiled, plain in ((minhash._separated(texts, True), minhash._separated(texts, False)),
+                            (word_hashes(texts, True), word_hashes(texts, False))):
+        assert compiled[0].dtype == plain[0].dtype
+        assert compiled[0].tolist() == plain[0].tolist() and list(compiled[1]) == list(plain[1])
+    words, counts = word_hashes(texts)
+    for ngram in (1, 2, 5, 13):
+        compiled = minhash.shingle_hashes(words, counts, ngram, True)
+        plain = minhash.shingle_hashes(words, counts, ngram, False)
+        assert compiled[0].tolist() == plain[0].tolist() and list(compiled[1]) == list(plain[1])
+
+
+def test_compiled_hashing_equals_numpy_on_every_separator():
+    """The numba passes (separators, word hashes, shingles) are the numpy definitions' values on
+    texts dense with every separator the normalisation knows, UTF-8 of 1 to 4 bytes, empty texts
+    and batches of one; they are what MinHasher uses, so a difference would move near-dedup."""
+    assert minhash.separator_kernel() and minhash.word_hash_kernel() and minhash.shingle_kernel()
+    rng = random.Random(7)
+    for _ in range(600):
+        texts = ["".join(rng.choice(SEPARATOR_ALPHABET) for _ in range(rng.randint(0, 40)))
+                 for _ in range(rng.randint(0, 5))]
+        _same_hashes(texts)
+    _same_hashes(["\u201c"])  # a separator as the batch's last bytes
+    _same_hashes(["", "", "x"])
+
+
+def test_compiled_hashing_equals_numpy_on_the_shared_crawl():
+    pages = [page.text for path in sorted(shared_path("crawl").glob("*.wet.gz"))
+             for page in iter_file_documents(str(path))]
+    assert len(pages) > 1000
+    for start in range(0, len(pages), 256):
+        _same_hashes(pages[start:start + 256])
 
 
 def test_estimate_tracks_exact_jaccard():
