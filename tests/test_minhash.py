@@ -14,8 +14,8 @@ from c4forge.corpus.minhash import (
     shingle_set,
     word_hashes,
 )
-from c4forge.corpus.wet import iter_file_documents
 from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id, star_edges
+from c4forge.corpus.wet import iter_file_documents
 from tests.conftest import ROOT, shared_path
 
 DEMO_BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
