@@ -117,6 +117,22 @@ def packed_normalized_url(data: bytes) -> str:
     return _text(memoryview(data)[start:start + header[_LENGTHS + 1]])
 
 
+def packed_url(data: bytes) -> str:
+    """The URL of a :func:`to_bytes` document, without unpacking its text."""
+    header = _HEADER.unpack_from(data)
+    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0)
+    return _text(memoryview(data)[start:start + header[_LENGTHS]])
+
+
+_CLUSTER_AT = struct.calcsize("<Bqdd")  # where the cluster size sits in the header
+
+
+def with_cluster_size(data: bytes, size: int) -> bytes:
+    """A :func:`to_bytes` document with its ``near_dup_cluster_size`` set, its text untouched
+    (near-dedup's verdict on a packed page: no expanding and compressing it again)."""
+    return b"".join((data[:_CLUSTER_AT], struct.pack("<I", size), data[_CLUSTER_AT + 4:]))
+
+
 def from_bytes(data: bytes) -> Document:
     flags, offset, score, quality, cluster, *lengths = _HEADER.unpack_from(data)
     pos = _HEADER.size

@@ -18,25 +18,26 @@ from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.shards import DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, shard_metadata
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS
 from c4forge.pipelines.shards import write_shards
-from c4forge.pipelines.wide import BeamJob, Stream, beam_twin, pages_of
+from c4forge.pipelines.wide import BeamJob, Stream, beam_twin, packed_pages_of, pages_of
 
 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
              launch_dir: Optional[str] = None, chain: Optional[Sequence[Step]] = None,
-             samples_dir: Optional[str] = None):
-    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths:
-    ``chain`` compiled into the graph (``progress_dir``: where the reading step reports, see
-    pipelines/progress.py; ``buckets``: see dofns.shuffle_buckets; ``launch_dir``: what relative
-    paths are relative to; ``samples_dir``: where the DoFns write the rule samples they find,
-    see dofns.merge_sample_parts)."""
+             samples_dir: Optional[str] = None, packed: bool = False):
+    """The filtered, deduplicated pages (a PCollection of Documents, or with ``packed`` their
+    corpus.document.to_bytes form) from crawl file paths: ``chain`` compiled into the graph
+    (``progress_dir``: where the reading step reports, see pipelines/progress.py;
+    ``buckets``: see dofns.shuffle_buckets; ``launch_dir``: what relative paths are relative
+    to; ``samples_dir``: where the DoFns write the rule samples they find, see
+    dofns.merge_sample_parts)."""
     layout = plan(config, chain)
     job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds)
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
     stream = Stream(files=files, pending=layout.first)
     for segment in layout.wide:
         stream = beam_twin(segment.step)(stream, segment, job)
-    return pages_of(stream, job, "end of chain")
+    return (packed_pages_of if packed else pages_of)(stream, job, "end of chain")
 
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
@@ -51,7 +52,7 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
     every shard carries; ``config`` itself may be its worker form (absolute paths).
     ``samples_dir``: where the rule samples' parts go (None: none recorded)."""
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain, samples_dir)
+    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain, samples_dir, packed=True)
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata((recorded or config).to_dict(), shard_format),

@@ -8,7 +8,7 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from c4forge.corpus.document import Document, from_bytes, to_bytes
+from c4forge.corpus.document import from_bytes, packed_normalized_url, packed_url
 from c4forge.corpus.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
@@ -20,7 +20,7 @@ from c4forge.corpus.shards import (
     write_shard,
 )
 from c4forge.corpus.urls import split_of
-from c4forge.pipelines.dofns import SHUFFLE_COMPRESSION, Counting
+from c4forge.pipelines.dofns import Counting
 from c4forge.pipelines.progress import ProgressReporter
 
 NS_OUTPUT = "output"
@@ -66,29 +66,31 @@ class WriteShardFn(Counting, beam.DoFn):
         yield name, stats
 
 
-def _packed_with_url(kv):
-    """(key, Document) -> (key, (url, bytes)): a shard's pages sort by url while packed."""
-    return kv[0], (kv[1].url, to_bytes(kv[1], SHUFFLE_COMPRESSION))
+def _with_url(kv):
+    """(key, packed page) -> (key, (url, packed page)): a shard's pages sort by url while packed."""
+    return kv[0], (packed_url(kv[1]), kv[1])
 
 
-def _assign_shard(page: Document, counts: dict[str, int], docs_per_shard: int,
+def _assign_shard(page: bytes, counts: dict[str, int], docs_per_shard: int,
                   fixed: Optional[int], per_mille: int):
-    split = split_of(page.normalized_url, per_mille)
-    return tuple(shard_key(page.normalized_url, split, counts.get(split, 0), docs_per_shard, fixed)), page
+    url = packed_normalized_url(page)
+    split = split_of(url, per_mille)
+    return tuple(shard_key(url, split, counts.get(split, 0), docs_per_shard, fixed)), page
 
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
                  num_shards: Optional[int] = None, per_mille: int = 1,
                  shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None,
                  progress_dir: Optional[str] = None):
-    """Split and shard the pages; returns a PCollection of (file name, stats)."""
+    """Split and shard the pages (packed: corpus.document.to_bytes); returns a PCollection of
+    (file name, stats)."""
     counts = (pages
-              | "split of page" >> beam.Map(lambda p: (split_of(p.normalized_url, per_mille), 1))
+              | "split of page" >> beam.Map(lambda p: (split_of(packed_normalized_url(p), per_mille), 1))
               | "count per split" >> beam.CombinePerKey(sum))
     return (pages
             | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
                                          docs_per_shard=docs_per_shard, fixed=num_shards,
                                          per_mille=per_mille)
-            | "pack pages for shards" >> beam.Map(_packed_with_url)
+            | "url of page" >> beam.Map(_with_url)
             | "group shards" >> beam.GroupByKey()
             | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, progress_dir)))

@@ -22,11 +22,11 @@ from apache_beam.pvalue import PCollection
 
 from c4forge.corpus.chain import Segment, Step
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.document import Document, from_bytes
+from c4forge.corpus.document import Document, from_bytes, to_bytes
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.steps import NS_READ, text_bytes
 from c4forge.corpus.wet import iter_file_documents
-from c4forge.pipelines.dofns import DEFAULT_BUCKETS, StepsFn
+from c4forge.pipelines.dofns import DEFAULT_BUCKETS, SHUFFLE_COMPRESSION, StepsFn
 from c4forge.pipelines.progress import ProgressReporter
 
 
@@ -64,12 +64,14 @@ Joiner = Callable[[Mapping, Iterator, "JoinFn"], Iterator]
 @dataclasses.dataclass(frozen=True)
 class Stream:
     """The pages between two corpus-wide steps (see the module doc): ``files`` not yet read,
-    ``pages`` (Documents), or ``join`` parts keyed by page bucket (``"pages"``: batches of
+    ``pages`` (Documents), ``packed`` (Documents as corpus.document.to_bytes, compressed as
+    for a shuffle), or ``join`` parts keyed by page bucket (``"pages"``: batches of
     PageEntry) with the ``joiners`` to run there, in order. ``claims``: the pages' line claims,
     where URL dedup made them from its winners (pipelines/line_dedup.py uses them)."""
 
     files: Optional[PCollection] = None
     pages: Optional[PCollection] = None
+    packed: Optional[PCollection] = None
     join: Mapping[str, PCollection] = dataclasses.field(default_factory=dict)
     joiners: tuple[Joiner, ...] = ()
     pending: tuple[Step, ...] = ()
@@ -96,9 +98,21 @@ def pages_of(stream: Stream, job: BeamJob, label: str) -> PCollection:
         grouped = stream.join | f"group by page bucket ({label})" >> beam.CoGroupByKey()
         return grouped | f"join{', ' + names if names else ''} ({label})" >> beam.ParDo(
             JoinFn(job, stream.joiners, stream.pending))
+    if stream.packed is not None:
+        pages = stream.packed | f"unpack ({label})" >> beam.Map(from_bytes)
+        return pages | f"{names} ({label})" >> beam.ParDo(PageStepsFn(job, stream.pending)) if stream.pending else pages
     if stream.pending:
         return stream.pages | f"{names} ({label})" >> beam.ParDo(PageStepsFn(job, stream.pending))
     return stream.pages
+
+
+def packed_pages_of(stream: Stream, job: BeamJob, label: str) -> PCollection:
+    """The stream's pages packed (corpus.document.to_bytes, compressed as for a shuffle), its
+    pending page steps run: what the shards are written from. Packed where they are made, so
+    what crosses to the shard writers is bytes, never a pickled Document."""
+    if stream.packed is not None and not stream.pending:
+        return stream.packed
+    return pages_of(stream, job, label) | f"pack ({label})" >> beam.Map(to_bytes, SHUFFLE_COMPRESSION)
 
 
 class ReadFn(StepsFn):

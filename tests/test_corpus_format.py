@@ -218,7 +218,9 @@ def test_document_bytes_round_trip(compress):
         from_bytes,
         packed_normalized_url,
         packed_text_size,
+        packed_url,
         to_bytes,
+        with_cluster_size,
     )
 
     docs = [Document(),
@@ -234,6 +236,9 @@ def test_document_bytes_round_trip(compress):
         assert back == doc and back.text_size() == len(doc.text.encode("utf-8", "surrogatepass"))
         assert packed_text_size(data) == back.text_size()  # from the header alone
         assert packed_normalized_url(data) == doc.normalized_url  # without unpacking the text
+        assert packed_url(data) == doc.url
+        for size in (1, 3, (1 << 32) - 1):  # near-dedup's verdict, set in the header
+            assert with_cluster_size(data, size) == to_bytes(doc.replace(near_dup_cluster_size=size), compress)
         assert (back.language is None) == (doc.language is None)
         assert (back.quality_score is None) == (doc.quality_score is None)
     long_text = docs[1]
