@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from c4forge.pipelines.engines import jars
+from c4forge.pipelines.engines import class_sharing, jars
 from c4forge.pipelines.engines.flink import FlinkCluster
 from c4forge.pipelines.engines.processes import port_open
 from c4forge.pipelines.engines.runners import check_engine_options
@@ -310,3 +310,35 @@ def test_launcher_jar_names_every_pinned_jar(tmp_path):
     assert all(len(line.encode()) <= 72 for line in manifest.split("\r\n"))
     assert jars.launcher_jar(lock, add_opens=jars.SPARK_OPENS) == path  # reused
     assert os.path.getsize(path) < 20_000
+
+
+def test_class_archive_is_written_by_a_clean_exit_then_mapped(tmp_path):
+    """The job server's class archive (pipelines/engines/class_sharing.py) on a real JVM: the
+    first start writes it at exit and it is kept; the next start maps it (``-Xshare:on`` fails
+    unless the archive can be mapped); a JVM killed before its exit leaves nothing behind."""
+    java = jars.java_executable("the class archive test")
+    major = jars.java_version(java)
+    if major is None or major < class_sharing.ARCHIVE_MIN_JAVA:
+        pytest.skip(f"Java {major} has no dynamic class archives")
+    jar = tmp_path / "server.jar"
+    jar.write_bytes(b"stands for the job server's jar")
+    folder = tmp_path / "archives"
+
+    first = class_sharing.class_archive(java, major, str(jar), folder)
+    assert first.flags[0].startswith("-XX:ArchiveClassesAtExit=")
+    done = subprocess.run([java, *first.flags, "-version"], capture_output=True)
+    first.settle(done.returncode)
+    assert done.returncode == 0 and first.target.is_file() and not first.pending.exists()
+
+    second = class_sharing.class_archive(java, major, str(jar), folder)
+    assert second.flags == [f"-XX:SharedArchiveFile={first.target}"] and second.pending is None
+    mapped = subprocess.run([java, *second.flags, "-Xshare:on", "-version"], capture_output=True, text=True)
+    assert mapped.returncode == 0, mapped.stderr
+
+    jar.write_bytes(b"another jar: another archive")
+    killed = class_sharing.class_archive(java, major, str(jar), folder)
+    assert killed.target != first.target and killed.pending is not None
+    killed.pending.write_bytes(b"half an archive")
+    killed.settle(-signal.SIGKILL)
+    assert not killed.pending.exists() and not killed.target.exists()
+    assert class_sharing.class_archive(java, 11, str(jar), folder).flags == []

@@ -3,6 +3,7 @@ without Beam, so the CLI checks it (`corpus estimate --runner flink-local`) befo
 Beam SDK."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -32,7 +33,9 @@ def java_executable(purpose: str) -> str:
     return java
 
 
+@functools.lru_cache(maxsize=8)
 def java_version(java: str) -> Optional[int]:
+    """The major version of ``java`` (asked once per process: each asking starts a JVM)."""
     try:
         shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     except (OSError, subprocess.TimeoutExpired):

@@ -58,6 +58,11 @@ class Services:
 
     folder: str
     started: list[Service] = field(default_factory=list)
+    after_stop: list[Callable[[], None]] = field(default_factory=list)
+
+    def on_stop(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once every service has exited (``stop``)."""
+        self.after_stop.append(action)
 
     def __enter__(self) -> Services:
         return self
@@ -116,6 +121,9 @@ class Services:
                 _signal(service.process, signal.SIGKILL)
                 service.process.wait()
         self.started.clear()
+        actions, self.after_stop = self.after_stop, []
+        for action in actions:
+            action()
 
 
 def _signal(process: subprocess.Popen, sig: int) -> None:

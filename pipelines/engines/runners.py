@@ -35,12 +35,15 @@ import requests
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from c4forge.core.io import shown_place
+from c4forge.pipelines.engines.class_sharing import class_archive
 from c4forge.pipelines.engines.flink import FLINK_VERSION, embedded_conf
 from c4forge.pipelines.engines.jars import (
     LOG_PROPERTIES,
     SPARK_OPENS,
     EngineUsageError,
+    cache_dir,
     java_executable,
+    java_version,
     launcher_jar,
     load_lock,
 )
@@ -167,10 +170,12 @@ def _job_server(services: Services, runner: str, jar: Optional[str], master: str
     master_flag = "--flink-master" if runner == FLINK else "--spark-master-url"
     artifacts = os.path.join(folder, "artifacts")
     os.makedirs(artifacts, exist_ok=True)
-    services.start("job-server", [java, *LOG_PROPERTIES, *jvm, "-jar", jar, master_flag, master,
-                                  "--job-port", str(port), "--artifact-port", "0",
-                                  "--expansion-port", "0", "--artifacts-dir", artifacts,
-                                  *server_args])
+    archive = class_archive(java, java_version(java), jar, cache_dir() / "class-archives")
+    server = services.start("job-server", [java, *LOG_PROPERTIES, *jvm, *archive.flags, "-jar", jar,
+                                           master_flag, master, "--job-port", str(port),
+                                           "--artifact-port", "0", "--expansion-port", "0",
+                                           "--artifacts-dir", artifacts, *server_args])
+    services.on_stop(lambda: archive.settle(server.process.returncode))
     services.wait_for(lambda: port_open(port), f"the {engine_of(runner).title()} job server",
                       timeout=180)
     return port
