@@ -74,6 +74,13 @@ def is_valid_length(page: Document, max_chars: Optional[float] = MAX_PAGE_CHARS)
     return max_chars is None or len(page.text) <= max_chars
 
 
+def too_few_words(line: str, n: int) -> bool:
+    """``len(line.split()) < n`` (tfds' words-per-line rule), splitting no further than the
+    n-th word: ``split(None, n - 1)`` gives min(words, n) pieces, the last holding the rest.
+    Splitting every line whole was a fifth of clean_page's time (most lines pass)."""
+    return len(line.split(None, n - 1)) < n
+
+
 def clean_page(page: Document, rules: PageRules = PageRules()) -> Verdict:
     """tfds ``clean_page`` (namespace ``clean-page``): keep the cleaned page, or drop it
     (``filtered:loremipsum``, ``filtered:squigglybracket``, ``filtered:too_few_sentences``),
@@ -102,7 +109,7 @@ def clean_page(page: Document, rules: PageRules = PageRules()) -> Verdict:
         if end_marks and (not line.endswith(end_marks) or (ellipsis and line.endswith(ellipsis))):
             n_endmark += 1
             continue
-        if min_words and len(line.split()) < min_words:
+        if min_words and too_few_words(line, min_words):
             n_short += 1
             continue
         line_lower = line.lower()
@@ -143,7 +150,7 @@ def line_fates(text: str, rules: PageRules = PageRules()) -> tuple[list[str], li
         if end_marks and (not line.endswith(end_marks) or (ellipsis and line.endswith(ellipsis))):
             fates[i] = "line-filtered:no_endmark"
             continue
-        if rules.min_words_per_line and len(line.split()) < rules.min_words_per_line:
+        if rules.min_words_per_line and too_few_words(line, rules.min_words_per_line):
             fates[i] = "line-filtered:too_short"
             continue
         line_lower = line.lower()

@@ -269,3 +269,17 @@ def test_byte_counters_encode_each_text_once():
     page.text = "xyz"
     assert page.text_size() == 3
     assert "_text_size" not in pickle.loads(pickle.dumps(page)).__dict__
+
+
+def test_too_few_words_is_the_full_split_count():
+    """clean_page's words-per-line rule stops splitting at the n-th word; it must decide as
+    ``len(line.split()) < n`` does on every kind of whitespace (tabs, NBSP, ideographic space,
+    runs at either end) and every n."""
+    from c4forge.corpus.clean import too_few_words
+
+    rng = random.Random(5)
+    pieces = ["a", "bb", "word.", " ", "  ", "\t", "\u00a0", "\u3000", "\u2009", "\x1c", "é", "x y"]
+    for _ in range(5000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        for n in range(-1, 9):
+            assert too_few_words(line, n) == (len(line.split()) < n), (line, n)
