@@ -18,6 +18,7 @@ from c4forge.corpus.document import (
     from_bytes,
     packed_normalized_url,
     packed_text_size,
+    to_bytes,
     with_cluster_size,
 )
 from c4forge.corpus.minhash import MinHasher
@@ -33,13 +34,13 @@ from c4forge.corpus.near_dedup import (
 from c4forge.corpus.steps import NS_NEAR
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
+    SHUFFLE_COMPRESSION,
     Batcher,
     BucketBatchingFn,
     Counting,
     Sampling,
     digest_bucket,
     in_global_window,
-    packed,
 )
 from c4forge.pipelines.wide import BeamJob, Stream, pages_of
 
@@ -278,12 +279,33 @@ def connected_components(edges, rounds: int):
     return out.out, out[ClusterRoundFn.CHANGED]
 
 
+class NodeBatchesFn(BucketBatchingFn):
+    """(node, value) -> (node bucket, [(node, value)...]): the pages and the cluster labels and
+    sizes meet at the cluster join per node bucket, batched per bundle, not as one element per
+    page (Beam's per-element cost on every hop of that join, and on Flink its three crossings:
+    the Flatten, the GroupCombine, the GroupReduce). ``pack``: the value is a Document, packed
+    (corpus.document.to_bytes) on the way."""
+
+    def __init__(self, buckets: int = DEFAULT_BUCKETS, pack: bool = False) -> None:
+        super().__init__(buckets)
+        self.pack = pack
+
+    def process(self, element):
+        node, value = element
+        if self.pack:
+            value = to_bytes(value, SHUFFLE_COMPRESSION)
+        size = len(value) + 16 if self.pack else 24
+        yield from self.batcher.add(node % self.buckets, (node, value), size)
+
+
 class ApplyClustersFn(Counting, Sampling, beam.DoFn):
-    """Keep a page unless its cluster label is a smaller id; record the cluster size. Pages
-    arrive and leave packed (corpus.document.to_bytes): the size is set in the header
-    (``with_cluster_size``), so a kept page is not expanded and compressed again on its way to
-    the shards, and crosses the stages after this one as bytes, not as a pickled Document
-    (2.9x the bytes at 4x distinct input). A dropped page is unpacked only when traced."""
+    """(node bucket, {"page", "label", "size"} batches) -> each page kept unless its node's
+    cluster label is a smaller id, with its cluster size (that of the cluster the node roots:
+    1 for a node without edges). Pages arrive and leave packed (corpus.document.to_bytes): the
+    size is set in the header (``with_cluster_size``), so a kept page is not expanded and
+    compressed again on its way to the shards, and crosses the stages after this one as bytes,
+    not as a pickled Document (2.9x the bytes at 4x distinct input). A dropped page is
+    unpacked only when traced."""
 
     def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None) -> None:
         self.config = config
@@ -295,22 +317,24 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
         self.write_samples()
 
     def process(self, element):
-        """Every page of the node: several pages share one id when URL dedup is off and a URL
-        was crawled twice; each gets its node's verdict, as in one process."""
-        node, grouped = element
-        labels = list(grouped["label"])
-        sizes = list(grouped["size"])
-        size = sizes[0] if sizes else 1
-        survives = not labels or labels[0] == node
+        """Every page of the bucket: several pages share one id when URL dedup is off and a
+        URL was crawled twice; each gets its node's verdict, as in one process."""
+        _, grouped = element
+        labels = {node: label for batch in grouped["label"] for node, label in batch}
+        sizes = {root: size for batch in grouped["size"] for root, size in batch}
         inc = self.inc_for(NS_NEAR)
-        for packed_page in grouped["page"]:
-            count_near_dedup(inc, packed_text_size(packed_page), survives, size)
-            if survives:
-                yield with_cluster_size(packed_page, size)
-                continue
-            key = self.traced(packed_normalized_url(packed_page))
-            if key is not None:
-                sample_dropped(from_bytes(packed_page), labels[0], key, self.samples())
+        for batch in grouped["page"]:
+            for node, packed_page in batch:
+                label = labels.get(node, node)
+                survives = label == node
+                size = sizes.get(node, 1)
+                count_near_dedup(inc, packed_text_size(packed_page), survives, size)
+                if survives:
+                    yield with_cluster_size(packed_page, size)
+                    continue
+                key = self.traced(packed_normalized_url(packed_page))
+                if key is not None:
+                    sample_dropped(from_bytes(packed_page), label, key, self.samples())
 
 
 def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[str] = None,
@@ -323,7 +347,9 @@ def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[s
     sizes = (labels
              | "root of node" >> beam.Map(lambda kv: (kv[1], 1))
              | "cluster size" >> beam.CombinePerKey(sum))
-    deduped = ({"page": keyed | "pack pages for join" >> beam.Map(packed), "label": labels, "size": sizes}
+    deduped = ({"page": keyed | "pack pages for join" >> beam.ParDo(NodeBatchesFn(buckets, pack=True)),
+                "label": labels | "labels by node bucket" >> beam.ParDo(NodeBatchesFn(buckets)),
+                "size": sizes | "sizes by node bucket" >> beam.ParDo(NodeBatchesFn(buckets))}
                | "join clusters" >> beam.CoGroupByKey()
                | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, samples_dir)))
     _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
