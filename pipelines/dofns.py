@@ -126,8 +126,7 @@ def in_global_window(batches) -> Iterator[WindowedValue]:
 
 class BucketBatchingFn(beam.DoFn):
     """A DoFn whose output goes out batched per shuffle bucket (``self.batcher``, fresh every
-    bundle, ``buckets`` buckets; or per any grouping key the subclass adds by); what is left at
-    the end of a bundle is emitted there."""
+    bundle, ``buckets`` buckets); what is left at the end of a bundle is emitted there."""
 
     def __init__(self, buckets: int = DEFAULT_BUCKETS) -> None:
         self.buckets = buckets

@@ -20,7 +20,7 @@ from c4forge.corpus.shards import (
     write_shard,
 )
 from c4forge.corpus.urls import split_of
-from c4forge.pipelines.dofns import BucketBatchingFn, Counting
+from c4forge.pipelines.dofns import Counting
 from c4forge.pipelines.progress import ProgressReporter
 
 NS_OUTPUT = "output"
@@ -43,10 +43,10 @@ class WriteShardFn(Counting, beam.DoFn):
             self.reporter = ProgressReporter(self.progress_dir)
 
     def process(self, element):
-        (split, index, count), batches = element
+        (split, index, count), pages = element
         # (url, packed page) pairs: sorted by url without unpacking, then unpacked one batch at
         # a time as the shard is written, so a worker holds the shard's packed pages, not its rows
-        pages = sorted((pair for batch in batches for pair in batch), key=lambda pair: pair[0])
+        pages = sorted(pages, key=lambda pair: pair[0])
         extractors: dict[str, int] = {}
         rows = counting_extractors((document_row(from_bytes(packed)) for _, packed in pages), extractors)
         name = shard_name(split, index, count, self.shard_format)
@@ -66,22 +66,16 @@ class WriteShardFn(Counting, beam.DoFn):
         yield name, stats
 
 
-class ShardBatchesFn(BucketBatchingFn):
-    """Packed page -> (shard key, [(url, packed page)...]): each page's shard (the split's
-    document count from the side input), batched per bundle, so the shard grouping carries a
-    few elements per bundle, not one per page."""
+def _with_url(kv):
+    """(key, packed page) -> (key, (url, packed page)): a shard's pages sort by url while packed."""
+    return kv[0], (packed_url(kv[1]), kv[1])
 
-    def __init__(self, docs_per_shard: int, fixed: Optional[int], per_mille: int) -> None:
-        super().__init__()
-        self.docs_per_shard = docs_per_shard
-        self.fixed = fixed
-        self.per_mille = per_mille
 
-    def process(self, page: bytes, counts: dict[str, int]):
-        url = packed_normalized_url(page)
-        split = split_of(url, self.per_mille)
-        key = tuple(shard_key(url, split, counts.get(split, 0), self.docs_per_shard, self.fixed))
-        yield from self.batcher.add(key, (packed_url(page), page), len(page) + 64)
+def _assign_shard(page: bytes, counts: dict[str, int], docs_per_shard: int,
+                  fixed: Optional[int], per_mille: int):
+    url = packed_normalized_url(page)
+    split = split_of(url, per_mille)
+    return tuple(shard_key(url, split, counts.get(split, 0), docs_per_shard, fixed)), page
 
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
@@ -94,7 +88,9 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
               | "split of page" >> beam.Map(lambda p: (split_of(packed_normalized_url(p), per_mille), 1))
               | "count per split" >> beam.CombinePerKey(sum))
     return (pages
-            | "assign shard" >> beam.ParDo(ShardBatchesFn(docs_per_shard, num_shards, per_mille),
-                                           counts=beam.pvalue.AsDict(counts))
+            | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
+                                         docs_per_shard=docs_per_shard, fixed=num_shards,
+                                         per_mille=per_mille)
+            | "url of page" >> beam.Map(_with_url)
             | "group shards" >> beam.GroupByKey()
             | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, progress_dir)))
