@@ -112,16 +112,19 @@ def packed_text_size(data: bytes) -> int:
 
 def packed_normalized_url(data: bytes) -> str:
     """The normalised URL of a :func:`to_bytes` document, without unpacking its text."""
-    header = _HEADER.unpack_from(data)
-    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0) + header[_LENGTHS]
-    return _text(memoryview(data)[start:start + header[_LENGTHS + 1]])
+    return _packed_string(data, 1)
 
 
 def packed_url(data: bytes) -> str:
     """The URL of a :func:`to_bytes` document, without unpacking its text."""
+    return _packed_string(data, 0)
+
+
+def _packed_string(data: bytes, index: int) -> str:
+    """String field ``index`` of a :func:`to_bytes` document, for the fields before the text."""
     header = _HEADER.unpack_from(data)
-    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0)
-    return _text(memoryview(data)[start:start + header[_LENGTHS]])
+    start = _HEADER.size + (8 if header[0] & _COMPRESSED else 0) + sum(header[_LENGTHS:_LENGTHS + index])
+    return _text(memoryview(data)[start:start + header[_LENGTHS + index]])
 
 
 _CLUSTER_AT = struct.calcsize("<Bqdd")  # where the cluster size sits in the header

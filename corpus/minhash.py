@@ -163,10 +163,17 @@ def normalize(text: str) -> str:
     return " ".join(w for w in _separated([text])[0].tobytes().decode("utf-8").split(" ") if w)
 
 
+# The constants of the word hash (P, then splitmix64's three) as one uint64 array, shared by
+# the numpy path and the compiled loops (numba would type a Python int above 2^63 as signed).
+_HASH_CONSTANTS = np.array([_BASE, 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB],
+                           dtype=np.uint64)
+
+
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    _, add, mul1, mul2 = _HASH_CONSTANTS
+    x = x + add
+    x = (x ^ (x >> np.uint64(30))) * mul1
+    x = (x ^ (x >> np.uint64(27))) * mul2
     return x ^ (x >> np.uint64(31))
 
 
@@ -239,12 +246,6 @@ def word_hashes(texts: Sequence[str], use_numba: bool = True) -> tuple[np.ndarra
     raw = (prefix[ends] - prefix[starts]) * inv[starts]
     # Mix in the length so words that differ only by trailing zero bytes differ.
     return _splitmix64(raw ^ (ends - starts).astype(np.uint64)), counts
-
-
-# The constants of the word hash as one uint64 array for the compiled loop: numba would type a
-# Python int above 2^63 as a signed 64-bit constant.
-_HASH_CONSTANTS = np.array([_BASE, 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB],
-                           dtype=np.uint64)
 
 
 def _word_hash_loop(data: np.ndarray, text_starts: np.ndarray, constants: np.ndarray,

@@ -66,16 +66,12 @@ class WriteShardFn(Counting, beam.DoFn):
         yield name, stats
 
 
-def _with_url(kv):
-    """(key, packed page) -> (key, (url, packed page)): a shard's pages sort by url while packed."""
-    return kv[0], (packed_url(kv[1]), kv[1])
-
-
 def _assign_shard(page: bytes, counts: dict[str, int], docs_per_shard: int,
                   fixed: Optional[int], per_mille: int):
+    """Packed page -> (shard key, (url, packed page)): a shard's pages sort by url while packed."""
     url = packed_normalized_url(page)
     split = split_of(url, per_mille)
-    return tuple(shard_key(url, split, counts.get(split, 0), docs_per_shard, fixed)), page
+    return tuple(shard_key(url, split, counts.get(split, 0), docs_per_shard, fixed)), (packed_url(page), page)
 
 
 def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
@@ -91,6 +87,5 @@ def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHA
             | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
                                          docs_per_shard=docs_per_shard, fixed=num_shards,
                                          per_mille=per_mille)
-            | "url of page" >> beam.Map(_with_url)
             | "group shards" >> beam.GroupByKey()
             | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, progress_dir)))
