@@ -25,7 +25,22 @@ from c4forge.corpus.wide import WideJob
 
 
 def line_key(line: str) -> bytes:
+    """tfds' key of a line (``_hash_text`` of the stripped, lower-cased line): the definition."""
     return hashlib.md5(line.strip().lower().encode("utf-8")).digest()
+
+
+def text_line_keys(text: str) -> Iterator[bytes]:
+    """``map(line_key, text.split("\n"))``, lower-casing the text once instead of line by line
+    (one call per page, not one per line). The same keys: ``str.lower`` never makes or removes a
+    ``\n`` or a whitespace character, and its one context rule (Greek final sigma) looks
+    across case-ignorable characters only, which neither ``\n`` nor whitespace is; so lowering
+    the whole text then splitting and stripping gives each line's ``strip().lower()``
+    (tests/test_dedup_urls_badwords.py checks every code point and mixed texts)."""
+    return map(_lowered_line_key, text.lower().split("\n"))
+
+
+def _lowered_line_key(lowered: str) -> bytes:
+    return hashlib.md5(lowered.strip().encode("utf-8")).digest()
 
 
 def url_rank(url: str) -> bytes:
@@ -34,7 +49,7 @@ def url_rank(url: str) -> bytes:
 
 def line_keys(page: Document) -> Iterator[bytes]:
     """The key of every line of the page, in order."""
-    return map(line_key, page.text.split("\n"))
+    return text_line_keys(page.text)
 
 
 def add_claims(owners: dict[bytes, bytes], page: Document) -> None:
@@ -82,7 +97,7 @@ def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
     seen: set[bytes] = set()
     n_global = n_local = 0
     lines = page.text.split("\n")
-    for line, key in zip(lines, keys if keys is not None else map(line_key, lines)):
+    for line, key in zip(lines, keys if keys is not None else text_line_keys(page.text)):
         if key not in owned:
             n_global += 1
         elif key in seen:

@@ -24,7 +24,7 @@ import apache_beam as beam
 
 from c4forge.corpus.chain import Scope, Segment, Step
 from c4forge.corpus.document import Document, to_bytes
-from c4forge.corpus.line_dedup import claim_keys, line_key, pack_keys, unpack_keys, url_rank
+from c4forge.corpus.line_dedup import claim_keys, pack_keys, text_line_keys, unpack_keys, url_rank
 from c4forge.corpus.samples import Sample, SampleList, SampleOptions, url_duplicates
 from c4forge.corpus.steps import NS_URL, text_bytes
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id
@@ -97,7 +97,7 @@ class ReadCandidatesFn(ReadFn):
             rank = url_rank(cleaned.url)
             lines = cleaned.text.split("\n")
             if self.line_keys:
-                keys = pack_keys(map(line_key, lines))
+                keys = pack_keys(text_line_keys(cleaned.text))
             packed = to_bytes(cleaned, SHUFFLE_COMPRESSION)
             entry = tuple(PageEntry(rank, record, packed, len(lines)))
             for batch in self.pages.add(digest_bucket(rank, self.buckets), entry, len(packed) + 64):

@@ -283,3 +283,31 @@ def test_too_few_words_is_the_full_split_count():
         line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         for n in range(-1, 9):
             assert too_few_words(line, n) == (len(line.split()) < n), (line, n)
+
+
+def test_document_replace_is_dataclasses_replace():
+    """Document.replace copies the fields without __init__: the same Document as
+    dataclasses.replace for every field changed, the original untouched, an unknown field a
+    TypeError; the text-size cache follows the text (kept when the text stays, dropped when it
+    changes), and ASCII and non-ASCII sizes are UTF-8 lengths."""
+    import dataclasses
+
+    import pytest
+
+    page = Document(url="http://a.example/x", normalized_url="a.example/x", text="Plain text.",
+                    timestamp="2019-04-18T00:00:00Z", language="en", language_score=0.9, offset=7)
+    before = dataclasses.asdict(page)
+    assert page.text_size() == 11
+    for field in dataclasses.fields(Document):
+        value = {str: "changed ü", int: 42, float: 0.5}.get(type(getattr(page, field.name)), "de")
+        changed = page.replace(**{field.name: value})
+        assert changed == dataclasses.replace(page, **{field.name: value})
+        assert type(changed) is Document and changed is not page
+        assert dataclasses.asdict(page) == before
+        assert changed.text_size() == len(changed.text.encode("utf-8"))
+    kept = page.replace(language="fr")
+    assert kept.__dict__["_text_size"] == (page.text, 11)
+    assert "_text_size" not in page.replace(text="Ünï").__dict__
+    assert page.replace(text="Ünï").text_size() == 5
+    with pytest.raises(TypeError, match="no field bogus"):
+        page.replace(bogus=1)

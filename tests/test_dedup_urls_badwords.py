@@ -299,3 +299,32 @@ def test_the_automaton_finds_what_the_regex_finds_on_every_real_page():
         assert [matcher.search(t) for t in texts] == verdicts, lang
         hits[lang] = sum(verdicts)
     assert min(hits.values()) > 0 and hits["en"] > 500, hits  # the comparison saw hits of every list
+
+
+def test_text_line_keys_lower_the_whole_text_as_each_line():
+    """text_line_keys lowers the page once; the keys must be line_key's of every line. Every
+    code point (but surrogates) beside the final-sigma rule's context (a cased letter, Greek
+    capital sigma, whitespace of every kind, the newline), then every page of the shared crawl:
+    fails if lowering a whole text differed from lowering its lines, or stripped otherwise."""
+    from c4forge.corpus.line_dedup import line_key, text_line_keys
+
+    spaces = "".join(chr(c) for c in range(0x110000) if chr(c).isspace() and c != 10)
+    pieces = []
+    for c in range(0x110000):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        ch = chr(c)
+        pieces.append(f"{ch}AΣ{ch}\nΣ{ch} \n{spaces[c % len(spaces)]}AΣ{ch}Σ\n{ch}\u03a3")
+    text = "\n".join(pieces)
+    lines = text.split("\n")
+    assert list(text_line_keys(text)) == [line_key(line) for line in lines]
+    assert list(text_line_keys(f"AΣ{spaces}\nxΣ\n\n  Σ  ")) == [
+        line_key(line) for line in f"AΣ{spaces}\nxΣ\n\n  Σ  ".split("\n")]
+    crawl = shared_path("crawl")
+    if crawl.exists():
+        from c4forge.corpus.wet import iter_file_documents
+
+        pages = [page for path in sorted(crawl.glob("*.wet.gz")) for page in iter_file_documents(str(path))]
+        assert len(pages) > 1000
+        for page in pages:
+            assert list(text_line_keys(page.text)) == [line_key(line) for line in page.text.split("\n")]
