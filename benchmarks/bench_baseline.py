@@ -11,7 +11,16 @@ The baseline is the commit's own tree (``git archive``), installed without depen
 .cache/baseline-<commit>/ and put first on PYTHONPATH, so both run under this checkout's
 interpreter and libraries: the difference is c4forge's code alone.
 
+With ``--instructions``: the same two `corpus clean` runs counted in instructions under valgrind
+(every process, one count each, side by side; about 3 minutes at 1 copy), written as the
+section ``baseline-instructions``. CPU seconds on this VM moved by up to 20% between the two
+runs of one pair (2026-11-27: the baseline 194.0 to 218.7 CPU s over three pairs); a count
+does not, so it says what the code changed where the seconds cannot. Each side first runs once
+uncounted under valgrind on one small file: numba's disk cache is keyed by the CPU and
+valgrind's is not the host's, so the first run there compiles the MinHash kernels.
+
 Run: python benchmarks/bench_baseline.py [--baseline 5aea831] [--scale 16] [--repeat 3] [--write] [--quick]
+     python benchmarks/bench_baseline.py --instructions [--scale 1] [--write]
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,11 +61,32 @@ def baseline_site(commit: str) -> Path:
 def clean_run(inputs: list[str], common: list[str], site: Path | None) -> tuple[dict, str]:
     """One `corpus clean` (this checkout, or the package in ``site`` first on PYTHONPATH):
     measurement and digest of its output."""
-    path = ["env", f"PYTHONPATH={site}"] if site is not None else ["env", "-u", "PYTHONPATH"]
     with tempfile.TemporaryDirectory() as tmp:
         out = f"{tmp}/c.jsonl"
-        result = measure([*path, str(BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", out, "-q", *common])
+        result = measure(clean_command(inputs, common, site, out))
         return result, digest_of_jsonl(out)
+
+
+def clean_command(inputs: list[str], common: list[str], site: Path | None, out: str) -> list[str]:
+    path = ["env", f"PYTHONPATH={site}"] if site is not None else ["env", "-u", "PYTHONPATH"]
+    return [*path, str(BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", out, "-q", *common]
+
+
+def counted(inputs: list[str], common: list[str], baseline: str) -> tuple[list[str], bool]:
+    """Both `corpus clean` runs counted in instructions, side by side (see the docstring)."""
+    site = baseline_site(baseline)
+    sides = {"baseline": site, "ours": None}
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
+        smallest = min(inputs, key=lambda path: Path(path).stat().st_size)
+        list(pool.map(lambda name: harness.instructions(
+            clean_command([smallest], common, sides[name], f"{tmp}/warm-{name}.jsonl")), sides))
+        counts = dict(zip(sides, pool.map(lambda name: harness.instructions(
+            clean_command(inputs, common, sides[name], f"{tmp}/{name}.jsonl")), sides)))
+        same = digest_of_jsonl(f"{tmp}/baseline.jsonl") == digest_of_jsonl(f"{tmp}/ours.jsonl")
+    return ["| code | instructions (G) | baseline / this |", "|---|---:|---:|",
+            f"| {baseline} (baseline) | {counts['baseline'] / 1e9:.2f} | 1.00 |",
+            f"| this checkout | {counts['ours'] / 1e9:.2f} | {counts['baseline'] / counts['ours']:.3f}x |",
+            "", f"Same documents (url, text) from both: {'yes' if same else 'NO'}."], same
 
 
 def main() -> int:
@@ -67,6 +98,9 @@ def main() -> int:
     parser.add_argument("--badwords", default=str(harness.SHARED / "badwords"))
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--quick", action="store_true", help="Scale 1, one repeat, nothing written.")
+    parser.add_argument("--instructions", action="store_true",
+                        help="Count instructions under valgrind instead (section baseline-instructions; "
+                             "--scale defaults to 1 here).")
     args = parser.parse_args()
     if args.quick:
         args.scale, args.repeat, args.write = 1, 1, False
@@ -74,10 +108,24 @@ def main() -> int:
         print("bench_baseline: ../shared/data/crawl not found", file=sys.stderr)
         return 2
     machine = harness.machine()
+    common = ["--preset", args.preset, "--badwords", args.badwords]
+    if args.instructions:
+        if not harness.have_valgrind():
+            print("bench_baseline: valgrind (Debian package) counts the instructions", file=sys.stderr)
+            return 2
+        scale = 1 if "--scale" not in sys.argv else args.scale
+        inputs = distinct_inputs.distinct_copies(scale, log=lambda m: print(m, file=sys.stderr))
+        pages, _ = text_size(inputs)
+        table, same = counted(inputs, common, args.baseline)
+        harness.publish("baseline-instructions", [
+            f"Input: {scale} distinct cop{'y' if scale == 1 else 'ies'} of crawl + crawl-extra "
+            f"({pages:,} pages read); preset {args.preset}; `corpus clean` of commit {args.baseline} and "
+            "of this checkout, counted side by side under valgrind (every process, start-up included, "
+            "one count each, after one uncounted run each).", "", *table], args.write, machine)
+        return 0 if same else 1
     site = baseline_site(args.baseline)
     inputs = distinct_inputs.distinct_copies(args.scale, log=lambda m: print(m, file=sys.stderr))
     pages, _ = text_size(inputs)
-    common = ["--preset", args.preset, "--badwords", args.badwords]
     cpu: dict[str, list[float]] = {"baseline": [], "ours": []}
     digests: dict[str, set] = {"baseline": set(), "ours": set()}
     for _ in range(args.repeat):
