@@ -30,7 +30,7 @@ def line_key(line: str) -> bytes:
 
 
 def text_line_keys(text: str) -> Iterator[bytes]:
-    """``map(line_key, text.split("\n"))``, lower-casing the text once instead of line by line
+    r"""``map(line_key, text.split("\n"))``, lower-casing the text once instead of line by line
     (one call per page, not one per line). The same keys: ``str.lower`` never makes or removes a
     ``\n`` or a whitespace character, and its one context rule (Greek final sigma) looks
     across case-ignorable characters only, which neither ``\n`` nor whitespace is; so lowering
