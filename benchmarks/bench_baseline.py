@@ -16,8 +16,7 @@ With ``--instructions``: the same two `corpus clean` runs counted in instruction
 section ``baseline-instructions``. CPU seconds on this VM moved by up to 20% between the two
 runs of one pair (2026-11-27: the baseline 194.0 to 218.7 CPU s over three pairs); a count
 does not, so it says what the code changed where the seconds cannot. Each side first runs once
-uncounted under valgrind on one small file: numba's disk cache is keyed by the CPU and
-valgrind's is not the host's, so the first run there compiles the MinHash kernels.
+uncounted on one small file (harness.warm_up_for_instructions).
 
 Run: python benchmarks/bench_baseline.py [--baseline 5aea831] [--scale 16] [--repeat 3] [--write] [--quick]
      python benchmarks/bench_baseline.py --instructions [--scale 1] [--write]
@@ -68,6 +67,7 @@ def clean_run(inputs: list[str], common: list[str], site: Path | None) -> tuple[
 
 
 def clean_command(inputs: list[str], common: list[str], site: Path | None, out: str) -> list[str]:
+    """`corpus clean` of this checkout, or of the package in ``site`` first on PYTHONPATH."""
     path = ["env", f"PYTHONPATH={site}"] if site is not None else ["env", "-u", "PYTHONPATH"]
     return [*path, str(BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", out, "-q", *common]
 
@@ -78,7 +78,7 @@ def counted(inputs: list[str], common: list[str], baseline: str) -> tuple[list[s
     sides = {"baseline": site, "ours": None}
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
         smallest = min(inputs, key=lambda path: Path(path).stat().st_size)
-        list(pool.map(lambda name: harness.instructions(
+        list(pool.map(lambda name: harness.warm_up_for_instructions(
             clean_command([smallest], common, sides[name], f"{tmp}/warm-{name}.jsonl")), sides))
         counts = dict(zip(sides, pool.map(lambda name: harness.instructions(
             clean_command(inputs, common, sides[name], f"{tmp}/{name}.jsonl")), sides)))
@@ -92,7 +92,7 @@ def counted(inputs: list[str], common: list[str], baseline: str) -> tuple[list[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=DEFAULT_BASELINE)
-    parser.add_argument("--scale", type=int, default=16)
+    parser.add_argument("--scale", type=int, help="distinct copies (default 16; 1 with --instructions)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--preset", default="c4")
     parser.add_argument("--badwords", default=str(harness.SHARED / "badwords"))
@@ -102,6 +102,8 @@ def main() -> int:
                         help="Count instructions under valgrind instead (section baseline-instructions; "
                              "--scale defaults to 1 here).")
     args = parser.parse_args()
+    if args.scale is None:
+        args.scale = 1 if args.instructions else 16
     if args.quick:
         args.scale, args.repeat, args.write = 1, 1, False
     if not (harness.SHARED / "crawl").exists():
@@ -113,12 +115,11 @@ def main() -> int:
         if not harness.have_valgrind():
             print("bench_baseline: valgrind (Debian package) counts the instructions", file=sys.stderr)
             return 2
-        scale = 1 if "--scale" not in sys.argv else args.scale
-        inputs = distinct_inputs.distinct_copies(scale, log=lambda m: print(m, file=sys.stderr))
+        inputs = distinct_inputs.distinct_copies(args.scale, log=lambda m: print(m, file=sys.stderr))
         pages, _ = text_size(inputs)
         table, same = counted(inputs, common, args.baseline)
         harness.publish("baseline-instructions", [
-            f"Input: {scale} distinct cop{'y' if scale == 1 else 'ies'} of crawl + crawl-extra "
+            f"Input: {args.scale} distinct cop{'y' if args.scale == 1 else 'ies'} of crawl + crawl-extra "
             f"({pages:,} pages read); preset {args.preset}; `corpus clean` of commit {args.baseline} and "
             "of this checkout, counted side by side under valgrind (every process, start-up included, "
             "one count each, after one uncounted run each).", "", *table], args.write, machine)

@@ -55,17 +55,12 @@ def build_command(inputs: list[str], out: str) -> list[str]:
 def in_instructions(inputs: list[str], config) -> dict:
     """The projection from a 25% sample and the whole build, both counted in instructions.
 
-    One uncounted build of the tiny file first, under valgrind too, as `corpus estimate` warms
-    up before it times anything (pipelines/estimate.time_parts): a machine's one-time costs
-    belong to no build. Numba compiles the MinHash kernels into a disk cache keyed by the CPU,
-    and valgrind's emulated CPU is not the host's, so the first build under valgrind compiles
-    whatever the cache holds: 15.7 G instructions for the tiny build, then 10.6 G for the same
-    build again (measured here). Without the warm-up the tiny and whole builds, counted side by
-    side, both compiled and the sample, counted after them, did not: the projection came out
-    49% low (CI, 2026-11-27)."""
+    One uncounted build of the tiny file first (harness.warm_up_for_instructions), as `corpus
+    estimate` warms up before it times anything (pipelines/estimate.time_parts): a machine's
+    one-time costs belong to no build."""
     with tempfile.TemporaryDirectory() as tmp:
         sample = draw_sample(inputs, 0.25, 4, tmp, config)
-        harness.instructions(build_command([sample.tiny], f"{tmp}/warm-up"))
+        harness.warm_up_for_instructions(build_command([sample.tiny], f"{tmp}/warm-up"))
         jobs = {"tiny": [sample.tiny], "whole": inputs, "sample": sample.parts}
         with ThreadPoolExecutor(2) as pool:  # counts do not mind a neighbour
             counts = dict(zip(jobs, pool.map(lambda kind: harness.instructions(

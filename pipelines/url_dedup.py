@@ -95,11 +95,10 @@ class ReadCandidatesFn(ReadFn):
         record = page_record_id(page)  # every page: it breaks ties between equally new crawls
         if cleaned is not None:
             rank = url_rank(cleaned.url)
-            lines = cleaned.text.split("\n")
             if self.line_keys:
                 keys = pack_keys(text_line_keys(cleaned.text))
             packed = to_bytes(cleaned, SHUFFLE_COMPRESSION)
-            entry = tuple(PageEntry(rank, record, packed, len(lines)))
+            entry = tuple(PageEntry(rank, record, packed, cleaned.text.count("\n") + 1))
             for batch in self.pages.add(digest_bucket(rank, self.buckets), entry, len(packed) + 64):
                 yield beam.pvalue.TaggedOutput(self.PAGES, batch)
         url = page.normalized_url
