@@ -345,13 +345,15 @@ def test_cuda_run_stops_on_a_non_finite_step_without_applying_it(tmp_path):
 
 
 def test_auto_kernels_follow_the_device_and_compile():
-    """"auto": torch on the CPU; on CUDA the measured defaults (CUDA_DEFAULTS) when the model runs
-    uncompiled and torch for every kernel under torch.compile; a kernel named stays named."""
+    """"auto": torch on the CPU; on CUDA every Triton kernel when the model runs uncompiled (each
+    beat its eager reference, and the 124M model ran 1.30x faster with all four than with RoPE and
+    SwiGLU on torch: train.kernels) and torch for every kernel under torch.compile; a kernel named
+    stays named."""
     from c4forge.train.kernels import CUDA_DEFAULTS, resolve
 
     names = ("rmsnorm", "rope", "swiglu", "cross_entropy")
     assert {resolve("auto", "cpu", n) for n in names} == {"torch"}
-    assert {n: resolve("auto", "cuda", n) for n in names} == CUDA_DEFAULTS
+    assert {n: resolve("auto", "cuda", n) for n in names} == CUDA_DEFAULTS == dict.fromkeys(names, "triton")
     assert {resolve("auto", "cuda", n, compiled=True) for n in names} == {"torch"}
     assert resolve("triton", "cuda", "rope", compiled=True) == "triton"
     assert resolve("torch", "cuda", "rmsnorm") == "torch"

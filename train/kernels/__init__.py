@@ -8,7 +8,9 @@ references itself, and the Triton kernels traced into a compiled 124M model cras
 illegal memory access on torch 2.11 (H100, 2026-11-26; all four kernels in one run, RMSNorm and
 cross-entropy in another, while the same kernels ran uncompiled). A kernel set to "triton" by
 name in a compiled model therefore runs outside the compiled graph (``torch.compiler.disable``:
-the uncompiled kernel, at the cost of a graph break around each call)."""
+the uncompiled kernel, at the cost of a graph break around each call: correct on the GPU, but
+the 124M model ran at 268.6k tokens/s with all four so named against 461.7k under "auto", H100,
+2026-11-27)."""
 from __future__ import annotations
 
 import functools
@@ -16,12 +18,13 @@ import importlib
 
 from c4forge.core.settings import ConfigError
 
-# What "auto" picks on CUDA, per kernel: "triton" only where the Triton kernel was at least as
-# fast as torch.compile of its torch reference on a GPU at every shape measured
-# (benchmarks/RESULTS.md, "Fused kernels on GPU"; benchmarks/bench_kernels.py measures it; H100,
-# 2026-11-26): RoPE's was 0.58-0.74x and SwiGLU's 0.98-1.00x, so both stay on torch (the Triton
-# kernels remain selectable by name).
-CUDA_DEFAULTS = {"rmsnorm": "triton", "rope": "torch", "swiglu": "torch", "cross_entropy": "triton"}
+# What "auto" picks on CUDA in an uncompiled model, per kernel. There the alternative to a Triton
+# kernel is its eager torch reference, which every kernel beats (1.3-4.0x, forward + backward,
+# benchmarks/bench_kernels.py), and the 124M model measured it whole: bf16 eager, all four Triton
+# 260.6k tokens/s and 15.9 GB against 201.2k and 22.4 GB with RoPE and SwiGLU on torch (H100,
+# 2026-11-27, one call, back to back; benchmarks/RESULTS.md "Training at 124M on one GPU"). Under
+# torch.compile the alternative is inductor's own kernels, and "auto" is torch (resolve, below).
+CUDA_DEFAULTS = {"rmsnorm": "triton", "rope": "triton", "swiglu": "triton", "cross_entropy": "triton"}
 
 
 @functools.cache
