@@ -142,6 +142,10 @@ class LineOwners:
     def add(self, page: Document) -> None:
         add_claims(self._best, page)
 
+    def add_keys(self, page: Document, keys: Iterable[bytes]) -> None:
+        """:meth:`add` for a page whose line keys the caller has hashed already."""
+        claim_keys(self._best, url_rank(page.url), keys)
+
     def owned_by(self, page: Document, keys: Optional[list[bytes]] = None) -> set[bytes]:
         best = self._best
         rank = url_rank(page.url)
@@ -168,17 +172,22 @@ def dedupe_page(page: Document, owned: set[bytes], min_sentences: int, inc: IncF
 def run(pages: Iterable[Document], job: WideJob) -> list[Document]:
     """Line dedup in one process (the twin of pipelines/line_dedup.py; contract: corpus/chain.py's
     LINE_DEDUP): every page's lines claimed in memory (``LineOwners``), then each page keeps
-    the lines it owns."""
+    the lines it owns. A page's lines are hashed once, in the first pass, and its keys kept
+    packed (16 bytes a line, ``pack_keys``) for the second: hashing them again there was about
+    2% of `corpus clean`'s CPU."""
     pages = list(pages)
     with job.clock.stage("line-dedup", len(pages)):
         owners = LineOwners()
+        packed_keys = []
         for page in pages:
-            owners.add(page)
+            keys = list(line_keys(page))
+            owners.add_keys(page, keys)
+            packed_keys.append(pack_keys(keys))
         inc = job.counters.inc_fn(NS_LINES)
         min_sentences = job.config.dedupe_min_sentences
         kept = []
-        for page in pages:
-            keys = list(line_keys(page))  # hashed once for both: what it owns, what it keeps
+        for page, packed in zip(pages, packed_keys):
+            keys = unpack_keys(packed)  # for both: what the page owns, what it keeps
             result = dedupe_page(page, owners.owned_by(page, keys), min_sentences, inc,
                                  job.traced(page.normalized_url), job.samples, keys)
             if result is not None:
