@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import struct
+import threading
 from typing import Optional
 
 _SIZE = "_text_size"  # (text object, its UTF-8 length): valid while ``text`` is that object
@@ -82,23 +82,34 @@ _LENGTHS = 5  # where the string lengths start in the unpacked header
 _STRINGS = ("url", "normalized_url", "text", "timestamp", "content_length", "content_type",
             "language", "source", "extractor")
 _NO_LANGUAGE, _NO_SCORE, _COMPRESSED, _NO_QUALITY = 1, 2, 4, 8
-FORMAT_VERSION = 4  # 1: zstd text; 2: LZ4 text; 3: + extractor; 4: + quality score (bytes that live only inside one pipeline run)
+FORMAT_VERSION = 5  # 1: zstd text; 2: LZ4 text; 3: + extractor; 4: + quality score; 5: zstd text again (bytes that live only inside one pipeline run)
 
 
-@functools.lru_cache(maxsize=1)
+_PER_THREAD = threading.local()
+
+
 def _codec():
-    """LZ4 block format through pyarrow (already a dependency). Measured on the shared crawl's
-    pages (8 KB each on average): LZ4 compresses 383 MB/s and decompresses 2,000 MB/s for 1.6x;
-    zstd level 1 (format 1) 158 / 248 MB/s for 2.3x, and cost 12% of a `corpus build`'s CPU
-    across its four shuffles of pages."""
-    import pyarrow
+    """zstd level 1 (python-zstandard): one compressor and one decompressor per thread, reused
+    (they are not thread-safe, and Beam's SDK harness may run bundles on several threads).
+    On the shared crawl's pages (5,241 texts over 256 bytes, 54.6 MB; 2026-11-27): 2.33x at
+    293 MB/s to compress and 728 MB/s to expand, against pyarrow's LZ4 (format 2-4) 1.65x at
+    404 / 1,643 MB/s (pyarrow's zstd: 169 / 315 MB/s, a context per call). The extra CPU is
+    paid back where pages wait and cross: flink-local at 2 workers, one build each, the same
+    output, LZ4 against zstd: 16x 213.3 against 200.7 CPU s and 4.53 against 4.38 GB; 64x 764.6
+    against 712.5 CPU s and 6.12 against 5.70 GB. The 64x peak is the SDK workers holding a
+    whole partition's packed pages until the runner reads them (benchmarks/RESULTS.md,
+    "flink-local's memory at 64x"): 29% fewer page bytes there."""
+    pair = getattr(_PER_THREAD, "zstd", None)
+    if pair is None:
+        import zstandard
 
-    return pyarrow.Codec("lz4_raw")
+        pair = _PER_THREAD.zstd = (zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
+    return pair
 
 
 def to_bytes(doc: Document, compress: bool = False) -> bytes:
     """The document as bytes (:func:`from_bytes` inverts it exactly); ``compress``: the text
-    LZ4-compressed (about 1.6x smaller on web text)."""
+    zstd-compressed (about 2.3x smaller on web text)."""
     values = [doc.url, doc.normalized_url, doc.text, doc.timestamp, doc.content_length,
               doc.content_type, doc.language or "", doc.source, doc.extractor]
     parts = [_utf8(v) for v in values]
@@ -107,7 +118,7 @@ def to_bytes(doc: Document, compress: bool = False) -> bytes:
         (_NO_QUALITY if doc.quality_score is None else 0)
     size = len(parts[2])
     if compress and size > 256:
-        parts[2] = _codec().compress(parts[2], asbytes=True)
+        parts[2] = _codec()[0].compress(parts[2])
         flags |= _COMPRESSED
     header = _HEADER.pack(flags, doc.offset, doc.language_score or 0.0, doc.quality_score or 0.0,
                           doc.near_dup_cluster_size, *[len(p) for p in parts])
@@ -163,7 +174,7 @@ def from_bytes(data: bytes) -> Document:
         chunk = view[pos:pos + length]
         pos += length
         if i == 2 and flags & _COMPRESSED:
-            chunk = _codec().decompress(chunk, decompressed_size=size, asbytes=True)
+            chunk = _codec()[1].decompress(chunk, max_output_size=size)
         elif i == 2:
             size = length
         values.append(_text(chunk))

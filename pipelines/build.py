@@ -291,8 +291,9 @@ def _size(path: str) -> int:
 # (the Beam SDK alone is 0.18 GB), plus per byte of page text 3.5 bytes in one process (measured
 # 3.25 at the margin between 16x and 32x, 3.41 in all at 32x) or 4.5 in multi-processing mode
 # (measured 4.28 at the margin), where the runner process holds every shuffle and each worker
-# receives its partition of a grouping whole. Shuffled text is LZ4-compressed
-# (corpus.document._codec): zstd held about a third less for about 12% more CPU.
+# receives its partition of a grouping whole. Measured while shuffled text was LZ4-compressed;
+# it is zstd-compressed since 2026-11-27 (corpus.document._codec: 29% fewer page bytes), so
+# these figures now overstate a little.
 DIRECT_GB_PER_PROCESS = 0.25
 DIRECT_BYTES_PER_TEXT_BYTE = {"in_memory": 3.5, "multi_processing": 4.5}
 TEXT_PER_GZIP_BYTE = 2.3  # Common Crawl WET: text bytes per byte of .wet.gz

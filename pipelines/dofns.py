@@ -25,8 +25,8 @@ from c4forge.corpus.steploop import StepLoop
 from c4forge.corpus.steps import ChainRules
 from c4forge.corpus.verdict import Count
 
-# Documents cross every grouping as corpus.document bytes, their text LZ4-compressed (1.6x
-# smaller; see corpus.document._codec for why LZ4 and not zstd).
+# Documents cross every grouping as corpus.document bytes, their text zstd-compressed (2.3x
+# smaller; corpus.document._codec says what it costs and saves against LZ4).
 SHUFFLE_COMPRESSION = True
 
 # Pages, line claims and line owners cross the shuffles of URL and line dedup in *batches*: one
@@ -49,7 +49,7 @@ def shuffle_buckets(input_bytes: int, minimum: int = DEFAULT_BUCKETS) -> int:
     """How many buckets the batched shuffles use: one per BUCKET_INPUT_BYTES of (compressed)
     input, at least ``minimum`` (parallelism for the groups' consumers). A page bucket's pages
     are held in memory together by one worker in the join: about a fifth of the bucket's input
-    bytes (cleaned, LZ4-compressed text); a URL bucket's candidates carry no text."""
+    bytes (cleaned, zstd-compressed text); a URL bucket's candidates carry no text."""
     return max(minimum, -(-input_bytes // BUCKET_INPUT_BYTES))
 
 

@@ -48,9 +48,10 @@ def embedded_conf(folder: str, slots: int, managed_mb: int, restart_attempts: in
     """The configuration of Flink embedded in the job server (``--flink_master [local]`` with
     ``--flink-conf-dir``): ``slots`` slots, ``managed_mb`` MB of managed memory in which batch
     sorts and joins run and beyond which they spill to ``folder``/tmp. The blocking shuffle
-    does not compress: the pages that are most of its bytes are LZ4-compressed already
+    does not compress: the pages that are most of its bytes are compressed already
     (corpus/document.py), and the line keys are digests (flink-local, 4x distinct input, two
-    runs each: the JVM 14.4 and 14.4 CPU s against 15.8 and 15.8 with Flink's compression)."""
+    runs each, pages then LZ4-compressed: the JVM 14.4 and 14.4 CPU s against 15.8 and 15.8
+    with Flink's compression)."""
     return write_conf(os.path.join(folder, "conf"), {
         "taskmanager.numberOfTaskSlots": slots, "parallelism.default": slots,
         "taskmanager.memory.managed.size": f"{managed_mb}m",
