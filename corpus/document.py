@@ -4,7 +4,10 @@ from __future__ import annotations
 import dataclasses
 import struct
 import threading
-from typing import Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
+
+if TYPE_CHECKING:
+    import zstandard
 
 _SIZE = "_text_size"  # (text object, its UTF-8 length): valid while ``text`` is that object
 
@@ -88,6 +91,13 @@ FORMAT_VERSION = 5  # 1: zstd text; 2: LZ4 text; 3: + extractor; 4: + quality sc
 _PER_THREAD = threading.local()
 
 
+class _Zstd(NamedTuple):
+    """A thread's zstd contexts (zstandard is imported where first used)."""
+
+    compressor: zstandard.ZstdCompressor
+    decompressor: zstandard.ZstdDecompressor
+
+
 def _codec():
     """zstd level 1 (python-zstandard): one compressor and one decompressor per thread, reused
     (they are not thread-safe, and Beam's SDK harness may run bundles on several threads).
@@ -103,7 +113,7 @@ def _codec():
     if pair is None:
         import zstandard
 
-        pair = _PER_THREAD.zstd = (zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
+        pair = _PER_THREAD.zstd = _Zstd(zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
     return pair
 
 
@@ -118,7 +128,7 @@ def to_bytes(doc: Document, compress: bool = False) -> bytes:
         (_NO_QUALITY if doc.quality_score is None else 0)
     size = len(parts[2])
     if compress and size > 256:
-        parts[2] = _codec()[0].compress(parts[2])
+        parts[2] = _codec().compressor.compress(parts[2])
         flags |= _COMPRESSED
     header = _HEADER.pack(flags, doc.offset, doc.language_score or 0.0, doc.quality_score or 0.0,
                           doc.near_dup_cluster_size, *[len(p) for p in parts])
@@ -174,7 +184,7 @@ def from_bytes(data: bytes) -> Document:
         chunk = view[pos:pos + length]
         pos += length
         if i == 2 and flags & _COMPRESSED:
-            chunk = _codec()[1].decompress(chunk, max_output_size=size)
+            chunk = _codec().decompressor.decompress(chunk, max_output_size=size)
         elif i == 2:
             size = length
         values.append(_text(chunk))
