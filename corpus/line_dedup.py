@@ -8,10 +8,15 @@ sentences in the joined text, are dropped (namespace ``dedupe-lines``).
 Keys and ranks are raw 16-byte md5 digests: they order exactly as tfds' hex strings do, in half
 the memory. The Beam pipeline groups claims by key; :class:`LineOwners` does the same in memory
 for single-process runs.
+
+On Beam a claim also names the line: md5(url) and the index of the key's first line in the page
+(:func:`claim_lines_at`), so the owner tells its page *which lines* it keeps and the page is not
+hashed a second time where it meets them (:func:`keep_lines_at`).
 """
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Iterable, Iterator
 from typing import Optional
 
@@ -66,6 +71,30 @@ def claim_keys(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -
             owners[key] = rank
 
 
+_INDEX = struct.Struct(">I")  # a line's index in a claim: 4 bytes, big-endian, so claims order by it
+
+
+def claim_lines_at(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -> None:
+    """:func:`claim_keys` with claims that name the line: ``rank`` + the index of the key's first
+    line in the page (4 bytes, big-endian). The smallest claim is the smallest md5(url), as in
+    :func:`claim_keys`, and, within a page, the key's first line: so an owner's claim says
+    which line of its page :func:`keep_owned_lines` keeps for that key."""
+    pack = _INDEX.pack
+    for index, key in enumerate(keys):
+        claim = rank + pack(index)
+        current = owners.get(key)
+        if current is None or claim < current:
+            owners[key] = claim
+
+
+def claim_rank(claim: bytes) -> bytes:
+    return claim[:16]
+
+
+def claim_index(claim: bytes) -> int:
+    return _INDEX.unpack_from(claim, 16)[0]
+
+
 def pack_keys(keys: Iterable[bytes]) -> bytes:
     """A page's line keys as one bytes object (16 bytes each, in line order): computed where
     the page is cleaned and carried to the URL groups, which claim the winners' lines without
@@ -105,6 +134,33 @@ def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
         else:
             new_lines.append(line)
             seen.add(key)
+    return _verdict(page, new_lines, n_global, n_local, min_sentences)
+
+
+def keep_lines_at(page: Document, kept: set[int], min_sentences: int = 3) -> Verdict:
+    """:func:`keep_owned_lines` given the lines the page keeps (``kept``: the index of the first
+    line of every key it owns, from its owners' claims, :func:`claim_lines_at`) instead of the
+    keys it owns: the same page and counts without hashing the page's lines. A line not kept
+    is a local duplicate when its key is that of a kept line, that is when its lower-cased,
+    stripped text is a kept line's (the key is the md5 of that text: see
+    :func:`text_line_keys`; an md5 collision inside one page, which tfds would take for one
+    line, would count here as a global duplicate, the kept text the same); otherwise another
+    page owns it (tests/test_dedup_urls_badwords.py checks both functions agree on the shared
+    crawl)."""
+    lines = page.text.split("\n")
+    if len(kept) == len(lines):  # every line owned, each once: the text stays as it is
+        new_lines, n_global, n_local = lines, 0, 0
+    else:
+        order = sorted(kept)
+        new_lines = [lines[i] for i in order]
+        lowered = page.text.lower().split("\n")
+        kept_texts = {lowered[i].strip() for i in order}
+        n_local = sum(1 for i, text in enumerate(lowered) if i not in kept and text.strip() in kept_texts)
+        n_global = len(lines) - len(order) - n_local
+    return _verdict(page, new_lines, n_global, n_local, min_sentences)
+
+
+def _verdict(page: Document, new_lines: list[str], n_global: int, n_local: int, min_sentences: int) -> Verdict:
     counts = line_counts(len(new_lines), (("global_duplicate", n_global), ("local_duplicate", n_local)))
     new_text = "\n".join(new_lines)
     if not new_text:
@@ -166,6 +222,18 @@ def dedupe_page(page: Document, owned: set[bytes], min_sentences: int, inc: IncF
     if key is not None:
         samples.extend(step_samples(NS_LINES, verdict.outcome, key, page, verdict.page,
                                     lambda _, p: line_fates(p, owned), wants=samples.wants))
+    return verdict.page
+
+
+def dedupe_page_at(page: Document, kept: set[int], min_sentences: int, inc: IncFn,
+                   key: Optional[int] = None, samples: Optional[Reservoir] = None) -> Optional[Document]:
+    """:func:`dedupe_page` given the lines the page keeps (:func:`keep_lines_at`). A traced page
+    is hashed after all: its samples explain each line by its key (``line_fates``)."""
+    if key is not None:
+        keys = list(line_keys(page))
+        return dedupe_page(page, {keys[i] for i in kept}, min_sentences, inc, key, samples, keys)
+    verdict = keep_lines_at(page, kept, min_sentences)
+    count_verdict(inc, None, page.text_size(), verdict)
     return verdict.page
 
 

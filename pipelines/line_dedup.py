@@ -4,8 +4,11 @@ owners go to their page's bucket, and each page meets the lines it owns at the j
 bucket (``keep_owned_lines``). The claims come from URL dedup's winners where it ran just
 before (pipelines/url_dedup.py), from the pages otherwise (``ClaimLinesFn``).
 
-The 16-byte digests name the page (URLs are unique after URL dedup) in the shuffles and in the
-join: compact bytes, not tuples with URL strings.
+A claim is 20 bytes: the 16-byte md5(url) that names the page (URLs are unique after URL dedup)
+and the index of the line's first occurrence in it (corpus.line_dedup.claim_lines_at). So the
+owners tell each page which lines it keeps, and the join keeps them without hashing the page's
+lines again (``keep_lines_at``): compact bytes, not tuples with URL strings, and 20 bytes an
+owned line to the join instead of 32 (md5(url) and the line's key).
 """
 from __future__ import annotations
 
@@ -15,7 +18,15 @@ import apache_beam as beam
 
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size, to_bytes
-from c4forge.corpus.line_dedup import add_claims, dedupe_page, page_owning_nothing, url_rank
+from c4forge.corpus.line_dedup import (
+    claim_index,
+    claim_lines_at,
+    claim_rank,
+    dedupe_page_at,
+    line_keys,
+    page_owning_nothing,
+    url_rank,
+)
 from c4forge.corpus.steps import NS_LINES
 from c4forge.corpus.verdict import count_verdict
 from c4forge.pipelines.dofns import (
@@ -44,7 +55,7 @@ def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
 
 
 def claim_batches(table: dict[bytes, bytes], buckets: int) -> list:
-    """A claims table as (line bucket, [(line key, md5(url))...]) batches (the table is
+    """A claims table as (line bucket, [(line key, claim)...]) batches (the table is
     already bounded, so the batcher never flushes early)."""
     batcher = Batcher(limit=len(table) + 1)
     for key, rank in table.items():
@@ -53,11 +64,12 @@ def claim_batches(table: dict[bytes, bytes], buckets: int) -> list:
 
 
 class ClaimLinesFn(beam.DoFn):
-    """Pages -> line claims, combined in the DoFn: per line key only the smallest md5(url) seen
-    in the bundle goes out (``min`` picks tfds' owner), so the shuffle carries one claim per
-    distinct line per bundle, not one element per line of every page (in-mapper combining:
-    Beam's lifted combine did the same per element, at several times the CPU). The claims go
-    out in batches, (line bucket, [(line key, md5(url))...]). The table is bounded
+    """Pages -> line claims, combined in the DoFn: per line key only the smallest claim seen in
+    the bundle goes out (the smallest md5(url): tfds' owner; with it, the line's index in that
+    page), so the shuffle carries one claim per distinct line per bundle, not one element per
+    line of every page (in-mapper combining: Beam's lifted combine did the same per element,
+    at several times the CPU). The claims go out in batches, (line bucket, [(line key,
+    claim)...]). The table is bounded
     (``max_keys``; 250,000 keys hold about 35 MB): when full, it is emitted and emptied, so a
     line may be claimed once per drain, never lost."""
 
@@ -70,7 +82,7 @@ class ClaimLinesFn(beam.DoFn):
         self.table = {}
 
     def process(self, page: Document):
-        add_claims(self.table, page)
+        claim_lines_at(self.table, url_rank(page.url), line_keys(page))
         if len(self.table) >= self.max_keys:
             yield from self._drain()
 
@@ -83,19 +95,20 @@ class ClaimLinesFn(beam.DoFn):
 
 
 class LineOwnersFn(BucketBatchingFn):
-    """(line bucket, batches of claims) -> every line's owner (the smallest md5(url) that
-    claimed it), batched by the owner's page bucket: (page bucket, [(md5(url), line key)...])."""
+    """(line bucket, batches of claims) -> every line's owning claim (the smallest md5(url) that
+    claimed it, and the line's index in that page), batched by the owner's page bucket:
+    (page bucket, [claim...])."""
 
     def process(self, element):
         _, batches = element
         owners: dict[bytes, bytes] = {}
         for batch in batches:
-            for key, rank in batch:
+            for key, claim in batch:
                 current = owners.get(key)
-                if current is None or rank < current:
-                    owners[key] = rank
-        for key, rank in owners.items():
-            yield from self.batcher.add(digest_bucket(rank, self.buckets), (rank, key), 48)
+                if current is None or claim < current:
+                    owners[key] = claim
+        for claim in owners.values():
+            yield from self.batcher.add(digest_bucket(claim_rank(claim), self.buckets), claim, 36)
 
 
 class KeyPagesFn(BucketBatchingFn):
@@ -109,15 +122,17 @@ class KeyPagesFn(BucketBatchingFn):
 
 
 def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:
-    """At the join: each page keeps the lines it owns. A page that owns none is counted from its
-    line count and packed header (``page_owning_nothing``), never unpacked, unless traced."""
-    owned: dict[bytes, set[bytes]] = {}
+    """At the join: each page keeps the lines it owns (their indices, from the owners' claims).
+    A page that owns none is counted from its line count and packed header
+    (``page_owning_nothing``), never unpacked, unless traced."""
+    owned: dict[bytes, set[int]] = {}
     for batch in grouped["lines"]:
-        for rank, key in batch:
-            keys = owned.get(rank)
-            if keys is None:
-                owned[rank] = keys = set()
-            keys.add(key)
+        for claim in batch:
+            rank = claim_rank(claim)
+            kept = owned.get(rank)
+            if kept is None:
+                owned[rank] = kept = set()
+            kept.add(claim_index(claim))
     seen: set[bytes] = set()
     inc = fn.inc_for(NS_LINES)
     min_sentences = fn.config.dedupe_min_sentences
@@ -128,11 +143,11 @@ def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:
         mine = owned.get(entry.rank)
         key = fn.traced(packed_normalized_url(entry.packed)) if fn.samples_dir else None
         if key is not None:  # a traced page: unpacked even if it owns nothing
-            yield dedupe_page(from_bytes(entry.packed), mine or set(), min_sentences, inc, key, fn.samples())
+            yield dedupe_page_at(from_bytes(entry.packed), mine or set(), min_sentences, inc, key, fn.samples())
         elif mine is None:
             count_verdict(inc, None, packed_text_size(entry.packed), page_owning_nothing(entry.n_lines))
         else:
-            yield dedupe_page(from_bytes(entry.packed), mine, min_sentences, inc)
+            yield dedupe_page_at(from_bytes(entry.packed), mine, min_sentences, inc)
     orphans = owned.keys() - seen
     if orphans:
         raise ValueError(f"lines owned by md5(url) {min(orphans).hex()}, which has no page")

@@ -24,7 +24,7 @@ import apache_beam as beam
 
 from c4forge.corpus.chain import Scope, Segment, Step
 from c4forge.corpus.document import Document, to_bytes
-from c4forge.corpus.line_dedup import claim_keys, pack_keys, text_line_keys, unpack_keys, url_rank
+from c4forge.corpus.line_dedup import claim_lines_at, pack_keys, text_line_keys, unpack_keys, url_rank
 from c4forge.corpus.samples import Sample, SampleList, SampleOptions, url_duplicates
 from c4forge.corpus.steps import NS_URL, text_bytes
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id
@@ -133,7 +133,8 @@ class NewestPagesFn(Counting, Sampling, beam.DoFn):
 
     With ``lines`` (line dedup follows) the winners' line keys (carried in the candidate) are
     claimed in a table combined per bundle, as line_dedup.ClaimLinesFn does, and go to the
-    ``CLAIMS`` output in batches (line bucket, [(line key, md5(url))...]).
+    ``CLAIMS`` output in batches (line bucket, [(line key, claim)...]): a claim is md5(url) and
+    the line's index in the page (corpus.line_dedup.claim_lines_at).
 
     A GroupByKey, not a CombinePerKey: Beam lifts a combine into the reading workers, where its
     table keeps up to 100,000 accumulators per bundle."""
@@ -169,7 +170,7 @@ class NewestPagesFn(Counting, Sampling, beam.DoFn):
             if not best.rank:  # the newest crawl was cleaned away
                 continue
             if self.lines:
-                claim_keys(self.table, best.rank, unpack_keys(best.line_keys))
+                claim_lines_at(self.table, best.rank, unpack_keys(best.line_keys))
                 if len(self.table) >= self.max_keys:
                     for claims in claim_batches(self._drain(), self.buckets):
                         yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)

@@ -102,6 +102,79 @@ def test_line_keys_carried_with_a_page_claim_as_the_page_does():
     assert carried == from_pages and len(carried) == 6  # 3 shared lines (one twice), 3 own
 
 
+def owned_lines_by_claims(pages):
+    """What the Beam path tells each page: the indices of the lines it keeps, from the smallest
+    claim (md5(url), first index in the page) of every line key."""
+    from c4forge.corpus.line_dedup import claim_index, claim_lines_at, claim_rank, line_keys
+
+    table: dict[bytes, bytes] = {}
+    for page in pages:
+        claim_lines_at(table, url_rank(page.url), line_keys(page))
+    kept: dict[bytes, set[int]] = collections.defaultdict(set)
+    for claim in table.values():
+        kept[claim_rank(claim)].add(claim_index(claim))
+    return kept
+
+
+LINE_CASES = [
+    Document(url="http://a.example/1", text="Shared line one.\nOwn line of a.\nOwn line of a.\n"
+             "  OWN line OF A.  \nShared line two.\nΣΊΣΥΦΟΣ ends in sigma.\nσίσυφος ends in sigma."),
+    Document(url="http://b.example/2", text="shared LINE one.\nB keeps this.\nShared line two.\n\n\nB too."),
+    Document(url="http://c.example/3", text="Shared line one.\nShared line two.\nshared line two.  "),
+    Document(url="http://d.example/4", text="Every line its own.\nAnd this one.\nAnd a third."),
+    Document(url="http://e.example/5", text=""),
+]
+
+
+def test_lines_kept_by_index_as_by_key():
+    """keep_lines_at (the Beam join: the owners' claims name the lines to keep, no hashing)
+    decides what keep_owned_lines (the owned keys) decides, page and counts, on pages with
+    repeated lines, lines equal only after strip/lower (Greek final sigma), empty lines and an
+    empty page."""
+    from c4forge.corpus.line_dedup import keep_lines_at
+
+    owners = LineOwners()
+    for page in LINE_CASES:
+        owners.add(page)
+    kept = owned_lines_by_claims(LINE_CASES)
+    local = 0
+    for page in LINE_CASES:
+        for min_sentences in (0, 3):
+            by_key = keep_owned_lines(page, owners.owned_by(page), min_sentences)
+            by_index = keep_lines_at(page, kept.get(url_rank(page.url), set()), min_sentences)
+            assert by_index == by_key, page.url
+            local += tally(by_key)["line-filtered:local_duplicate"]
+    assert local >= 4
+
+
+@pytest.mark.skipif(not shared_path("crawl").is_dir(), reason="shared crawl data not present")
+def test_lines_kept_by_index_as_by_key_on_the_shared_crawl():
+    """The same on every page of the shared crawl, cleaned, with line ownership crossing pages
+    and sites (boilerplate lines), and with a renamed copy whose every line another page owns."""
+    from c4forge.corpus.clean import clean_page
+    from c4forge.corpus.line_dedup import keep_lines_at
+    from c4forge.corpus.wet import iter_crawl_documents
+
+    pages = []
+    for path in sorted(shared_path("crawl").glob("*.wet.gz")):
+        for page in iter_crawl_documents(str(path)):
+            cleaned = clean_page(page).page
+            if cleaned is not None:
+                pages.append(cleaned)
+    pages += [page.replace(url=page.url + "?copy") for page in pages[::7]]
+    owners = LineOwners()
+    for page in pages:
+        owners.add(page)
+    kept = owned_lines_by_claims(pages)
+    outcomes = collections.Counter()
+    for page in pages:
+        by_key = keep_owned_lines(page, owners.owned_by(page), 3)
+        assert keep_lines_at(page, kept.get(url_rank(page.url), set()), 3) == by_key, page.url
+        outcomes.update(tally(by_key))
+    assert outcomes["line-filtered:local_duplicate"] and outcomes["line-filtered:global_duplicate"]
+    assert outcomes["filtered:empty"] and outcomes["filtered:too_few_sentences"] and len(pages) > 1000
+
+
 def test_a_page_owning_nothing_is_counted_without_its_text():
     """page_owning_nothing decides what keep_owned_lines decides for a page that owns none of
     its lines (the pipeline's path that never unpacks such a page)."""

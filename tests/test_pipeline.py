@@ -362,9 +362,10 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
     """ClaimLinesFn emits one claim per distinct line per bundle (from finish_bundle, or when
     its table is full: max_keys=3 drains it after nearly every page), batched by line bucket;
     after the grouping LineOwnersFn names every line's owner as LineOwners does (the smallest
-    md5(url)), batched by the owner's page bucket, and no line is lost or named twice."""
+    md5(url)) with the index of the line's first occurrence in the owner's page, batched by the
+    owner's page bucket, and no line is lost or named twice."""
     from c4forge.corpus.document import Document
-    from c4forge.corpus.line_dedup import LineOwners, line_key, url_rank
+    from c4forge.corpus.line_dedup import LineOwners, claim_index, claim_rank, line_key, line_keys, url_rank
     from c4forge.pipelines.dofns import digest_bucket
     from c4forge.pipelines.line_dedup import ClaimLinesFn, LineOwnersFn
 
@@ -376,12 +377,14 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
         owners.add(page)
     expected = set()
     for page in pages:
-        expected |= {(url_rank(page.url), key) for key in owners.owned_by(page)}
-    assert len({key for _, key in expected}) == len({line_key(line) for p in pages for line in p.text.split("\n")})
+        keys = list(line_keys(page))
+        expected |= {(url_rank(page.url), keys.index(key)) for key in owners.owned_by(page)}
+    assert len(expected) == len({line_key(line) for p in pages for line in p.text.split("\n")})
+    assert any(index > 0 for _, index in expected)
     def unbatch(element):
         bucket, batch = element
-        assert all(digest_bucket(rank, 4) == bucket for rank, _ in batch)  # batched by owner
-        return batch
+        assert all(len(claim) == 20 and digest_bucket(claim_rank(claim), 4) == bucket for claim in batch)
+        return [(claim_rank(claim), claim_index(claim)) for claim in batch]
 
     with BeamTestPipeline(argv=IN_MEMORY) as p:
         got = (p | beam.Create(pages)
