@@ -17,6 +17,11 @@ Inputs (``--copies``):
   first, so language ID, bad words and near-dedup ran on one copy's worth of text whatever the
   scale, and the fitted per-copy cost left them out.
 
+``corpus clean`` runs as ``corpus clean -o``: the shards, manifest and rule samples that every
+``corpus build`` writes, so a ratio to it is the engine's cost for the same job. (Until the
+evening of 2026-11-27 it wrote ``--jsonl`` without rule samples, about 2% fewer instructions
+than the same job: engine ``clean-jsonl`` measures that command.)
+
 Measured: wall seconds, CPU seconds of every process the command started (user + sys, the
 portable services and their workers included), peak RSS of the whole process tree (sampled every
 0.1 s) and of its largest process, pages/s per core; engines interleaved per repeat (clean,
@@ -227,7 +232,12 @@ def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
     from c4forge.pipelines.worker_pool import local_portable_services
 
     with tempfile.TemporaryDirectory() as tmp:
-        if engine == "clean":
+        if engine == "clean":  # the same output as `corpus build`: shards, manifest, rule samples
+            cmd = [str(BIN / "corpus"), "clean", "-i", *inputs, "-o", f"{tmp}/c", *common]
+            result = measure(cmd)
+            digests.setdefault(engine, set()).add(digest_of_corpus(f"{tmp}/c"))
+            return result
+        if engine == "clean-jsonl":  # before 2026-11-27 (evening): JSONL, no rule samples
             cmd = [str(BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", f"{tmp}/c.jsonl", *common]
             result = measure(cmd)
             digests.setdefault(engine, set()).add(digest_of_jsonl(f"{tmp}/c.jsonl"))
@@ -380,7 +390,8 @@ def main() -> int:
                  f"{rows[0]['pages'] // scales[0]:,} real pages) made distinct by benchmarks/distinct_inputs.py"
                  if args.copies == "distinct" else
                  f"{len(files)} WET files ({rel(Path(files[0]).parent)}) x scale, URLs rewritten per copy")
-    lines = [f"Input: {described}; preset {args.preset}; direct = `corpus build` as it runs here ({default}); "
+    lines = [f"Input: {described}; preset {args.preset}; clean = `corpus clean -o` (shards, manifest and rule "
+             f"samples, the output `corpus build` writes); direct = `corpus build` as it runs here ({default}); "
              f"{args.repeat} run(s) per engine and scale, engines interleaved in every run; CPU = user + "
              "sys of every process started, median (min-max); CPU vs clean per run, median (min-max); "
              "peak RSS of the process tree, highest run. datatrove: reader + C4 quality + language "
