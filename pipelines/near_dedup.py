@@ -63,20 +63,27 @@ def node_of(member: bytes) -> int:
     return int.from_bytes(member[:8], "big")
 
 
+# What a batch holds where band keys, signatures and signature requests share a shuffle.
+BAND_BATCH, SIGNATURE_BATCH, REQUEST_BATCH = 0, 1, 2
+
+
 class BandKeysFn(beam.DoFn):
     """(id, page) -> its band keys with the page as a member (:func:`page_member`), in batches
-    per shuffle bucket of the band key, (bucket, [(band key, member)...]) (main output), and,
-    where candidates are checked against a threshold, its signature once, in batches per bucket
-    of the member, (bucket, [(member, signature bytes)...]) (``SIGNATURES``). The signature used
-    to cross the band shuffle with each of the 14 band keys; most band buckets hold one page and
+    per shuffle bucket of the band key, (bucket, (BAND_BATCH, [(band key, member)...])), and, where
+    candidates are checked against a threshold, its signature once, in batches per bucket of
+    the member, (bucket, (SIGNATURE_BATCH, [(member, signature bytes)...])). The signature used to
+    cross the band shuffle with each of the 14 band keys; most band buckets hold one page and
     never look at it, so it now crosses once and only candidates fetch it (``CandidatesFn``,
-    :func:`answer_requests`): the largest stage's outputs, which on Flink wait in the SDK worker
-    until its bundle ends (pipelines/sdk_harness.py), shrink the most. The signatures are
-    computed vectorised over up to ``batch`` pages of the bundle at a time. The batches of a
-    flush together hold at most ``batch_bytes``: an engine's sort buffer takes a record whole
-    (Flink refused 32 MB ones: "Record too large")."""
+    :func:`answer_requests`).
 
-    SIGNATURES = "signatures"
+    Both go out on one output and cross the band shuffle together: the stage that makes them
+    (the line-dedup join, language ID, bad words) then has two consumers, this shuffle and the
+    pages' cluster join, not three. On Flink every consumer of a stage reads its own copy of the
+    stage's whole output, the pages included (benchmarks/RESULTS.md, "Where the engine path
+    spends it"); a signature crossing one shuffle more is 448 bytes a page against a page's
+    copy. The signatures are computed vectorised over up to ``batch`` pages of the bundle at a
+    time. The batches of a flush together hold at most ``batch_bytes``: an engine's sort buffer
+    takes a record whole (Flink refused 32 MB ones: "Record too large")."""
 
     def __init__(self, config: CorpusConfig, batch: int = 512, buckets: int = DEFAULT_BUCKETS,
                  batch_bytes: int = 4 << 20) -> None:
@@ -101,39 +108,40 @@ class BandKeysFn(beam.DoFn):
     def process(self, element):
         self.pending.append(element)
         if len(self.pending) >= self.batch:
-            bands, signatures = self._flush()
-            yield from bands
-            for batch in signatures:
-                yield beam.pvalue.TaggedOutput(self.SIGNATURES, batch)
+            yield from self._flush()
 
     def finish_bundle(self):
-        bands, signatures = self._flush()
-        yield from in_global_window([*bands, *self.bands.drain()])
-        for batch in in_global_window([*signatures, *self.signatures.drain()]):
-            yield beam.pvalue.TaggedOutput(self.SIGNATURES, batch)
+        yield from in_global_window([*self._flush(), *tagged(BAND_BATCH, self.bands.drain()),
+                                     *tagged(SIGNATURE_BATCH, self.signatures.drain())])
 
-    def _flush(self) -> tuple[list, list]:
-        """The band batches and the signature batches that filled up."""
+    def _flush(self) -> list:
+        """The band and signature batches that filled up, tagged."""
         pending, self.pending = self.pending, []
-        bands: list = []
-        signatures: list = []
+        out: list = []
         if not pending:
-            return bands, signatures
+            return out
         for (node, _), signature in zip(pending, self.hasher.signatures([page.text for _, page in pending])):
             member = page_member(node, signature)
             if self.checked:
-                signatures += self.signatures.add(digest_bucket(member, self.buckets),
-                                                  (member, signature.tobytes()), signature.nbytes + 32)
+                out += tagged(SIGNATURE_BATCH, self.signatures.add(digest_bucket(member, self.buckets),
+                                                              (member, signature.tobytes()), signature.nbytes + 32))
             for key in self.hasher.band_keys(signature):
-                bands += self.bands.add(digest_bucket(key, self.buckets), (key, member), 48)
-        return bands, signatures
+                out += tagged(BAND_BATCH, self.bands.add(digest_bucket(key, self.buckets), (key, member), 48))
+        return out
+
+
+def tagged(kind: int, batches: list) -> list:
+    """(bucket, batch) pairs -> (bucket, (kind, batch)): batches of several kinds in one shuffle."""
+    return [(bucket, (kind, batch)) for bucket, batch in batches]
 
 
 class CandidatesFn(BucketBatchingFn):
-    """(shuffle bucket, batches of (band key, member)) -> for every band bucket of pages of two or
-    more ids: without a threshold its star edges (main output); with one, a request for each
-    member's signature, (member bucket, [(member, band key)...]) (``REQUESTS``). The members of
-    one band key meet here, whichever bundles sent them."""
+    """(shuffle bucket, tagged batches of band keys and signatures) -> for every band bucket of
+    pages of two or more ids: without a threshold its star edges (main output); with one, a
+    request for each member's signature, (member bucket, (REQUEST_BATCH, [(member, band key)...]))
+    (``REQUESTS``), where the signatures of the bucket go on as they came, (bucket,
+    (SIGNATURE_BATCH, batch)): requests and signatures meet in the next shuffle. The members of one
+    band key meet here, whichever bundles sent them."""
 
     REQUESTS = "requests"
 
@@ -142,9 +150,12 @@ class CandidatesFn(BucketBatchingFn):
         self.threshold = threshold
 
     def process(self, element):
-        _, batches = element
+        bucket, batches = element
         by_key: dict[bytes, set[bytes]] = {}
-        for batch in batches:
+        for kind, batch in batches:
+            if kind == SIGNATURE_BATCH:
+                yield beam.pvalue.TaggedOutput(self.REQUESTS, (bucket, (SIGNATURE_BATCH, batch)))
+                continue
             for key, member in batch:
                 by_key.setdefault(key, set()).add(member)
         for key, members in by_key.items():
@@ -154,26 +165,31 @@ class CandidatesFn(BucketBatchingFn):
                 yield from star_edges([node_of(m) for m in members])
                 continue
             for member in members:
-                for batch in self.batcher.add(digest_bucket(member, self.buckets), (member, key), 56):
-                    yield beam.pvalue.TaggedOutput(self.REQUESTS, batch)
+                for request in tagged(REQUEST_BATCH, self.batcher.add(digest_bucket(member, self.buckets),
+                                                                 (member, key), 56)):
+                    yield beam.pvalue.TaggedOutput(self.REQUESTS, request)
 
     def finish_bundle(self):
-        for batch in in_global_window(self.batcher.drain()):
-            yield beam.pvalue.TaggedOutput(self.REQUESTS, batch)
+        for request in in_global_window(tagged(REQUEST_BATCH, self.batcher.drain())):
+            yield beam.pvalue.TaggedOutput(self.REQUESTS, request)
 
 
 def answer_requests(element):
-    """(member bucket, {"signatures": batches, "requests": batches}) -> (band key, (member,
+    """(member bucket, tagged batches of requests and signatures) -> (band key, (member,
     signature)) for every requested member: a candidate's signature goes to each band bucket
     it is in."""
-    _, grouped = element
+    _, batches = element
     wanted: dict[bytes, list[bytes]] = {}
-    for batch in grouped["requests"]:
-        for member, key in batch:
-            wanted.setdefault(member, []).append(key)
+    signatures = []
+    for kind, batch in batches:
+        if kind == REQUEST_BATCH:
+            for member, key in batch:
+                wanted.setdefault(member, []).append(key)
+        else:
+            signatures.append(batch)
     if not wanted:
         return
-    for batch in grouped["signatures"]:
+    for batch in signatures:
         for member, signature in batch:
             for key in wanted.get(member, ()):
                 yield key, (member, signature)
@@ -189,20 +205,18 @@ def checked_edges(element, threshold: float):
 def band_edges(keyed, config: CorpusConfig, buckets: int, batch: int = 512,
                batch_bytes: int = 4 << 20):
     """Pages keyed by id -> the edges of their band buckets (corpus/near_dedup.py's): band keys
-    grouped by shuffle bucket; without a threshold the stars of the buckets of two or more ids;
-    with one, their members' signatures fetched and checked per band bucket."""
+    (and signatures) grouped by shuffle bucket; without a threshold the stars of the buckets of
+    two or more ids; with one, their members' signatures fetched and checked per band bucket."""
     threshold = config.minhash.threshold
-    keys = (keyed
-            | "signatures and band keys" >> beam.ParDo(BandKeysFn(config, batch, buckets, batch_bytes))
-            .with_outputs(BandKeysFn.SIGNATURES, main="bands"))
-    candidates = (keys.bands
+    candidates = (keyed
+                  | "signatures and band keys" >> beam.ParDo(BandKeysFn(config, batch, buckets, batch_bytes))
                   | "group bands" >> beam.GroupByKey()
                   | "band candidates" >> beam.ParDo(CandidatesFn(threshold, buckets))
                   .with_outputs(CandidatesFn.REQUESTS, main="edges"))
     if threshold is None:
         return candidates.edges
-    return ({"signatures": keys[BandKeysFn.SIGNATURES], "requests": candidates[CandidatesFn.REQUESTS]}
-            | "fetch candidates' signatures" >> beam.CoGroupByKey()
+    return (candidates[CandidatesFn.REQUESTS]
+            | "fetch candidates' signatures" >> beam.GroupByKey()
             | "signatures to band buckets" >> beam.FlatMap(answer_requests)
             | "group candidates" >> beam.GroupByKey()
             | "checked edges" >> beam.FlatMap(checked_edges, threshold))
