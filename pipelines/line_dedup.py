@@ -58,8 +58,8 @@ def claim_batches(table: dict[bytes, bytes], buckets: int) -> list:
     """A claims table as (line bucket, [(line key, claim)...]) batches (the table is
     already bounded, so the batcher never flushes early)."""
     batcher = Batcher(limit=len(table) + 1)
-    for key, rank in table.items():
-        batcher.add(digest_bucket(key, buckets), (key, rank), 1)
+    for key, claim in table.items():
+        batcher.add(digest_bucket(key, buckets), (key, claim), 1)
     return batcher.drain()
 
 
@@ -69,9 +69,8 @@ class ClaimLinesFn(beam.DoFn):
     page), so the shuffle carries one claim per distinct line per bundle, not one element per
     line of every page (in-mapper combining: Beam's lifted combine did the same per element,
     at several times the CPU). The claims go out in batches, (line bucket, [(line key,
-    claim)...]). The table is bounded
-    (``max_keys``; 250,000 keys hold about 35 MB): when full, it is emitted and emptied, so a
-    line may be claimed once per drain, never lost."""
+    claim)...]). The table is bounded (``max_keys``; 250,000 keys hold about 35 MB): when full,
+    it is emitted and emptied, so a line may be claimed once per drain, never lost."""
 
     def __init__(self, max_keys: int = 250_000, buckets: int = DEFAULT_BUCKETS) -> None:
         self.max_keys = max_keys
