@@ -240,6 +240,17 @@ class BeamFS:
 # where the workers write the rule samples they find, inside the staging folder (merged into
 # _rule-samples.json and removed before the swap; pipelines/dofns.py merge_sample_parts)
 SAMPLE_PARTS = ".rule-samples"
+# where near-dedup parks the pages it has read until their shards are written, inside a local
+# staging folder (removed before the swap; pipelines/parking.py)
+PARKED_PAGES = ".parked-pages"
+
+
+def parking_folder(staging: str) -> Optional[str]:
+    """Where a build parks pages: in its staging folder when that is a local path every worker
+    opens as a file (C4FORGE_PARK_PAGES=0: never; the pages then cross the shuffles)."""
+    if "://" in staging or os.environ.get("C4FORGE_PARK_PAGES", "1") == "0":
+        return None
+    return os.path.join(staging, PARKED_PAGES)
 
 
 def progress_log_seconds() -> float:
@@ -425,6 +436,7 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
         log(warning)
     pipeline = beam.Pipeline(runner=local_runner(options), options=options)
     parts = FileSystems.join(staging, SAMPLE_PARTS) if config.rule_samples.on else None
+    parking = parking_folder(staging)
     channel = progress_channel(runner)
     running: list = []  # the running job, for a metrics source
     interrupted = InterruptFlag()
@@ -442,7 +454,8 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
                         cc_rounds=cc_rounds, shard_format=shard_format,
                         progress_dir=sink.url if sink else (worker_path(reports) if reports else None),
                         buckets=shuffle_buckets(sum(input_bytes.values())), launch_dir=os.getcwd(),
-                        recorded=config, samples_dir=worker_path(parts) if parts else None)
+                        recorded=config, samples_dir=worker_path(parts) if parts else None,
+                        parking=worker_path(parking) if parking else None)
             with ProgressBoard(source, len(inputs), log=log, log_every=progress_log_seconds()):
                 result = pipeline.run()
                 running.append(result)
@@ -455,6 +468,8 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
                          f"{output} is unchanged") from exc
     if str(state).split(".")[-1] not in ("DONE", "None"):
         raise BuildError(f"pipeline finished in state {state}; {output} is unchanged")
+    if parking:
+        fs.remove(parking)
     counters = counters_of(result)
     _check_counters(counters, output, cc_rounds, strict, log)
     extra = {"engine": engine_info} if engine_info else {}

@@ -24,20 +24,26 @@ from c4forge.pipelines.wide import BeamJob, Stream, beam_twin, packed_pages_of, 
 def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
              launch_dir: Optional[str] = None, chain: Optional[Sequence[Step]] = None,
-             samples_dir: Optional[str] = None, packed: bool = False):
+             samples_dir: Optional[str] = None, packed: bool = False, parking: Optional[str] = None):
     """The filtered, deduplicated pages (a PCollection of Documents, or with ``packed`` their
     corpus.document.to_bytes form) from crawl file paths: ``chain`` compiled into the graph
     (``progress_dir``: where the reading step reports, see pipelines/progress.py;
     ``buckets``: see dofns.shuffle_buckets; ``launch_dir``: what relative paths are relative
     to; ``samples_dir``: where the DoFns write the rule samples they find, see
-    dofns.merge_sample_parts)."""
-    layout = plan(config, chain)
-    job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds)
+    dofns.merge_sample_parts; ``parking``: where near-dedup parks pages, pipelines/parking.py)."""
+    job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds, parking)
+    stream = end_of_chain(pipeline_or_paths, job, chain)
+    return (packed_pages_of if packed else pages_of)(stream, job, "end of chain")
+
+
+def end_of_chain(pipeline_or_paths, job: BeamJob, chain: Optional[Sequence[Step]] = None) -> Stream:
+    """The stream after the last corpus-wide step of ``chain`` (pipelines/wide.py)."""
+    layout = plan(job.config, chain)
     files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
     stream = Stream(files=files, pending=layout.first)
     for segment in layout.wide:
         stream = beam_twin(segment.step)(stream, segment, job)
-    return (packed_pages_of if packed else pages_of)(stream, job, "end of chain")
+    return stream
 
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
@@ -45,15 +51,21 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
                 cc_rounds: int = DEFAULT_CC_ROUNDS, shard_format: str = DEFAULT_SHARD_FORMAT,
                 progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
                 launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None,
-                chain: Optional[Sequence[Step]] = None, samples_dir: Optional[str] = None):
+                chain: Optional[Sequence[Step]] = None, samples_dir: Optional[str] = None,
+                parking: Optional[str] = None):
     """The whole graph on ``pipeline`` (``chain``: corpus/chain.py's steps); returns the (file
     name, stats) PCollection.
     ``recorded``: the config as the manifest records it (``config`` by default), whose hash
     every shard carries; ``config`` itself may be its worker form (absolute paths).
-    ``samples_dir``: where the rule samples' parts go (None: none recorded)."""
+    ``samples_dir``: where the rule samples' parts go (None: none recorded). ``parking``: a
+    folder where near-dedup parks the pages it has read, every worker's local path (None: the
+    pages cross its shuffles; pipelines/parking.py)."""
+    job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds, parking)
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    pages = c4_pages(files, config, cc_rounds, progress_dir, buckets, launch_dir, chain, samples_dir, packed=True)
+    stream = end_of_chain(files, job, chain)
+    parked = stream.parked is not None and not stream.pending
+    pages = stream.parked if parked else packed_pages_of(stream, job, "end of chain")
     return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata((recorded or config).to_dict(), shard_format),
-                        progress_dir=progress_dir)
+                        progress_dir=progress_dir, parking=parking if parked else None)

@@ -42,13 +42,16 @@ from c4forge.pipelines.dofns import (
     digest_bucket,
     in_global_window,
 )
+from c4forge.pipelines.parking import ParkingReader, ParkingWriter, Ticket
 from c4forge.pipelines.wide import BeamJob, Stream, pages_of
 
 
 def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
     pages = pages_of(stream, job, "near-dedup")
-    return Stream(packed=near_dedup(pages, job.config, job.cc_rounds, job.samples_dir, job.buckets),
-                  pending=segment.after)
+    kept = near_dedup(pages, job.config, job.cc_rounds, job.samples_dir, job.buckets, job.parking)
+    if job.parking:
+        return Stream(parked=kept, pending=segment.after)
+    return Stream(packed=kept, pending=segment.after)
 
 
 def page_member(node: int, signature: np.ndarray) -> bytes:
@@ -298,18 +301,36 @@ class NodeBatchesFn(BucketBatchingFn):
     sizes meet at the cluster join per node bucket, batched per bundle, not as one element per
     page (Beam's per-element cost on every hop of that join, and on Flink its three crossings:
     the Flatten, the GroupCombine, the GroupReduce). ``pack``: the value is a Document, packed
-    (corpus.document.to_bytes) on the way."""
+    (corpus.document.to_bytes) on the way; with ``parking`` (a folder) the packed page is parked
+    there (pipelines/parking.py) and its ticket, a tuple, goes on instead."""
 
-    def __init__(self, buckets: int = DEFAULT_BUCKETS, pack: bool = False) -> None:
+    def __init__(self, buckets: int = DEFAULT_BUCKETS, pack: bool = False,
+                 parking: Optional[str] = None) -> None:
         super().__init__(buckets)
         self.pack = pack
+        self.parking = parking
+        self.writer: Optional[ParkingWriter] = None
+
+    def start_bundle(self) -> None:
+        super().start_bundle()
+        self.writer = ParkingWriter(self.parking) if self.parking else None
 
     def process(self, element):
         node, value = element
+        size = 24
         if self.pack:
             value = to_bytes(value, SHUFFLE_COMPRESSION)
-        size = len(value) + 16 if self.pack else 24
+            size = len(value) + 16
+            if self.writer is not None:
+                ticket = self.writer.park(value)
+                value = tuple(ticket)
+                size = len(ticket.url) + len(ticket.normalized_url) + 64
         yield from self.batcher.add(node % self.buckets, (node, value), size)
+
+    def finish_bundle(self):
+        if self.writer is not None:  # the pages are on disk before their tickets go on
+            self.writer.close()
+        yield from super().finish_bundle()
 
 
 class ApplyClustersFn(Counting, Sampling, beam.DoFn):
@@ -319,12 +340,15 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
     size is set in the header (``with_cluster_size``), so a kept page is not expanded and
     compressed again on its way to the shards, and crosses the stages after this one as bytes,
     not as a pickled Document (2.9x the bytes at 4x distinct input). A dropped page is
-    unpacked only when traced."""
+    unpacked only when traced. Parked pages (``parking``: pipelines/parking.py) arrive and leave
+    as tickets, their cluster size set in the ticket; a traced dropped one is read back."""
 
-    def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None) -> None:
+    def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None,
+                 parking: Optional[str] = None) -> None:
         self.config = config
         self.samples_dir = samples_dir if config.rule_samples.on else None
         self.sample_options = config.rule_samples
+        self.parking = parking
 
     def finish_bundle(self):
         super().finish_bundle()
@@ -338,34 +362,45 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
         sizes = {root: size for batch in grouped["size"] for root, size in batch}
         inc = self.inc_for(NS_NEAR)
         for batch in grouped["page"]:
-            for node, packed_page in batch:
+            for node, page in batch:
+                ticket = Ticket._make(page) if isinstance(page, tuple) else None
                 label = labels.get(node, node)
                 survives = label == node
                 size = sizes.get(node, 1)
-                count_near_dedup(inc, packed_text_size(packed_page), survives, size)
+                count_near_dedup(inc, ticket.text_size if ticket else packed_text_size(page), survives, size)
                 if survives:
-                    yield with_cluster_size(packed_page, size)
+                    yield tuple(ticket._replace(cluster_size=size)) if ticket else with_cluster_size(page, size)
                     continue
-                key = self.traced(packed_normalized_url(packed_page))
+                key = self.traced(ticket.normalized_url if ticket else packed_normalized_url(page))
                 if key is not None:
-                    sample_dropped(from_bytes(packed_page), label, key, self.samples())
+                    packed = self._unpark(ticket.spot) if ticket else page
+                    sample_dropped(from_bytes(packed), label, key, self.samples())
+
+    def _unpark(self, spot: bytes) -> bytes:
+        reader = ParkingReader(self.parking)
+        try:
+            return reader.fetch(spot)
+        finally:
+            reader.close()
 
 
 def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[str] = None,
-               buckets: int = DEFAULT_BUCKETS):
+               buckets: int = DEFAULT_BUCKETS, parking: Optional[str] = None):
     """Documents -> the pages near-dedup keeps, packed (corpus.document.to_bytes), each with
-    its cluster size."""
+    its cluster size; with ``parking`` (a folder), their tickets (pipelines/parking.py), the
+    pages parked there."""
     keyed = pages | "key by id" >> beam.Map(lambda p: (doc_id(p.normalized_url), p))
     edges = band_edges(keyed, config, buckets)
     labels, changed = connected_components(edges, rounds)
     sizes = (labels
              | "root of node" >> beam.Map(lambda kv: (kv[1], 1))
              | "cluster size" >> beam.CombinePerKey(sum))
-    deduped = ({"page": keyed | "pack pages for join" >> beam.ParDo(NodeBatchesFn(buckets, pack=True)),
+    deduped = ({"page": keyed | ("park pages, tickets for join" if parking else "pack pages for join")
+                >> beam.ParDo(NodeBatchesFn(buckets, pack=True, parking=parking)),
                 "label": labels | "labels by node bucket" >> beam.ParDo(NodeBatchesFn(buckets)),
                 "size": sizes | "sizes by node bucket" >> beam.ParDo(NodeBatchesFn(buckets))}
                | "join clusters" >> beam.CoGroupByKey()
-               | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, samples_dir)))
+               | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, samples_dir, parking)))
     _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
     return deduped
 

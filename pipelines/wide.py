@@ -22,11 +22,12 @@ from apache_beam.pvalue import PCollection
 
 from c4forge.corpus.chain import Segment, Step
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.document import Document, from_bytes, to_bytes
+from c4forge.corpus.document import Document, from_bytes, to_bytes, with_cluster_size
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.steps import NS_READ, text_bytes
 from c4forge.corpus.wet import iter_file_documents
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS, SHUFFLE_COMPRESSION, StepsFn
+from c4forge.pipelines.parking import ParkingReader, Ticket
 from c4forge.pipelines.progress import ProgressReporter
 
 
@@ -36,7 +37,8 @@ class BeamJob:
     reading step reports (pipelines/progress.py); ``buckets``: the batched shuffles' buckets
     (dofns.shuffle_buckets); ``launch_dir``: what relative input paths are relative to;
     ``samples_dir``: where DoFns write their rule samples (dofns.merge_sample_parts);
-    ``cc_rounds``: near-dedup's Hash-to-Min rounds."""
+    ``cc_rounds``: near-dedup's Hash-to-Min rounds; ``parking``: where near-dedup parks the
+    pages it has read (pipelines/parking.py; None: they cross its shuffles)."""
 
     config: CorpusConfig
     buckets: int = DEFAULT_BUCKETS
@@ -44,6 +46,7 @@ class BeamJob:
     launch_dir: Optional[str] = None
     samples_dir: Optional[str] = None
     cc_rounds: int = DEFAULT_CC_ROUNDS
+    parking: Optional[str] = None
 
 
 class PageEntry(NamedTuple):
@@ -65,13 +68,15 @@ Joiner = Callable[[Mapping, Iterator, "JoinFn"], Iterator]
 class Stream:
     """The pages between two corpus-wide steps (see the module doc): ``files`` not yet read,
     ``pages`` (Documents), ``packed`` (Documents as corpus.document.to_bytes, compressed as
-    for a shuffle), or ``join`` parts keyed by page bucket (``"pages"``: batches of
+    for a shuffle), ``parked`` (tickets of pages parked in ``BeamJob.parking``:
+    pipelines/parking.py), or ``join`` parts keyed by page bucket (``"pages"``: batches of
     PageEntry) with the ``joiners`` to run there, in order. ``claims``: the pages' line claims,
     where URL dedup made them from its winners (pipelines/line_dedup.py uses them)."""
 
     files: Optional[PCollection] = None
     pages: Optional[PCollection] = None
     packed: Optional[PCollection] = None
+    parked: Optional[PCollection] = None
     join: Mapping[str, PCollection] = dataclasses.field(default_factory=dict)
     joiners: tuple[Joiner, ...] = ()
     pending: tuple[Step, ...] = ()
@@ -98,6 +103,9 @@ def pages_of(stream: Stream, job: BeamJob, label: str) -> PCollection:
         grouped = stream.join | f"group by page bucket ({label})" >> beam.CoGroupByKey()
         return grouped | f"join{', ' + names if names else ''} ({label})" >> beam.ParDo(
             JoinFn(job, stream.joiners, stream.pending))
+    if stream.parked is not None:
+        pages = stream.parked | f"unpark ({label})" >> beam.ParDo(UnparkFn(job.parking))
+        return pages | f"{names} ({label})" >> beam.ParDo(PageStepsFn(job, stream.pending)) if stream.pending else pages
     if stream.packed is not None:
         pages = stream.packed | f"unpack ({label})" >> beam.Map(from_bytes)
         return pages | f"{names} ({label})" >> beam.ParDo(PageStepsFn(job, stream.pending)) if stream.pending else pages
@@ -113,6 +121,25 @@ def packed_pages_of(stream: Stream, job: BeamJob, label: str) -> PCollection:
     if stream.packed is not None and not stream.pending:
         return stream.packed
     return pages_of(stream, job, label) | f"pack ({label})" >> beam.Map(to_bytes, SHUFFLE_COMPRESSION)
+
+
+class UnparkFn(beam.DoFn):
+    """Tickets (pipelines/parking.py) -> their pages as Documents, read back from the folder."""
+
+    def __init__(self, parking: str) -> None:
+        self.parking = parking
+        self.reader: Optional[ParkingReader] = None
+
+    def setup(self) -> None:
+        self.reader = ParkingReader(self.parking)
+
+    def process(self, ticket):
+        ticket = Ticket._make(ticket)
+        yield from_bytes(with_cluster_size(self.reader.fetch(ticket.spot), ticket.cluster_size))
+
+    def teardown(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
 
 
 class ReadFn(StepsFn):

@@ -49,7 +49,7 @@ from c4forge.pipelines.engines.jars import (
 )
 from c4forge.pipelines.engines.processes import Services, free_port, get_json, port_open
 from c4forge.pipelines.engines.spark import SPARK_VERSION
-from c4forge.pipelines.worker_boot import ROOT_ENV
+from c4forge.pipelines.worker_boot import PIN_ENV, ROOT_ENV
 
 FLINK, SPARK = "FlinkRunner", "SparkRunner"
 FLINK_LOCAL, SPARK_LOCAL = "flink-local", "spark-local"
@@ -145,7 +145,8 @@ def boot_command(folder: str) -> str:
     workers = os.path.join(folder, "workers")
     os.makedirs(workers, exist_ok=True)
     with open(path, "w") as handle:
-        handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n"
+        pin = f"export {PIN_ENV}=${{{PIN_ENV}-{shlex.quote(workers)}}}\n"
+        handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n{pin}"
                      f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"\n")
     os.chmod(path, 0o755)
     return path
