@@ -1,21 +1,25 @@
-"""Pages parked on disk after near-dedup's input, so that what crosses the last shuffles is a
-ticket, not the page.
+"""Pages parked on disk while what crosses the shuffles is where they wait.
 
 Why: on Flink's batch path every stage boundary writes what crosses it, and every consumer of a
-multi-output stage reads its own copy of the stage's whole output. After the line-dedup join
-(language ID, bad words, MinHash) a page's text is final; it only has to learn its cluster's
-verdict and its shard. Carried, it crossed five more exchanges on its way to a shard (the join
-stage's two consumers, the cluster join's union and its two sides, the split counts and the
-shard assignment, the shard grouping): about 40% of the shuffle files at 4x distinct input
-(benchmarks/RESULTS.md, "Where the engine path spends it"). Parked, it is written once to a file
-of its bundle and read once by the worker that writes its shard; the shuffles carry a
-:class:`Ticket` (its URLs, its text size, its :class:`Spot`).
+multi-output stage reads its own copy of the stage's whole output. Carried, a kept page was
+written ten times or more on its way to a shard: the reading stage's output once per consumer
+(the URL groups and the join), again before the join's union, by the join's combine and reduce,
+then after near-dedup's input by the join stage's two consumers, the cluster join, the split
+counts and the shard assignment, and the shard grouping (899 MB of shuffle files for 219 MB of
+text at 4x distinct input; benchmarks/RESULTS.md, "Where the engine path spends it").
 
-Parking needs a folder every worker reads and writes as a local path: ``corpus build`` parks
-pages in its staging folder when that is on a local (or mounted) file system and carries them
-otherwise (gs://, s3://: a random read per page there costs a request). A bundle's file is
-written by that bundle only and named by a fresh id: a bundle that fails and runs again writes
-a new file, and only the tickets of the attempt that succeeded travel on.
+Parked, a page is written twice and read twice, by the workers themselves: URL dedup's reader
+parks the cleaned text in a file of its bundle and sends its :class:`Spot` (28 bytes) to the
+join, which reads back only the pages that won their URL; near-dedup parks the pages it has
+hashed and what crosses its cluster join, the split counts, the shard assignment and the shard
+grouping is a :class:`Ticket` (URLs, text size, spot, cluster size); each shard's writer reads its
+pages back in file order.
+
+Parking needs a folder every worker opens as a local path: ``corpus build`` parks pages in its
+staging folder when that is a local (or mounted) path and carries them otherwise (gs://, s3://:
+a request per random read). A bundle's file is written by that bundle only and named by a fresh
+id: a bundle that fails and runs again writes a new file, and only the spots of the attempt that
+succeeded travel on; the folder goes with the build's staging folder.
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ class Spot(NamedTuple):
                 + self.length.to_bytes(_LENGTH_BYTES, "big"))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Spot":
+    def from_bytes(cls, data: bytes) -> Spot:
         offset_end = _ID_BYTES + _OFFSET_BYTES
         return cls(data[:_ID_BYTES], int.from_bytes(data[_ID_BYTES:offset_end], "big"),
                    int.from_bytes(data[offset_end:], "big"))
@@ -74,16 +78,20 @@ class ParkingWriter:
         self.handle = None
         self.offset = 0
 
-    def park(self, packed: bytes) -> Ticket:
-        """``packed`` (corpus.document.to_bytes) appended to the file; its ticket."""
+    def put(self, packed: bytes) -> bytes:
+        """``packed`` appended to the file; its spot (Spot bytes)."""
         if self.handle is None:
             os.makedirs(self.folder, exist_ok=True)
             self.handle = open(file_path(self.folder, self.file_id), "xb")
         self.handle.write(packed)
         spot = Spot(self.file_id, self.offset, len(packed))
         self.offset += len(packed)
+        return spot.to_bytes()
+
+    def park(self, packed: bytes) -> Ticket:
+        """``packed`` (corpus.document.to_bytes) appended to the file; its ticket."""
         return Ticket(packed_normalized_url(packed), packed_url(packed), packed_text_size(packed),
-                      spot.to_bytes())
+                      self.put(packed))
 
     def close(self) -> None:
         if self.handle is not None:

@@ -43,7 +43,8 @@ from c4forge.pipelines.dofns import (
     url_bucket,
 )
 from c4forge.pipelines.line_dedup import claim_batches
-from c4forge.pipelines.wide import BeamJob, PageEntry, ReadFn, Stream
+from c4forge.pipelines.parking import ParkingWriter
+from c4forge.pipelines.wide import BeamJob, PageEntry, ReadFn, Stream, bring_parked
 
 
 def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
@@ -60,13 +61,16 @@ def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
               | "newest per url" >> beam.ParDo(NewestPagesFn(claims, job.buckets, job.samples_dir,
                                                              job.config.rule_samples))
               .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
+    joiners = (keep_winners, bring_parked) if job.parking else (keep_winners,)
     return Stream(join={"pages": read[ReadCandidatesFn.PAGES], "winners": newest.winners},
-                  joiners=(keep_winners,), claims=newest[NewestPagesFn.CLAIMS] if claims else None)
+                  joiners=joiners, claims=newest[NewestPagesFn.CLAIMS] if claims else None)
 
 
 class ReadCandidatesFn(ReadFn):
     """One crawl file -> a URL candidate per page (main output) and its cleaned text (``PAGES``),
-    after the page steps before URL dedup (``before``) and those after it (``after``)."""
+    after the page steps before URL dedup (``before``) and those after it (``after``). With
+    ``job.parking`` the cleaned text is parked (pipelines/parking.py) and ``PAGES`` carries its
+    spot: the pages then cross no shuffle on their way to the join."""
 
     PAGES = "pages"
 
@@ -78,6 +82,7 @@ class ReadCandidatesFn(ReadFn):
         self.buckets = job.buckets
         self.batcher = Batcher()
         self.pages = Batcher()
+        self.writer: Optional[ParkingWriter] = None
 
     def setup(self) -> None:
         super().setup()
@@ -85,6 +90,7 @@ class ReadCandidatesFn(ReadFn):
 
     def start_bundle(self) -> None:
         self.batcher, self.pages = Batcher(), Batcher()
+        self.writer = ParkingWriter(self.job.parking) if self.job.parking else None
 
     def emit(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
@@ -98,8 +104,12 @@ class ReadCandidatesFn(ReadFn):
             if self.line_keys:
                 keys = pack_keys(text_line_keys(cleaned.text))
             packed = to_bytes(cleaned, SHUFFLE_COMPRESSION)
-            entry = tuple(PageEntry(rank, record, packed, cleaned.text.count("\n") + 1))
-            for batch in self.pages.add(digest_bucket(rank, self.buckets), entry, len(packed) + 64):
+            n_lines = cleaned.text.count("\n") + 1
+            if self.writer is not None:
+                entry = tuple(PageEntry(rank, record, b"", n_lines, self.writer.put(packed)))
+            else:
+                entry = tuple(PageEntry(rank, record, packed, n_lines))
+            for batch in self.pages.add(digest_bucket(rank, self.buckets), entry, len(entry[2]) + 96):
                 yield beam.pvalue.TaggedOutput(self.PAGES, batch)
         url = page.normalized_url
         candidate = UrlCandidate(page.timestamp, text_bytes(page), pack_counts(counts), rank, record, keys,
@@ -109,6 +119,8 @@ class ReadCandidatesFn(ReadFn):
 
     def finish_bundle(self):
         super().finish_bundle()
+        if self.writer is not None:  # the pages are on disk before their spots go on
+            self.writer.close()
         yield from in_global_window(self.batcher.drain())
         for batch in in_global_window(self.pages.drain()):
             yield beam.pvalue.TaggedOutput(self.PAGES, batch)

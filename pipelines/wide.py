@@ -37,8 +37,9 @@ class BeamJob:
     reading step reports (pipelines/progress.py); ``buckets``: the batched shuffles' buckets
     (dofns.shuffle_buckets); ``launch_dir``: what relative input paths are relative to;
     ``samples_dir``: where DoFns write their rule samples (dofns.merge_sample_parts);
-    ``cc_rounds``: near-dedup's Hash-to-Min rounds; ``parking``: where near-dedup parks the
-    pages it has read (pipelines/parking.py; None: they cross its shuffles)."""
+    ``cc_rounds``: near-dedup's Hash-to-Min rounds; ``parking``: where pages wait on disk
+    while what crosses the shuffles is their spot or ticket (pipelines/parking.py: URL dedup's
+    reader parks the pages it reads, near-dedup those it has hashed; None: the pages cross)."""
 
     config: CorpusConfig
     buckets: int = DEFAULT_BUCKETS
@@ -51,12 +52,14 @@ class BeamJob:
 
 class PageEntry(NamedTuple):
     """A page as it waits at the join: md5(url), its record id (b"" where no URL dedup ran),
-    the packed page (corpus.document.to_bytes) and its line count."""
+    the packed page (corpus.document.to_bytes) and its line count; or, where the reader parked
+    the page (pipelines/parking.py), b"" and its spot (``bring_parked`` reads it back)."""
 
     rank: bytes
     record_id: bytes
     packed: bytes
     n_lines: int
+    spot: bytes = b""
 
 
 # What a corpus-wide step does at the join: given the grouped parts of one page bucket, the
@@ -201,6 +204,13 @@ class PageStepsFn(StepsFn):
             yield page
 
 
+def bring_parked(grouped: Mapping, arriving: Iterator, fn: JoinFn) -> Iterator:
+    """At the join: the parked pages that arrive, read back (pipelines/parking.py); a joiner
+    placed after those that drop pages unread (URL dedup's older crawls are never read)."""
+    for entry in arriving:
+        yield entry._replace(packed=fn.reader.fetch(entry.spot), spot=b"") if entry.spot else entry
+
+
 class JoinFn(PageStepsFn):
     """(page bucket, grouped parts) -> the pages that the joiners let through, then the pending
     page steps. The whole group's joins first, then the page steps over the survivors in one run:
@@ -209,6 +219,17 @@ class JoinFn(PageStepsFn):
     def __init__(self, job: BeamJob, joiners: tuple[Joiner, ...], steps: tuple[Step, ...]) -> None:
         super().__init__(job, steps)
         self.joiners = joiners
+        self.parking = job.parking
+        self.reader: Optional[ParkingReader] = None
+
+    def setup(self) -> None:
+        super().setup()
+        if self.parking:
+            self.reader = ParkingReader(self.parking)
+
+    def teardown(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
 
     def process(self, element):
         _, grouped = element
