@@ -155,3 +155,33 @@ def test_workers_each_claim_a_core_of_their_own(tmp_path):
     assert all(affinity == f"[{core}]" for core, affinity in seen[:-1])
     assert seen[-1] == ("None", str(cores))
     assert pin_to_free_core  # imported here: the module is what the boot script runs
+
+
+@pytest.mark.parametrize("overrides", [[], ["pii.on=true"]])
+def test_parked_pages_read_back_as_documents_and_through_later_page_steps(tmp_path, overrides):
+    """c4_pages with a parking folder: the end of the chain read back as Documents (``UnparkFn``),
+    and with a page step after near-dedup (PII, which rewrites pages), that step run on the
+    read-back pages: the documents and counters of the one-process chain."""
+    import apache_beam as beam
+    from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from c4forge.core.counters import Counters
+    from c4forge.corpus.local import run_chain
+    from c4forge.pipelines.build import counters_of
+    from c4forge.pipelines.c4 import c4_pages
+    from tests.test_chain import IN_MEMORY
+
+    cfg = build_config("c4", badwords=str(DEMO_BADWORDS), overrides=overrides)
+    paths = crawl_files(tmp_path) + [str(SAMPLE), near_duplicates(tmp_path)]
+    counters = Counters()
+    expected = sorted((d.url, d.text, d.near_dup_cluster_size) for d in run_chain(paths, cfg, counters))
+    pipeline = BeamTestPipeline(argv=IN_MEMORY)
+    pages = c4_pages(pipeline | beam.Create(paths), cfg, parking=str(tmp_path / "parked"))
+    assert_that(pages | beam.Map(lambda p: (p.url, p.text, p.near_dup_cluster_size)), equal_to(expected))
+    result = pipeline.run()
+    result.wait_until_finish()
+    assert counters_of(result) == counters.as_dict()
+    assert any(size > 1 for _, _, size in expected)
+    assert len(os.listdir(tmp_path / "parked")) >= 2  # the reader's files and near-dedup's
+    assert any(name.startswith("pii/") for name in counters.as_dict()) == bool(overrides)
