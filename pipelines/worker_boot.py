@@ -2,7 +2,9 @@
 (``sdks/python/container/boot.go`` in Beam): for one worker a portable runner starts, ask the
 provision service for the job's options and staged files, fetch them from the artifact service,
 ``pip install`` the staged packages (the ``--setup_file`` sdist, ``--extra_package`` wheels) into
-this worker's own folder, and start the SDK harness with that folder first on its path.
+this worker's own folder, and start the SDK harness with that folder first on its path (in a
+fresh interpreter; where nothing was staged, as on the managed engines, in this process:
+``run_harness_here``).
 
 Beam's external worker pool (``apache_beam.runners.worker.worker_pool_main``) calls a boot
 program with the container's flags when given ``--container_executable``; ``python -m
@@ -19,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 from typing import Optional
+
+from c4forge.pipelines import sdk_harness
 
 INSTALLABLE = (".tar.gz", ".whl", ".zip")
 ROOT_ENV = "C4FORGE_WORKER_ROOT"  # where workers make their folders (default: the temp folder)
@@ -143,8 +147,21 @@ def main(argv=None) -> int:
         pin_to_free_core(os.environ[PIN_ENV])
     os.chdir(work)  # nothing of the submitting checkout is importable from here
     # Beam's harness, its data messages capped (pipelines/sdk_harness.py says why)
-    os.execve(sys.executable, [sys.executable, "-m", "c4forge.pipelines.sdk_harness"], env)
-    return 0  # not reached
+    if installed:  # the staged packages must shadow this installation: a fresh interpreter
+        os.execve(sys.executable, [sys.executable, "-m", "c4forge.pipelines.sdk_harness"], env)
+    run_harness_here(env, work)
+    return 0
+
+
+def run_harness_here(env: dict, work: str) -> None:
+    """The SDK harness in this process, where nothing was staged to install: this process has
+    imported Beam already (its provision and artifact clients load the whole package), and a
+    second interpreter would import it again, about 1 CPU s per worker and build. The path and
+    environment are what the exec'd interpreter would have (``python -m`` started in ``work``)."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[0] = work
+    sdk_harness.main()
 
 
 if __name__ == "__main__":
