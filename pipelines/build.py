@@ -240,8 +240,8 @@ class BeamFS:
 # where the workers write the rule samples they find, inside the staging folder (merged into
 # _rule-samples.json and removed before the swap; pipelines/dofns.py merge_sample_parts)
 SAMPLE_PARTS = ".rule-samples"
-# where near-dedup parks the pages it has read until their shards are written, inside a local
-# staging folder (removed before the swap; pipelines/parking.py)
+# where the reader and near-dedup park pages until the join and the shard writers read them
+# back, inside a local staging folder (removed before the swap; pipelines/parking.py)
 PARKED_PAGES = ".parked-pages"
 
 

@@ -30,7 +30,7 @@ def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_C
     (``progress_dir``: where the reading step reports, see pipelines/progress.py;
     ``buckets``: see dofns.shuffle_buckets; ``launch_dir``: what relative paths are relative
     to; ``samples_dir``: where the DoFns write the rule samples they find, see
-    dofns.merge_sample_parts; ``parking``: where near-dedup parks pages, pipelines/parking.py)."""
+    dofns.merge_sample_parts; ``parking``: where pages wait on disk, pipelines/parking.py)."""
     job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds, parking)
     stream = end_of_chain(pipeline_or_paths, job, chain)
     return (packed_pages_of if packed else pages_of)(stream, job, "end of chain")
@@ -58,8 +58,8 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
     ``recorded``: the config as the manifest records it (``config`` by default), whose hash
     every shard carries; ``config`` itself may be its worker form (absolute paths).
     ``samples_dir``: where the rule samples' parts go (None: none recorded). ``parking``: a
-    folder where near-dedup parks the pages it has read, every worker's local path (None: the
-    pages cross its shuffles; pipelines/parking.py)."""
+    folder where pages wait on disk, every worker's local path (None: the pages cross the
+    shuffles; pipelines/parking.py)."""
     job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds, parking)
     files = pipeline | "input files" >> beam.Create(sorted(paths))
     stream = end_of_chain(files, job, chain)

@@ -28,7 +28,7 @@ import uuid
 from collections import OrderedDict
 from typing import NamedTuple, Optional
 
-from c4forge.corpus.document import packed_normalized_url, packed_text_size, packed_url
+from c4forge.corpus.document import packed_normalized_url, packed_text_size, packed_url, with_cluster_size
 
 SUFFIX = ".pages"
 _ID_BYTES, _OFFSET_BYTES, _LENGTH_BYTES = 16, 8, 4
@@ -122,6 +122,12 @@ class ParkingReader:
         for i in order:
             pages[i] = self.fetch(spots[i])
         return pages  # type: ignore[return-value]
+
+    def tickets(self, tickets: list[Ticket]) -> list[bytes]:
+        """The packed pages of ``tickets``, in their order, each with its ticket's cluster size
+        set (near-dedup's verdict, which the parked bytes do not carry)."""
+        packed = self.fetch_all([ticket.spot for ticket in tickets])
+        return [with_cluster_size(data, ticket.cluster_size) for ticket, data in zip(tickets, packed)]
 
     def _handle(self, file_id: bytes):
         handle = self.handles.get(file_id)

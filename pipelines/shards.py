@@ -10,7 +10,7 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from c4forge.corpus.document import from_bytes, packed_normalized_url, packed_url, with_cluster_size
+from c4forge.corpus.document import from_bytes, packed_normalized_url, packed_url
 from c4forge.corpus.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
@@ -61,9 +61,7 @@ class WriteShardFn(Counting, beam.DoFn):
         pages = sorted(pages, key=lambda pair: pair[0])
         if self.reader is not None:
             tickets = [Ticket._make(ticket) for _, ticket in pages]
-            packed = self.reader.fetch_all([ticket.spot for ticket in tickets])
-            pages = [(ticket.url, with_cluster_size(data, ticket.cluster_size))
-                     for ticket, data in zip(tickets, packed)]
+            pages = [(ticket.url, data) for ticket, data in zip(tickets, self.reader.tickets(tickets))]
         extractors: dict[str, int] = {}
         rows = counting_extractors((document_row(from_bytes(packed)) for _, packed in pages), extractors)
         name = shard_name(split, index, count, self.shard_format)

@@ -22,7 +22,7 @@ from apache_beam.pvalue import PCollection
 
 from c4forge.corpus.chain import Segment, Step
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.document import Document, from_bytes, to_bytes, with_cluster_size
+from c4forge.corpus.document import Document, from_bytes, to_bytes
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.steps import NS_READ, text_bytes
 from c4forge.corpus.wet import iter_file_documents
@@ -138,7 +138,7 @@ class UnparkFn(beam.DoFn):
 
     def process(self, ticket):
         ticket = Ticket._make(ticket)
-        yield from_bytes(with_cluster_size(self.reader.fetch(ticket.spot), ticket.cluster_size))
+        yield from_bytes(self.reader.tickets([ticket])[0])
 
     def teardown(self) -> None:
         if self.reader is not None:
