@@ -99,10 +99,17 @@ def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, di
                                                             build_pinned, monkeypatch):
     """--runner flink-local: Flink inside the job server with 2 slots, one SDK worker each; its
     workers report progress to the launching process's sink while the job runs (pages read,
-    the reading ETA), as the portable runner's do (tests/test_portable.py)."""
+    the reading ETA), as the portable runner's do (tests/test_portable.py). The submitting
+    process lists no packages for the workers (they run this installation: no `pip freeze`)."""
+    from apache_beam.runners.portability.stager import Stager
+
     logged: list = []
+    listed: list = []
+    monkeypatch.setattr(Stager, "_create_stage_submission_env_dependencies",
+                        staticmethod(lambda temp_dir: listed.append(temp_dir) or []))
     monkeypatch.setenv("C4FORGE_PROGRESS_SECONDS", "0.5")
     found = build_pinned(tmp_path, runner="flink-local", workers=2, log=logged.append)
+    assert listed == []
     assert_same_corpus(found, pinned, tmp_path, direct_shards)
     assert progress_seen(logged), [str(line) for line in logged][-5:]
     build = found["build"]
