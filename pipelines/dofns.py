@@ -28,6 +28,14 @@ from c4forge.corpus.verdict import Count
 # Documents cross every grouping as corpus.document bytes, their text zstd-compressed (2.3x
 # smaller; corpus.document._codec says what it costs and saves against LZ4).
 SHUFFLE_COMPRESSION = True
+# Parked pages (pipelines/parking.py) are written as they are: they cross no engine, so
+# compressing them saves only local disk, at zstd's cost twice per kept page (packing a copy's
+# pages cost 0.26 CPU s compressed against 0.06 plain, unpacking 0.14-0.21 against 0.07-0.11;
+# 5,351 pages). Parked bytes are about 2x the compressed ones: one copy's build parks 49.9 MB
+# (2.7x its 18.7 MB corpus) instead of 24.4 MB; at 16x on flink-local the shuffle files and the
+# parked pages together (1,160 + ~800 MB) are still about half the 3,617 MB of shuffle files the
+# engine wrote before pages were parked (benchmarks/RESULTS.md).
+PARKED_COMPRESSION = False
 
 # Pages, line claims and line owners cross the shuffles of URL and line dedup in *batches*: one
 # element per (bucket, bundle) holding a list, not one element per page or line. Beam's

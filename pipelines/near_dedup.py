@@ -34,6 +34,7 @@ from c4forge.corpus.near_dedup import (
 from c4forge.corpus.steps import NS_NEAR
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
+    PARKED_COMPRESSION,
     SHUFFLE_COMPRESSION,
     Batcher,
     BucketBatchingFn,
@@ -319,7 +320,7 @@ class NodeBatchesFn(BucketBatchingFn):
         node, value = element
         size = 24
         if self.pack:
-            value = to_bytes(value, SHUFFLE_COMPRESSION)
+            value = to_bytes(value, SHUFFLE_COMPRESSION if self.writer is None else PARKED_COMPRESSION)
             size = len(value) + 16
             if self.writer is not None:
                 ticket = self.writer.park(value)

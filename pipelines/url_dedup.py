@@ -30,6 +30,7 @@ from c4forge.corpus.steps import NS_URL, text_bytes
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
+    PARKED_COMPRESSION,
     SHUFFLE_COMPRESSION,
     Batcher,
     Counting,
@@ -103,7 +104,7 @@ class ReadCandidatesFn(ReadFn):
             rank = url_rank(cleaned.url)
             if self.line_keys:
                 keys = pack_keys(text_line_keys(cleaned.text))
-            packed = to_bytes(cleaned, SHUFFLE_COMPRESSION)
+            packed = to_bytes(cleaned, SHUFFLE_COMPRESSION if self.writer is None else PARKED_COMPRESSION)
             n_lines = cleaned.text.count("\n") + 1
             if self.writer is not None:
                 entry = tuple(PageEntry(rank, record, b"", n_lines, self.writer.put(packed)))
