@@ -9,14 +9,13 @@ Keys and ranks are raw 16-byte md5 digests: they order exactly as tfds' hex stri
 the memory. The Beam pipeline groups claims by key; :class:`LineOwners` does the same in memory
 for single-process runs.
 
-On Beam a claim also names the line: md5(url) and the index of the key's first line in the page
-(:func:`claim_lines_at`), so the owner tells its page *which lines* it keeps and the page is not
+On Beam a claim also names the line: md5(url) and the index of the line in the page
+(corpus/line_claims.py), so the owner tells its page *which lines* it keeps and the page is not
 hashed a second time where it meets them (:func:`keep_lines_at`).
 """
 from __future__ import annotations
 
 import hashlib
-import struct
 from collections.abc import Iterable, Iterator
 from typing import Optional
 
@@ -71,30 +70,6 @@ def claim_keys(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -
             owners[key] = rank
 
 
-_INDEX = struct.Struct(">I")  # a line's index in a claim: 4 bytes, big-endian, so claims order by it
-
-
-def claim_lines_at(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -> None:
-    """:func:`claim_keys` with claims that name the line: ``rank`` + the index of the key's first
-    line in the page (4 bytes, big-endian). The smallest claim is the smallest md5(url), as in
-    :func:`claim_keys`, and, within a page, the key's first line: so an owner's claim says
-    which line of its page :func:`keep_owned_lines` keeps for that key."""
-    pack = _INDEX.pack
-    for index, key in enumerate(keys):
-        claim = rank + pack(index)
-        current = owners.get(key)
-        if current is None or claim < current:
-            owners[key] = claim
-
-
-def claim_rank(claim: bytes) -> bytes:
-    return claim[:16]
-
-
-def claim_index(claim: bytes) -> int:
-    return _INDEX.unpack_from(claim, 16)[0]
-
-
 def pack_keys(keys: Iterable[bytes]) -> bytes:
     """A page's line keys as one bytes object (16 bytes each, in line order): computed where
     the page is cleaned and carried to the URL groups, which claim the winners' lines without
@@ -139,7 +114,7 @@ def keep_owned_lines(page: Document, owned: set[bytes], min_sentences: int = 3,
 
 def keep_lines_at(page: Document, kept: set[int], min_sentences: int = 3) -> Verdict:
     """:func:`keep_owned_lines` given the lines the page keeps (``kept``: the index of the first
-    line of every key it owns, from its owners' claims, :func:`claim_lines_at`) instead of the
+    line of every key it owns, from its owners' claims, corpus/line_claims.py) instead of the
     keys it owns: the same page and counts without hashing the page's lines. A line not kept
     is a local duplicate when its key is that of a kept line, that is when its lower-cased,
     stripped text is a kept line's (the key is the md5 of that text: see

@@ -4,11 +4,12 @@ owners go to their page's bucket, and each page meets the lines it owns at the j
 bucket (``keep_owned_lines``). The claims come from URL dedup's winners where it ran just
 before (pipelines/url_dedup.py), from the pages otherwise (``ClaimLinesFn``).
 
-A claim is 20 bytes: the 16-byte md5(url) that names the page (URLs are unique after URL dedup)
-and the index of the line's first occurrence in it (corpus.line_dedup.claim_lines_at). So the
-owners tell each page which lines it keeps, and the join keeps them without hashing the page's
-lines again (``keep_lines_at``): compact bytes, not tuples with URL strings, and 20 bytes an
-owned line to the join instead of 32 (md5(url) and the line's key).
+A claim names the page (md5(url): URLs are unique after URL dedup) and the index of the line in
+it (corpus/line_claims.py); the smallest claim of a key is its owner, and names the line of its
+page that the join keeps, so the join keeps lines without hashing the page's lines again
+(``keep_lines_at``). Claims and owners are combined as numpy records and cross the shuffles as
+bytes, batches of fixed-size records (36 bytes a claim, 20 an owner): no Python object per line
+on either side of a shuffle.
 """
 from __future__ import annotations
 
@@ -16,23 +17,15 @@ from collections.abc import Iterator, Mapping
 
 import apache_beam as beam
 
+from c4forge.corpus import line_claims
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size, to_bytes
-from c4forge.corpus.line_dedup import (
-    claim_index,
-    claim_lines_at,
-    claim_rank,
-    dedupe_page_at,
-    line_keys,
-    page_owning_nothing,
-    url_rank,
-)
+from c4forge.corpus.line_dedup import dedupe_page_at, pack_keys, page_owning_nothing, text_line_keys, url_rank
 from c4forge.corpus.steps import NS_LINES
 from c4forge.corpus.verdict import count_verdict
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
     SHUFFLE_COMPRESSION,
-    Batcher,
     BucketBatchingFn,
     digest_bucket,
     in_global_window,
@@ -54,60 +47,63 @@ def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
     return Stream(join=join, joiners=(*joiners, keep_owned_lines), pending=segment.after)
 
 
-def claim_batches(table: dict[bytes, bytes], buckets: int) -> list:
-    """A claims table as (line bucket, [(line key, claim)...]) batches (the table is
-    already bounded, so the batcher never flushes early)."""
-    batcher = Batcher(limit=len(table) + 1)
-    for key, claim in table.items():
-        batcher.add(digest_bucket(key, buckets), (key, claim), 1)
-    return batcher.drain()
+class ClaimBuffer:
+    """A bundle's line claims, page by page (md5(url) and its packed line keys), turned into
+    each key's smallest claim per line bucket when drained: (line bucket, CLAIM records as
+    bytes). Bounded: when it holds ``max_lines`` lines it is drained, so a line may be claimed
+    once per drain, never lost."""
+
+    def __init__(self, buckets: int, max_lines: int = 500_000) -> None:
+        self.buckets = buckets
+        self.max_lines = max_lines
+        self.ranks: list[bytes] = []
+        self.keys: list[bytes] = []
+        self.lines = 0
+
+    def add(self, rank: bytes, packed_keys: bytes) -> list:
+        """Claim a page's lines; the batches to emit when the buffer is full (else none)."""
+        self.ranks.append(rank)
+        self.keys.append(packed_keys)
+        self.lines += len(packed_keys) // 16
+        return self.drain() if self.lines >= self.max_lines else []
+
+    def drain(self) -> list:
+        claims = line_claims.smallest_claims(line_claims.page_claims(self.ranks, self.keys))
+        self.ranks, self.keys, self.lines = [], [], 0
+        return [(bucket, [blob]) for bucket, blob in line_claims.by_bucket(claims, self.buckets)]
 
 
 class ClaimLinesFn(beam.DoFn):
-    """Pages -> line claims, combined in the DoFn: per line key only the smallest claim seen in
-    the bundle goes out (the smallest md5(url): tfds' owner; with it, the line's index in that
-    page), so the shuffle carries one claim per distinct line per bundle, not one element per
-    line of every page (in-mapper combining: Beam's lifted combine did the same per element,
-    at several times the CPU). The claims go out in batches, (line bucket, [(line key,
-    claim)...]). The table is bounded (``max_keys``; 250,000 keys hold about 35 MB): when full,
-    it is emitted and emptied, so a line may be claimed once per drain, never lost."""
+    """Pages -> line claims, combined in the DoFn (``ClaimBuffer``): per line key only the
+    smallest claim of the bundle goes out, so the shuffle carries one claim per distinct line
+    per bundle, not one per line of every page (in-mapper combining: Beam's lifted combine did
+    the same per element, at several times the CPU), as (line bucket, [CLAIM records...])."""
 
-    def __init__(self, max_keys: int = 250_000, buckets: int = DEFAULT_BUCKETS) -> None:
-        self.max_keys = max_keys
+    def __init__(self, max_lines: int = 500_000, buckets: int = DEFAULT_BUCKETS) -> None:
+        self.max_lines = max_lines
         self.buckets = buckets
-        self.table: dict[bytes, bytes] = {}
+        self.claims = ClaimBuffer(buckets, max_lines)
 
     def start_bundle(self) -> None:
-        self.table = {}
+        self.claims = ClaimBuffer(self.buckets, self.max_lines)
 
     def process(self, page: Document):
-        claim_lines_at(self.table, url_rank(page.url), line_keys(page))
-        if len(self.table) >= self.max_keys:
-            yield from self._drain()
+        yield from self.claims.add(url_rank(page.url), pack_keys(text_line_keys(page.text)))
 
     def finish_bundle(self):
-        yield from in_global_window(self._drain())
-
-    def _drain(self) -> list:
-        table, self.table = self.table, {}
-        return claim_batches(table, self.buckets)
+        yield from in_global_window(self.claims.drain())
 
 
 class LineOwnersFn(BucketBatchingFn):
-    """(line bucket, batches of claims) -> every line's owning claim (the smallest md5(url) that
-    claimed it, and the line's index in that page), batched by the owner's page bucket:
-    (page bucket, [claim...])."""
+    """(line bucket, batches of CLAIM records) -> every line's owner (its smallest claim: the
+    smallest md5(url) that claimed it and the line's index in that page), batched by the
+    owner's page bucket: (page bucket, [OWNER records...])."""
 
     def process(self, element):
         _, batches = element
-        owners: dict[bytes, bytes] = {}
-        for batch in batches:
-            for key, claim in batch:
-                current = owners.get(key)
-                if current is None or claim < current:
-                    owners[key] = claim
-        for claim in owners.values():
-            yield from self.batcher.add(digest_bucket(claim_rank(claim), self.buckets), claim, 36)
+        claims = line_claims.join((blob for batch in batches for blob in batch), line_claims.CLAIM)
+        for bucket, blob in line_claims.by_bucket(line_claims.owners(claims), self.buckets):
+            yield from self.batcher.add(bucket, blob, len(blob))
 
 
 class KeyPagesFn(BucketBatchingFn):
@@ -124,14 +120,8 @@ def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:
     """At the join: each page keeps the lines it owns (their indices, from the owners' claims).
     A page that owns none is counted from its line count and packed header
     (``page_owning_nothing``), never unpacked, unless traced."""
-    owned: dict[bytes, set[int]] = {}
-    for batch in grouped["lines"]:
-        for claim in batch:
-            rank = claim_rank(claim)
-            kept = owned.get(rank)
-            if kept is None:
-                owned[rank] = kept = set()
-            kept.add(claim_index(claim))
+    owners = line_claims.join((blob for batch in grouped["lines"] for blob in batch), line_claims.OWNER)
+    owned = line_claims.kept_lines(owners)
     seen: set[bytes] = set()
     inc = fn.inc_for(NS_LINES)
     min_sentences = fn.config.dedupe_min_sentences

@@ -24,7 +24,7 @@ import apache_beam as beam
 
 from c4forge.corpus.chain import Scope, Segment, Step
 from c4forge.corpus.document import Document, to_bytes
-from c4forge.corpus.line_dedup import claim_lines_at, pack_keys, text_line_keys, unpack_keys, url_rank
+from c4forge.corpus.line_dedup import pack_keys, text_line_keys, url_rank
 from c4forge.corpus.samples import Sample, SampleList, SampleOptions, url_duplicates
 from c4forge.corpus.steps import NS_URL, text_bytes
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id
@@ -43,7 +43,7 @@ from c4forge.pipelines.dofns import (
     unpack_counts,
     url_bucket,
 )
-from c4forge.pipelines.line_dedup import claim_batches
+from c4forge.pipelines.line_dedup import ClaimBuffer
 from c4forge.pipelines.parking import ParkingWriter
 from c4forge.pipelines.wide import BeamJob, PageEntry, ReadFn, Stream, bring_parked
 
@@ -145,9 +145,9 @@ class NewestPagesFn(Counting, Sampling, beam.DoFn):
     as (page bucket, [(md5(url), record id)...]) for the join with the pages.
 
     With ``lines`` (line dedup follows) the winners' line keys (carried in the candidate) are
-    claimed in a table combined per bundle, as line_dedup.ClaimLinesFn does, and go to the
-    ``CLAIMS`` output in batches (line bucket, [(line key, claim)...]): a claim is md5(url) and
-    the line's index in the page (corpus.line_dedup.claim_lines_at).
+    claimed in a buffer combined per bundle, as line_dedup.ClaimLinesFn does, and go to the
+    ``CLAIMS`` output in batches (line bucket, [CLAIM records...]): a claim is the line key,
+    md5(url) and the line's index in the page (corpus/line_claims.py).
 
     A GroupByKey, not a CombinePerKey: Beam lifts a combine into the reading workers, where its
     table keeps up to 100,000 accumulators per bundle."""
@@ -157,18 +157,18 @@ class NewestPagesFn(Counting, Sampling, beam.DoFn):
     def __init__(self, lines: bool = False, buckets: int = DEFAULT_BUCKETS,
                  samples_dir: Optional[str] = None,
                  sample_options: SampleOptions = SampleOptions(per_rule=0),
-                 max_keys: int = 250_000) -> None:
+                 max_lines: int = 500_000) -> None:
         self.samples_dir = samples_dir if sample_options.on else None
         self.sample_options = sample_options
         self.lines = lines
         self.buckets = buckets
-        self.max_keys = max_keys
+        self.max_lines = max_lines
         self.batcher = Batcher()
-        self.table: dict[bytes, bytes] = {}
+        self.claims = ClaimBuffer(buckets, max_lines)
 
     def start_bundle(self) -> None:
         self.batcher = Batcher()
-        self.table = {}
+        self.claims = ClaimBuffer(self.buckets, self.max_lines)
 
     def process(self, element):
         _, batches = element
@@ -183,10 +183,8 @@ class NewestPagesFn(Counting, Sampling, beam.DoFn):
             if not best.rank:  # the newest crawl was cleaned away
                 continue
             if self.lines:
-                claim_lines_at(self.table, best.rank, unpack_keys(best.line_keys))
-                if len(self.table) >= self.max_keys:
-                    for claims in claim_batches(self._drain(), self.buckets):
-                        yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
+                for claims in self.claims.add(best.rank, best.line_keys):
+                    yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
             yield from self.batcher.add(digest_bucket(best.rank, self.buckets), (best.rank, best.record_id), 40)
 
     def _groups(self, batches) -> dict[str, UrlGroup]:
@@ -219,15 +217,11 @@ class NewestPagesFn(Counting, Sampling, beam.DoFn):
         if best.samples:
             samples.extend(Sample.from_wire(wire) for wire in json.loads(best.samples))
 
-    def _drain(self) -> dict[bytes, bytes]:
-        table, self.table = self.table, {}
-        return table
-
     def finish_bundle(self):
         super().finish_bundle()
         self.write_samples()
         yield from in_global_window(self.batcher.drain())
-        for claims in in_global_window(claim_batches(self._drain(), self.buckets)):
+        for claims in in_global_window(self.claims.drain()):
             yield beam.pvalue.TaggedOutput(self.CLAIMS, claims)
 
 

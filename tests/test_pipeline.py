@@ -357,15 +357,16 @@ def test_direct_runner_mode_follows_the_machine():
         "--direct_running_mode", "in_memory", "--direct_num_workers=1"]
 
 
-@pytest.mark.parametrize("max_keys", [1_000_000, 3])
-def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
+@pytest.mark.parametrize("max_lines", [1_000_000, 3])
+def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_lines):
     """ClaimLinesFn emits one claim per distinct line per bundle (from finish_bundle, or when
-    its table is full: max_keys=3 drains it after nearly every page), batched by line bucket;
+    its buffer is full: max_lines=3 drains it after every page), batched by line bucket;
     after the grouping LineOwnersFn names every line's owner as LineOwners does (the smallest
     md5(url)) with the index of the line's first occurrence in the owner's page, batched by the
     owner's page bucket, and no line is lost or named twice."""
+    from c4forge.corpus import line_claims
     from c4forge.corpus.document import Document
-    from c4forge.corpus.line_dedup import LineOwners, claim_index, claim_rank, line_key, line_keys, url_rank
+    from c4forge.corpus.line_dedup import LineOwners, line_key, line_keys, url_rank
     from c4forge.pipelines.dofns import digest_bucket
     from c4forge.pipelines.line_dedup import ClaimLinesFn, LineOwnersFn
 
@@ -383,12 +384,15 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_keys):
     assert any(index > 0 for _, index in expected)
     def unbatch(element):
         bucket, batch = element
-        assert all(len(claim) == 20 and digest_bucket(claim_rank(claim), 4) == bucket for claim in batch)
-        return [(claim_rank(claim), claim_index(claim)) for claim in batch]
+        owners = line_claims.join(batch, line_claims.OWNER)
+        raw = owners.tobytes()
+        ranks = [raw[i:i + 16] for i in range(0, len(raw), line_claims.OWNER.itemsize)]
+        assert all(digest_bucket(rank, 4) == bucket for rank in ranks)
+        return list(zip(ranks, owners["index"].tolist()))
 
     with BeamTestPipeline(argv=IN_MEMORY) as p:
         got = (p | beam.Create(pages)
-               | beam.ParDo(ClaimLinesFn(max_keys=max_keys, buckets=3))
+               | beam.ParDo(ClaimLinesFn(max_lines=max_lines, buckets=3))
                | beam.GroupByKey()
                | beam.ParDo(LineOwnersFn(buckets=4))
                | beam.FlatMap(unbatch))

@@ -1,0 +1,109 @@
+"""Line dedup's claims as arrays: what the engine path (pipelines/line_dedup.py) combines and
+sends across its shuffles, one fixed-size record per line instead of one dict entry and one
+Python tuple per line.
+
+A *claim* says "the page of md5(url) R has a line of key K at index I" (K: corpus.line_dedup's
+``line_key``). Of all the claims of one key, the smallest, compared as (R's bytes, I), names
+the line's owner: the smallest md5(url), which is tfds' owner (``Top.PerKey(1, key=_hash_text,
+reverse=True)``), and, within that page, the key's first line, which is the line
+``corpus.line_dedup.keep_lines_at`` keeps. Taking the smallest claim per key is associative,
+so a bundle may combine its claims before the shuffle and the groups combine them again.
+
+Records (native byte order: the workers of one build share a machine type):
+
+- ``CLAIM`` (36 bytes): the line key, md5(url), the index. Bucketed by the line key.
+- ``OWNER`` (20 bytes): md5(url), the index. Bucketed by md5(url), so that a page meets the
+  lines it owns at the join by page bucket.
+
+The bucket of a digest is ``int.from_bytes(digest[:8], "little") % buckets``, the first field
+of a record modulo ``buckets`` (pipelines/dofns.digest_bucket, the bucket of the pages).
+
+Measured on the kept pages of one distinct copy of the shared crawl (3,393 pages, 84,992 lines):
+the claims, owners and kept lines in dicts and tuples 0.19-0.22 CPU s, as arrays 0.03 s, and what
+crosses the shuffles is one bytes object per batch instead of a tuple per line.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+CLAIM = np.dtype([("key0", "<u8"), ("key1", "<u8"), ("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
+OWNER = np.dtype([("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
+_DIGEST = 16
+
+
+def page_claims(ranks: Sequence[bytes], packed_keys: Sequence[bytes]) -> np.ndarray:
+    """The claims of pages given by their md5(url) (``ranks``) and line keys (``packed_keys``:
+    16 bytes a line, in line order, corpus.line_dedup.pack_keys): one CLAIM per line."""
+    lines = np.fromiter((len(keys) // _DIGEST for keys in packed_keys), np.int64, len(packed_keys))
+    total = int(lines.sum())
+    claims = np.empty(total, CLAIM)
+    if total == 0:
+        return claims
+    keys = np.frombuffer(b"".join(packed_keys), "<u8").reshape(total, 2)
+    rank = np.frombuffer(b"".join(ranks), "<u8").reshape(len(ranks), 2)
+    claims["key0"], claims["key1"] = keys[:, 0], keys[:, 1]
+    claims["rank0"] = np.repeat(rank[:, 0], lines)
+    claims["rank1"] = np.repeat(rank[:, 1], lines)
+    first = np.cumsum(lines) - lines  # each page's first line among all
+    claims["index"] = np.arange(total) - np.repeat(first, lines)
+    return claims
+
+
+def smallest_claims(claims: np.ndarray) -> np.ndarray:
+    """For every line key its smallest claim (md5(url) compared as bytes, then the index)."""
+    if len(claims) < 2:
+        return claims
+    # md5(url) as bytes: its two halves read big-endian compare as the bytes do
+    order = np.lexsort((claims["index"], claims["rank1"].byteswap(), claims["rank0"].byteswap(),
+                        claims["key1"], claims["key0"]))
+    ordered = np.take(claims, order)  # np.take: a structured array's fancy indexing is ~10x slower
+    first = np.empty(len(ordered), bool)
+    first[0] = True
+    np.not_equal(ordered["key0"][1:], ordered["key0"][:-1], out=first[1:])
+    first[1:] |= ordered["key1"][1:] != ordered["key1"][:-1]
+    return np.compress(first, ordered)
+
+
+def owners(claims: np.ndarray) -> np.ndarray:
+    """Every line key's owner (OWNER records): its smallest claim without the key."""
+    smallest = smallest_claims(claims)
+    out = np.empty(len(smallest), OWNER)
+    for name in ("rank0", "rank1", "index"):
+        out[name] = smallest[name]
+    return out
+
+
+def by_bucket(records: np.ndarray, buckets: int) -> Iterable[tuple[int, bytes]]:
+    """(bucket, the records of that bucket as bytes) for every bucket that has some: a CLAIM's
+    bucket is its line key's, an OWNER's its md5(url)'s (the first field of either)."""
+    if len(records) == 0:
+        return []
+    of = records[records.dtype.names[0]] % np.uint64(buckets)
+    order = np.argsort(of, kind="stable")
+    ordered, of = np.take(records, order), np.take(of, order)
+    bounds = np.searchsorted(of, np.arange(buckets + 1, dtype=np.uint64))
+    return [(bucket, ordered[bounds[bucket]:bounds[bucket + 1]].tobytes())
+            for bucket in range(buckets) if bounds[bucket + 1] > bounds[bucket]]
+
+
+def join(blobs: Iterable[bytes], dtype: np.dtype) -> np.ndarray:
+    """Records sent as bytes (:func:`by_bucket`) back as one array."""
+    return np.frombuffer(b"".join(blobs), dtype)
+
+
+def kept_lines(owned: np.ndarray) -> dict[bytes, set[int]]:
+    """md5(url) -> the indices of the lines its page keeps, from OWNER records."""
+    if len(owned) == 0:
+        return {}
+    ordered = np.take(owned, np.lexsort((owned["rank1"], owned["rank0"])))
+    starts = np.flatnonzero(np.concatenate(([True], (ordered["rank0"][1:] != ordered["rank0"][:-1])
+                                            | (ordered["rank1"][1:] != ordered["rank1"][:-1]))))
+    raw = ordered.tobytes()
+    indices = ordered["index"].tolist()
+    ends = [*starts[1:].tolist(), len(ordered)]
+    size = OWNER.itemsize
+    return {raw[start * size:start * size + _DIGEST]: set(indices[start:end])
+            for start, end in zip(starts.tolist(), ends)}
+
