@@ -15,8 +15,7 @@ Records (native byte order: the workers of one build share a machine type):
 - ``OWNER`` (20 bytes): md5(url), the index. Bucketed by md5(url), so that a page meets the
   lines it owns at the join by page bucket.
 
-The bucket of a digest is ``int.from_bytes(digest[:8], "little") % buckets``, the first field
-of a record modulo ``buckets`` (pipelines/dofns.digest_bucket, the bucket of the pages).
+Both cross the shuffles as bytes (corpus/digest_records.py), bucketed by their first field.
 
 Measured on the kept pages of one distinct copy of the shared crawl (3,393 pages, 84,992 lines):
 the claims, owners and kept lines in dicts and tuples 0.19-0.22 CPU s, as arrays 0.03 s, and what
@@ -24,9 +23,11 @@ crosses the shuffles is one bytes object per batch instead of a tuple per line.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
+from c4forge.corpus.digest_records import group_starts
 
 CLAIM = np.dtype([("key0", "<u8"), ("key1", "<u8"), ("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
 OWNER = np.dtype([("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
@@ -59,11 +60,7 @@ def smallest_claims(claims: np.ndarray) -> np.ndarray:
     order = np.lexsort((claims["index"], claims["rank1"].byteswap(), claims["rank0"].byteswap(),
                         claims["key1"], claims["key0"]))
     ordered = np.take(claims, order)  # np.take: a structured array's fancy indexing is ~10x slower
-    first = np.empty(len(ordered), bool)
-    first[0] = True
-    np.not_equal(ordered["key0"][1:], ordered["key0"][:-1], out=first[1:])
-    first[1:] |= ordered["key1"][1:] != ordered["key1"][:-1]
-    return np.compress(first, ordered)
+    return np.take(ordered, group_starts(ordered, ("key0", "key1")))
 
 
 def owners(claims: np.ndarray) -> np.ndarray:
@@ -75,31 +72,12 @@ def owners(claims: np.ndarray) -> np.ndarray:
     return out
 
 
-def by_bucket(records: np.ndarray, buckets: int) -> Iterable[tuple[int, bytes]]:
-    """(bucket, the records of that bucket as bytes) for every bucket that has some: a CLAIM's
-    bucket is its line key's, an OWNER's its md5(url)'s (the first field of either)."""
-    if len(records) == 0:
-        return []
-    of = records[records.dtype.names[0]] % np.uint64(buckets)
-    order = np.argsort(of, kind="stable")
-    ordered, of = np.take(records, order), np.take(of, order)
-    bounds = np.searchsorted(of, np.arange(buckets + 1, dtype=np.uint64))
-    return [(bucket, ordered[bounds[bucket]:bounds[bucket + 1]].tobytes())
-            for bucket in range(buckets) if bounds[bucket + 1] > bounds[bucket]]
-
-
-def join(blobs: Iterable[bytes], dtype: np.dtype) -> np.ndarray:
-    """Records sent as bytes (:func:`by_bucket`) back as one array."""
-    return np.frombuffer(b"".join(blobs), dtype)
-
-
 def kept_lines(owned: np.ndarray) -> dict[bytes, set[int]]:
     """md5(url) -> the indices of the lines its page keeps, from OWNER records."""
     if len(owned) == 0:
         return {}
     ordered = np.take(owned, np.lexsort((owned["rank1"], owned["rank0"])))
-    starts = np.flatnonzero(np.concatenate(([True], (ordered["rank0"][1:] != ordered["rank0"][:-1])
-                                            | (ordered["rank1"][1:] != ordered["rank1"][:-1]))))
+    starts = group_starts(ordered, ("rank0", "rank1"))
     raw = ordered.tobytes()
     indices = ordered["index"].tolist()
     ends = [*starts[1:].tolist(), len(ordered)]

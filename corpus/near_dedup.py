@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.counters import IncFn
+from c4forge.corpus.digest_records import group_starts
 from c4forge.corpus.document import Document
 from c4forge.corpus.minhash import MinHasher, batched
 from c4forge.corpus.samples import Reservoir, near_duplicate
@@ -38,6 +39,43 @@ def star_edges(members: Sequence[int]) -> Iterator[tuple[int, int]]:
     for member in set(members):
         if member != root:
             yield member, root
+
+
+# A band bucket's member as the engine path sends it (pipelines/near_dedup.py): the band key (16
+# bytes), the page's member bytes (its id, 8 bytes big-endian, and a digest of its signature),
+# each 8 bytes read as a little-endian integer: only compared for equality and grouped.
+BAND_MEMBER = np.dtype([("key0", "<u8"), ("key1", "<u8"), ("node", "<u8"), ("digest", "<u8")])
+
+
+def band_members(keys: Sequence[bytes], members: Sequence[bytes]) -> np.ndarray:
+    """BAND_MEMBER records of pages given by their band keys (``keys``: every page's, in page
+    order, the same number per page) and their member bytes (``members``, one per page)."""
+    out = np.empty(len(keys), BAND_MEMBER)
+    if not keys:
+        return out
+    key = np.frombuffer(b"".join(keys), "<u8").reshape(len(keys), 2)
+    member = np.repeat(np.frombuffer(b"".join(members), "<u8").reshape(len(members), 2),
+                       len(keys) // len(members), axis=0)
+    out["key0"], out["key1"], out["node"], out["digest"] = key[:, 0], key[:, 1], member[:, 0], member[:, 1]
+    return out
+
+
+def shared_bands(records: np.ndarray) -> list[tuple[bytes, set[bytes]]]:
+    """(band key, its members' bytes) for every band bucket whose members hold two or more
+    ids: the only buckets that make edges (:func:`star_edges`, :func:`bucket_edges`). Sorted
+    and compared as arrays; a Python set only for those buckets (near-duplicates are rare)."""
+    if len(records) < 2:
+        return []
+    ordered = np.take(records, np.lexsort((records["key1"], records["key0"])))
+    starts = group_starts(ordered, ("key0", "key1"))
+    nodes = ordered["node"]
+    shared = np.flatnonzero(np.minimum.reduceat(nodes, starts) != np.maximum.reduceat(nodes, starts))
+    if len(shared) == 0:
+        return []
+    ends = np.append(starts[1:], len(ordered))
+    raw, size = ordered.tobytes(), BAND_MEMBER.itemsize
+    return [(raw[start * size:start * size + 16], {raw[i * size + 16:(i + 1) * size] for i in range(start, end)})
+            for start, end in zip(starts[shared].tolist(), ends[shared].tolist())]
 
 
 FULL_CHECK_LIMIT = 64

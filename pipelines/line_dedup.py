@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 
 import apache_beam as beam
 
-from c4forge.corpus import line_claims
+from c4forge.corpus import digest_records, line_claims
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size, to_bytes
 from c4forge.corpus.line_dedup import dedupe_page_at, pack_keys, page_owning_nothing, text_line_keys, url_rank
@@ -70,7 +70,7 @@ class ClaimBuffer:
     def drain(self) -> list:
         claims = line_claims.smallest_claims(line_claims.page_claims(self.ranks, self.keys))
         self.ranks, self.keys, self.lines = [], [], 0
-        return [(bucket, [blob]) for bucket, blob in line_claims.by_bucket(claims, self.buckets)]
+        return [(bucket, [blob]) for bucket, blob in digest_records.by_bucket(claims, self.buckets)]
 
 
 class ClaimLinesFn(beam.DoFn):
@@ -101,8 +101,8 @@ class LineOwnersFn(BucketBatchingFn):
 
     def process(self, element):
         _, batches = element
-        claims = line_claims.join((blob for batch in batches for blob in batch), line_claims.CLAIM)
-        for bucket, blob in line_claims.by_bucket(line_claims.owners(claims), self.buckets):
+        claims = digest_records.join((blob for batch in batches for blob in batch), line_claims.CLAIM)
+        for bucket, blob in digest_records.by_bucket(line_claims.owners(claims), self.buckets):
             yield from self.batcher.add(bucket, blob, len(blob))
 
 
@@ -120,7 +120,7 @@ def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:
     """At the join: each page keeps the lines it owns (their indices, from the owners' claims).
     A page that owns none is counted from its line count and packed header
     (``page_owning_nothing``), never unpacked, unless traced."""
-    owners = line_claims.join((blob for batch in grouped["lines"] for blob in batch), line_claims.OWNER)
+    owners = digest_records.join((blob for batch in grouped["lines"] for blob in batch), line_claims.OWNER)
     owned = line_claims.kept_lines(owners)
     seen: set[bytes] = set()
     inc = fn.inc_for(NS_LINES)

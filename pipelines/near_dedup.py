@@ -11,6 +11,7 @@ from typing import Optional
 import apache_beam as beam
 import numpy as np
 
+from c4forge.corpus import digest_records
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import (
@@ -23,12 +24,15 @@ from c4forge.corpus.document import (
 )
 from c4forge.corpus.minhash import MinHasher
 from c4forge.corpus.near_dedup import (
+    BAND_MEMBER,
+    band_members,
     bucket_edges,
     count_near_dedup,
     doc_id,
     hash_to_min,
     initial_cluster,
     sample_dropped,
+    shared_bands,
     star_edges,
 )
 from c4forge.corpus.steps import NS_NEAR
@@ -73,7 +77,8 @@ BAND_BATCH, SIGNATURE_BATCH, REQUEST_BATCH = 0, 1, 2
 
 class BandKeysFn(beam.DoFn):
     """(id, page) -> its band keys with the page as a member (:func:`page_member`), in batches
-    per shuffle bucket of the band key, (bucket, (BAND_BATCH, [(band key, member)...])), and, where
+    per shuffle bucket of the band key, (bucket, (BAND_BATCH, [BAND_MEMBER records as bytes...]):
+    corpus/near_dedup.py, corpus/digest_records.py), and, where
     candidates are checked against a threshold, its signature once, in batches per bucket of
     the member, (bucket, (SIGNATURE_BATCH, [(member, signature bytes)...])). The signature used to
     cross the band shuffle with each of the 14 band keys; most band buckets hold one page and
@@ -124,13 +129,17 @@ class BandKeysFn(beam.DoFn):
         out: list = []
         if not pending:
             return out
+        keys: list[bytes] = []
+        members: list[bytes] = []
         for (node, _), signature in zip(pending, self.hasher.signatures([page.text for _, page in pending])):
             member = page_member(node, signature)
             if self.checked:
                 out += tagged(SIGNATURE_BATCH, self.signatures.add(digest_bucket(member, self.buckets),
                                                               (member, signature.tobytes()), signature.nbytes + 32))
-            for key in self.hasher.band_keys(signature):
-                out += tagged(BAND_BATCH, self.bands.add(digest_bucket(key, self.buckets), (key, member), 48))
+            keys += self.hasher.band_keys(signature)
+            members.append(member)
+        for bucket, blob in digest_records.by_bucket(band_members(keys, members), self.buckets):
+            out += tagged(BAND_BATCH, self.bands.add(bucket, blob, len(blob)))
         return out
 
 
@@ -155,16 +164,14 @@ class CandidatesFn(BucketBatchingFn):
 
     def process(self, element):
         bucket, batches = element
-        by_key: dict[bytes, set[bytes]] = {}
+        bands = []
         for kind, batch in batches:
             if kind == SIGNATURE_BATCH:
                 yield beam.pvalue.TaggedOutput(self.REQUESTS, (bucket, (SIGNATURE_BATCH, batch)))
                 continue
-            for key, member in batch:
-                by_key.setdefault(key, set()).add(member)
-        for key, members in by_key.items():
-            if len({m[:8] for m in members}) < 2:  # one id: no edge (corpus/near_dedup.bucket_edges)
-                continue
+            bands += batch
+        # one id: no edge (corpus/near_dedup.bucket_edges); shared_bands leaves those out
+        for key, members in shared_bands(digest_records.join(bands, BAND_MEMBER)):
             if self.threshold is None:
                 yield from star_edges([node_of(m) for m in members])
                 continue

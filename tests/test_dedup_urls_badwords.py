@@ -106,23 +106,23 @@ def owned_lines_by_claims(pages, bundles: int = 3, buckets: int = 4):
     """What the Beam path tells each page: the indices of the lines it keeps, from the smallest
     claim (md5(url), then the line's index) of every line key (corpus/line_claims.py), combined
     as the engine does: per bundle, then per line bucket, then gathered per page bucket."""
-    from c4forge.corpus import line_claims
+    from c4forge.corpus import digest_records, line_claims
     from c4forge.corpus.line_dedup import line_keys, pack_keys
 
     by_line_bucket = collections.defaultdict(list)
     for bundle in range(bundles):
         part = pages[bundle::bundles]
         claims = line_claims.page_claims([url_rank(p.url) for p in part], [pack_keys(line_keys(p)) for p in part])
-        for bucket, blob in line_claims.by_bucket(line_claims.smallest_claims(claims), buckets):
+        for bucket, blob in digest_records.by_bucket(line_claims.smallest_claims(claims), buckets):
             by_line_bucket[bucket].append(blob)
     by_page_bucket = collections.defaultdict(list)
     for blobs in by_line_bucket.values():
-        owners = line_claims.owners(line_claims.join(blobs, line_claims.CLAIM))
-        for bucket, blob in line_claims.by_bucket(owners, buckets):
+        owners = line_claims.owners(digest_records.join(blobs, line_claims.CLAIM))
+        for bucket, blob in digest_records.by_bucket(owners, buckets):
             by_page_bucket[bucket].append(blob)
     kept: dict[bytes, set[int]] = {}
     for bucket, blobs in by_page_bucket.items():
-        part = line_claims.kept_lines(line_claims.join(blobs, line_claims.OWNER))
+        part = line_claims.kept_lines(digest_records.join(blobs, line_claims.OWNER))
         assert all(int.from_bytes(rank[:8], "little") % buckets == bucket for rank in part)
         kept.update(part)
     return kept

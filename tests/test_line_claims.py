@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from c4forge.corpus import line_claims
+from c4forge.corpus import digest_records, line_claims
 
 BUCKETS = 5
 
@@ -75,14 +75,14 @@ def test_combining_in_parts_as_the_engine_does_gives_the_same_owners():
     by_line_bucket = collections.defaultdict(list)
     for bundle in range(4):
         part = pages[bundle::4]
-        for bucket, blob in line_claims.by_bucket(line_claims.smallest_claims(claims_of(part)), BUCKETS):
+        for bucket, blob in digest_records.by_bucket(line_claims.smallest_claims(claims_of(part)), BUCKETS):
             by_line_bucket[bucket].append(blob)
     kept: dict[bytes, set[int]] = {}
     for line_bucket, blobs in by_line_bucket.items():
-        claims = line_claims.join(blobs, line_claims.CLAIM)
+        claims = digest_records.join(blobs, line_claims.CLAIM)
         assert all(digest_bucket(key, BUCKETS) == line_bucket for key in as_owners(claims))
-        for page_bucket, blob in line_claims.by_bucket(line_claims.owners(claims), BUCKETS):
-            part = line_claims.kept_lines(line_claims.join([blob], line_claims.OWNER))
+        for page_bucket, blob in digest_records.by_bucket(line_claims.owners(claims), BUCKETS):
+            part = line_claims.kept_lines(digest_records.join([blob], line_claims.OWNER))
             assert part and all(digest_bucket(rank, BUCKETS) == page_bucket for rank in part)
             for rank, indices in part.items():
                 kept.setdefault(rank, set()).update(indices)
@@ -94,17 +94,17 @@ def test_combining_in_parts_as_the_engine_does_gives_the_same_owners():
 
 def test_by_bucket_keeps_every_record_once():
     claims = claims_of(made_up_pages(seed=3))
-    parts = line_claims.by_bucket(claims, BUCKETS)
+    parts = digest_records.by_bucket(claims, BUCKETS)
     assert sorted(bucket for bucket, _ in parts) == sorted({bucket for bucket, _ in parts})
-    back = line_claims.join([blob for _, blob in parts], line_claims.CLAIM)
+    back = digest_records.join([blob for _, blob in parts], line_claims.CLAIM)
     assert sorted(back.tobytes()[i:i + 36] for i in range(0, len(back) * 36, 36)) == \
         sorted(claims.tobytes()[i:i + 36] for i in range(0, len(claims) * 36, 36))
 
 
 def test_no_claims_anywhere():
     empty = line_claims.page_claims([], [])
-    assert len(empty) == 0 and line_claims.by_bucket(empty, BUCKETS) == []
+    assert len(empty) == 0 and digest_records.by_bucket(empty, BUCKETS) == []
     assert len(line_claims.smallest_claims(empty)) == 0 and len(line_claims.owners(empty)) == 0
-    assert line_claims.kept_lines(line_claims.join([], line_claims.OWNER)) == {}
+    assert line_claims.kept_lines(digest_records.join([], line_claims.OWNER)) == {}
     pages_without_lines = line_claims.page_claims([bytes(16), bytes([1]) * 16], [b"", b""])
     assert len(pages_without_lines) == 0

@@ -364,7 +364,7 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_lines):
     after the grouping LineOwnersFn names every line's owner as LineOwners does (the smallest
     md5(url)) with the index of the line's first occurrence in the owner's page, batched by the
     owner's page bucket, and no line is lost or named twice."""
-    from c4forge.corpus import line_claims
+    from c4forge.corpus import digest_records, line_claims
     from c4forge.corpus.document import Document
     from c4forge.corpus.line_dedup import LineOwners, line_key, line_keys, url_rank
     from c4forge.pipelines.dofns import digest_bucket
@@ -384,7 +384,7 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_lines):
     assert any(index > 0 for _, index in expected)
     def unbatch(element):
         bucket, batch = element
-        owners = line_claims.join(batch, line_claims.OWNER)
+        owners = digest_records.join(batch, line_claims.OWNER)
         raw = owners.tobytes()
         ranks = [raw[i:i + 16] for i in range(0, len(raw), line_claims.OWNER.itemsize)]
         assert all(digest_bucket(rank, 4) == bucket for rank in ranks)
