@@ -17,7 +17,7 @@ def made_up(seed: int = 5, pages: int = 80):
     pool = [bytes([band]) + bytes(rng.randrange(256) for _ in range(15)) for band in range(BANDS) for _ in range(6)]
     pool += [pool[0][:8] + bytes([k]) * 8 for k in range(3)]
     out = []
-    for page in range(pages):
+    for _ in range(pages):
         node = rng.randrange(25)
         member = node.to_bytes(8, "big") + bytes(rng.randrange(256) for _ in range(8))
         out.append(([rng.choice(pool) for _ in range(BANDS)], member))
