@@ -171,10 +171,38 @@ def _run_bounded(cmd: list[str], timeout: float | None) -> None:
         raise RunFailed(f"exit status {rc}: {' '.join(cmd[:3])} ...")
 
 
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER).
+    CPU is read from RUSAGE_CHILDREN, which counts a process once its parent has waited for
+    it; an SDK worker still running when its engine's JVM exits is re-parented, and without
+    this to init, its CPU lost: a flink-local build at 64x distinct input read 339.0 CPU s in
+    338.7 s of wall on 2 cores (the workers' CPU missing). False where not available."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans() -> None:
+    """Collect the orphans this process adopted, so that their CPU is in RUSAGE_CHILDREN. They
+    are dead by now: the measured command's process group was killed (``_run_bounded``)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def measure(cmd: list[str], setup=None, timeout: float | None = None) -> dict[str, float]:
     """Run ``cmd`` (and the services ``setup`` starts, inside this process's children):
-    wall, CPU of everything started, peak RSS. Raises RunFailed on a non-zero exit or past
-    ``timeout`` seconds."""
+    wall, CPU of everything started (orphans adopted and reaped: ``adopt_orphans``), peak RSS.
+    Raises RunFailed on a non-zero exit or past ``timeout`` seconds."""
+    adopt_orphans()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     sampler = TreeSampler(os.getpid())
     sampler.start()
@@ -189,6 +217,7 @@ def measure(cmd: list[str], setup=None, timeout: float | None = None) -> dict[st
         wall = time.perf_counter() - start
         sampler.stop.set()
         sampler.join()
+        reap_orphans()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu": cpu, "peak_total": sampler.peak_total,
