@@ -41,3 +41,8 @@ def group_starts(ordered: np.ndarray, fields: tuple[str, ...]) -> np.ndarray:
         values = ordered[name]
         new[1:] |= values[1:] != values[:-1]
     return np.flatnonzero(new)
+
+
+def group_ends(starts: np.ndarray, length: int) -> np.ndarray:
+    """Where each run that ``group_starts`` found ends (exclusive), in records of ``length``."""
+    return np.append(starts[1:], length)

@@ -27,17 +27,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from c4forge.corpus.digest_records import group_starts
+from c4forge.corpus.digest_records import group_ends, group_starts
 
 CLAIM = np.dtype([("key0", "<u8"), ("key1", "<u8"), ("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
 OWNER = np.dtype([("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
-_DIGEST = 16
+DIGEST_BYTES = 16
 
 
 def page_claims(ranks: Sequence[bytes], packed_keys: Sequence[bytes]) -> np.ndarray:
     """The claims of pages given by their md5(url) (``ranks``) and line keys (``packed_keys``:
     16 bytes a line, in line order, corpus.line_dedup.pack_keys): one CLAIM per line."""
-    lines = np.fromiter((len(keys) // _DIGEST for keys in packed_keys), np.int64, len(packed_keys))
+    lines = np.fromiter((len(keys) // DIGEST_BYTES for keys in packed_keys), np.int64, len(packed_keys))
     total = int(lines.sum())
     claims = np.empty(total, CLAIM)
     if total == 0:
@@ -80,8 +80,7 @@ def kept_lines(owned: np.ndarray) -> dict[bytes, set[int]]:
     starts = group_starts(ordered, ("rank0", "rank1"))
     raw = ordered.tobytes()
     indices = ordered["index"].tolist()
-    ends = [*starts[1:].tolist(), len(ordered)]
     size = OWNER.itemsize
-    return {raw[start * size:start * size + _DIGEST]: set(indices[start:end])
-            for start, end in zip(starts.tolist(), ends)}
+    return {raw[start * size:start * size + DIGEST_BYTES]: set(indices[start:end])
+            for start, end in zip(starts.tolist(), group_ends(starts, len(ordered)).tolist())}
 

@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.counters import IncFn
-from c4forge.corpus.digest_records import group_starts
+from c4forge.corpus.digest_records import group_ends, group_starts
 from c4forge.corpus.document import Document
 from c4forge.corpus.minhash import MinHasher, batched
 from c4forge.corpus.samples import Reservoir, near_duplicate
@@ -72,7 +72,7 @@ def shared_bands(records: np.ndarray) -> list[tuple[bytes, set[bytes]]]:
     shared = np.flatnonzero(np.minimum.reduceat(nodes, starts) != np.maximum.reduceat(nodes, starts))
     if len(shared) == 0:
         return []
-    ends = np.append(starts[1:], len(ordered))
+    ends = group_ends(starts, len(ordered))
     raw, size = ordered.tobytes(), BAND_MEMBER.itemsize
     return [(raw[start * size:start * size + 16], {raw[i * size + 16:(i + 1) * size] for i in range(start, end)})
             for start, end in zip(starts[shared].tolist(), ends[shared].tolist())]

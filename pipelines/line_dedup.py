@@ -64,7 +64,7 @@ class ClaimBuffer:
         """Claim a page's lines; the batches to emit when the buffer is full (else none)."""
         self.ranks.append(rank)
         self.keys.append(packed_keys)
-        self.lines += len(packed_keys) // 16
+        self.lines += len(packed_keys) // line_claims.DIGEST_BYTES
         return self.drain() if self.lines >= self.max_lines else []
 
     def drain(self) -> list:
