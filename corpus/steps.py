@@ -104,7 +104,7 @@ class ChainRules:
         if self._lid is None:
             self._lid = LanguageFilter(self.config.languages or None, self.config.lid_threshold,
                                        self.config.lid_model)
-            langid.load_model(self.config.lid_model)
+            langid.preload(self.config.lid_model)
         return self._lid
 
     @property

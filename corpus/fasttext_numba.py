@@ -1,0 +1,583 @@
+"""fastText's supervised ``predict`` compiled by numba: the label and the probability of the
+``fasttext`` module, bit for bit, for a fraction of its CPU.
+
+Why: language ID is half of the C4 chain's CPU, and fastText spends little of it on the model.
+``perf`` on fasttext-predict over one distinct copy of the crawl (5,351 pages, lid.176.ftz):
+41% in ``Dictionary::pushHash`` (two ``std::unordered_map`` lookups for every character n-gram
+of the pruned model), 15% in ``computeSubwords`` building a ``std::string`` per n-gram, 9% in
+malloc, free and string copies, 5% in the product-quantized sums themselves.
+
+What is kept exactly (fastText 0.9.2 as fasttext-predict builds it; each function names the
+C++ it follows):
+
+- the tokens of ``Dictionary::readWord`` over the UTF-8 bytes of the text, given as
+  ``fasttext``'s ``predict`` is given it (newlines made spaces, one newline appended): the
+  separators are space, ``\\n``, ``\\r``, ``\\t``, ``\\v``, ``\\f`` and NUL, and the line ends with
+  ``</s>``, or at the first literal ``</s>`` token;
+- the rows of ``Dictionary::getLine``, in its order: an in-vocabulary word's row then its
+  character n-grams', an out-of-vocabulary word's n-grams' (FNV-1a over signed bytes, n counted
+  in characters, the pruned model's index), tokens starting with ``__label__`` skipped, word
+  n-grams after the last token;
+- the arithmetic, on float32 in the same order: the hidden vector summed row by row (a product
+  quantized row as its centroids times its quantized norm) and scaled by ``float(1.0 / n)``;
+  the hierarchical softmax's depth-first search with its pruning and the k=1 heap's rule (a
+  later leaf that ties the best replaces it), or the softmax; ``expf`` and ``log`` of the C
+  library (numba lowers ``math.exp`` of a float32 and ``math.log`` of a float64 to them), with
+  every double/float conversion where the C++ makes it.
+
+What it does not cover falls back to the ``fasttext`` module (:func:`load` returns None):
+the negative-sampling and one-vs-all losses, a quantized output matrix, unsupervised models; a
+NaN in a dot product (fastText raises) is handed back to fastText too.
+tests/test_fasttext_numba.py compares the two on every page of the shared crawl and on model
+files written to cover the rest (dense and quantized, pruned, both losses, word n-grams, the
+version-11 format, tokens that are labels or ``</s>``).
+
+The kernels are compiled on first use (numba's import costs 0.35-0.6 CPU s, which a process that
+never predicts should not pay) and cached on disk.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import struct
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+MAGIC = 793712314
+MAX_VERSION = 12
+HS, SOFTMAX = 1, 3  # fastText's loss_name
+SUPERVISED = 3  # fastText's model_name::sup
+KSUB = 256  # ProductQuantizer's 1 << nbits
+EOS = b"</s>"
+EXPANDED_LIMIT = 64 << 20  # bytes: a quantized input matrix up to this size is expanded to float32
+NO_LABEL, NAN = -1, -2  # the kernel's answers besides a label index
+
+# Positions in Model.ints.
+DIM, MINN, MAXN, BUCKET, WORD_NGRAMS, LOSS, NWORDS, NLABELS, PRUNED, QUANT, QNORM, NSUBQ, DSUB, LASTDSUB, EOS_ID = range(15)
+
+
+class Model(NamedTuple):
+    """A supervised fastText model as arrays: the compiled predict's arguments after the text."""
+
+    ints: np.ndarray  # int64, at the positions above; PRUNED: -1 not pruned, else the entries
+    word_bytes: np.ndarray  # uint8: every dictionary entry's bytes, one after another
+    word_starts: np.ndarray  # int64[size + 1]
+    word_types: np.ndarray  # int8: 0 word, 1 label
+    word_table: np.ndarray  # int32: fastText's word2int_ (FNV hash, linear probing)
+    prune_keys: np.ndarray  # int32: n-gram bucket -> row, open addressing (-1: empty slot)
+    prune_rows: np.ndarray  # int32
+    dense_input: np.ndarray  # float32[rows, dim] (no rows when quantized)
+    codes: np.ndarray  # uint8[rows * nsubq]
+    centroids: np.ndarray  # float32[dim * 256]
+    norm_codes: np.ndarray  # uint8[rows]
+    norm_centroids: np.ndarray  # float32[256]
+    output: np.ndarray  # float32[nlabels - 1 (hs) or nlabels (softmax), dim]
+    tree_left: np.ndarray  # int32[2 * nlabels - 1] (hs: Huffman tree's children, -1 at leaves)
+    tree_right: np.ndarray  # int32
+
+
+class Predictor:
+    """``predict(text)`` as the ``fasttext`` module's ``predict(text.replace("\\n", " "), k=1)``."""
+
+    def __init__(self, model: Model, labels: list[str]) -> None:
+        self.model = model
+        self.labels = labels
+        self.kernel = kernel()
+
+    def predict(self, text: str) -> Optional[tuple[Optional[str], float]]:
+        """(label with its ``__label__`` prefix, probability); (None, 0.0) where fastText gives no
+        label; None where fastText raises (a NaN score, a text UTF-8 cannot encode): ask it."""
+        try:
+            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        except UnicodeEncodeError:
+            return None
+        label, probability = self.kernel(data, *self.model)
+        if label == NAN:
+            return None
+        if label == NO_LABEL:
+            return None, 0.0
+        return self.labels[label], float(probability)
+
+
+def load(path: str) -> Optional[Predictor]:
+    """The compiled predictor of the model file at ``path``, or None where this module does not
+    cover it (see the module docstring), the file is not a readable fastText model, or numba is
+    missing: the caller then uses the ``fasttext`` module, which reports a broken file."""
+    try:
+        with open(path, "rb") as handle:
+            parsed = parse(handle.read())
+    except (OSError, ValueError, struct.error):
+        return None
+    if parsed is None or kernel() is None:
+        return None
+    return Predictor(*parsed)
+
+
+class _Reader:
+    """Little-endian reads at a moving offset (fastText writes its host's order)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.offset = data, 0
+
+    def unpack(self, fmt: str):
+        values = struct.unpack_from("<" + fmt, self.data, self.offset)
+        self.offset += struct.calcsize("<" + fmt)
+        return values if len(values) > 1 else values[0]
+
+    def array(self, dtype, count: int) -> np.ndarray:
+        out = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.offset)
+        self.offset += out.nbytes
+        return out
+
+
+class _Dictionary(NamedTuple):
+    nwords: int
+    words: list[bytes]
+    counts: list[int]
+    types: np.ndarray
+    prune: Optional[dict]  # None: not pruned
+
+
+class _Input(NamedTuple):
+    dense: np.ndarray
+    codes: np.ndarray
+    centroids: np.ndarray
+    norm_codes: np.ndarray
+    norm_centroids: np.ndarray
+    layout: tuple  # quant, qnorm, nsubq, dsub, lastdsub
+
+
+def parse(data: bytes) -> Optional[tuple[Model, list[str]]]:
+    """``FastText::loadModel``: (model, labels), or None for a model this module does not cover;
+    ValueError for a file that is not a fastText model."""
+    read = _Reader(data)
+    magic, version = read.unpack("ii")
+    if magic != MAGIC or version > MAX_VERSION:
+        raise ValueError("not a fastText model")
+    dim, _ws, _epoch, _min_count, _neg, word_ngrams, loss, model_name, bucket, minn, maxn, _lr = read.unpack("12i")
+    read.unpack("d")  # t
+    if version == 11 and model_name == SUPERVISED:  # as FastText::loadModel: no subwords then
+        maxn = 0
+    dictionary = _read_dictionary(read)
+    matrix = _read_input(read, dim, dictionary.prune is not None)
+    if model_name != SUPERVISED or loss not in (HS, SOFTMAX) or read.unpack("?"):  # last: qout
+        return None
+    out_rows, out_cols = read.unpack("qq")
+    output = read.array(np.float32, out_rows * out_cols).reshape(out_rows, out_cols)
+    nwords = dictionary.nwords
+    label_counts = dictionary.counts[nwords:]  # getTargetCounts: the label entries, in order
+    left, right = _hs_tree(label_counts) if loss == HS else (np.zeros(0, np.int32), np.zeros(0, np.int32))
+    words = dictionary.words
+    eos_id = words.index(EOS) if EOS in words else -1
+    pruned = -1 if dictionary.prune is None else len(dictionary.prune)
+    ints = np.array([dim, minn, maxn, bucket, word_ngrams, loss, nwords, len(words) - nwords, pruned,
+                     *matrix.layout, eos_id], dtype=np.int64)
+    word_bytes, word_starts = _packed(words)
+    keys, rows = _prune_table(dictionary.prune)
+    model = Model(ints, word_bytes, word_starts, dictionary.types, _word_table(words), keys, rows,
+                  matrix.dense, matrix.codes, matrix.centroids, matrix.norm_codes, matrix.norm_centroids,
+                  output, left, right)
+    return model, [w.decode("utf-8", "replace") for w in words[nwords:]]
+
+
+def _read_dictionary(read: _Reader) -> _Dictionary:
+    """``Dictionary::load``: entries (bytes, count, type), then the pruned n-gram index."""
+    size, nwords, _nlabels = read.unpack("iii")
+    _ntokens, pruneidx_size = read.unpack("qq")
+    words, counts, types = [], [], []
+    data, offset = read.data, read.offset
+    for _ in range(size):
+        end = data.index(b"\0", offset)
+        count, kind = struct.unpack_from("<qb", data, end + 1)
+        words.append(data[offset:end])
+        counts.append(count)
+        types.append(kind)
+        offset = end + 10
+    read.offset = offset
+    prune = None
+    if pruneidx_size >= 0:
+        pairs = read.array(np.int32, 2 * pruneidx_size).reshape(-1, 2)
+        prune = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))  # a later pair wins, as in the map
+    return _Dictionary(nwords, words, counts, np.array(types, dtype=np.int8), prune)
+
+
+def _read_input(read: _Reader, dim: int, pruned: bool) -> _Input:
+    """The input matrix: ``QuantMatrix::load`` (codes, product quantizer, norms) or dense."""
+    no_floats, no_bytes = np.zeros(0, np.float32), np.zeros(0, np.uint8)
+    if not read.unpack("?"):
+        if pruned:
+            raise ValueError("a pruned fastText model must be quantized")
+        rows, cols = read.unpack("qq")
+        dense = read.array(np.float32, rows * cols).reshape(rows, cols)
+        if cols != dim:
+            raise ValueError("the input matrix's width is not dim")
+        return _Input(dense, no_bytes, no_floats, no_bytes, no_floats, (0, 0, 0, 0, 0))
+    qnorm = int(read.unpack("?"))
+    rows, cols, codesize = read.unpack("qqi")
+    codes = read.array(np.uint8, codesize)
+    pq_dim, nsubq, dsub, lastdsub = read.unpack("4i")
+    if cols != dim or pq_dim != dim or codesize != rows * nsubq:
+        raise ValueError("the quantized input matrix does not match dim")
+    centroids = read.array(np.float32, dim * KSUB)
+    norm_codes, norm_centroids = no_bytes, no_floats
+    if qnorm:
+        norm_codes = read.array(np.uint8, rows)
+        read.unpack("4i")  # the norm quantizer: dim 1, one subquantizer of width 1
+        norm_centroids = read.array(np.float32, KSUB)
+    quantized = _Input(np.zeros((0, dim), np.float32), codes, centroids, norm_codes, norm_centroids,
+                       (1, qnorm, nsubq, dsub, lastdsub))
+    if rows * dim * 4 > EXPANDED_LIMIT:
+        return quantized
+    return _Input(_expanded(quantized, rows, dim), no_bytes, no_floats, no_bytes, no_floats, (0, 0, 0, 0, 0))
+
+
+def _expanded(matrix: _Input, rows: int, dim: int) -> np.ndarray:
+    """Every quantized row as the float32 vector ``addcode`` adds, ``norm * c[n]`` product by
+    product: the same float32 products, so adding a row of this matrix gives the same sums,
+    from one 64-byte read instead of eight code and centroid lookups (lid.176: 3.2 MB)."""
+    _, qnorm, nsubq, dsub, lastdsub = matrix.layout
+    codes = matrix.codes.reshape(rows, nsubq).astype(np.int64)
+    norm = matrix.norm_centroids[matrix.norm_codes] if qnorm else np.ones(rows, np.float32)
+    out = np.empty((rows, dim), np.float32)
+    for m in range(nsubq):
+        if m == nsubq - 1:
+            base, width = m * KSUB * dsub + codes[:, m] * lastdsub, lastdsub
+        else:
+            base, width = (m * KSUB + codes[:, m]) * dsub, dsub
+        for n in range(width):
+            out[:, m * dsub + n] = norm * matrix.centroids[base + n]
+    return out
+
+
+def _packed(words: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in words], out=starts[1:])
+    return np.frombuffer(b"".join(words), dtype=np.uint8).copy(), starts
+
+
+def fnv(data: bytes) -> int:
+    """``Dictionary::hash``: FNV-1a over the bytes taken as signed chars."""
+    h = 2166136261
+    for byte in data:
+        h = ((h ^ (byte | 0xFFFFFF00 if byte >= 128 else byte)) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def _word_table(words: list[bytes]) -> np.ndarray:
+    """``word2int_`` as ``Dictionary::load`` fills it: ceil(size / 0.7) slots, linear probing."""
+    size = max(1, math.ceil(len(words) / 0.7))
+    table = [-1] * size
+    for index, word in enumerate(words):
+        slot = fnv(word) % size
+        while table[slot] != -1 and words[table[slot]] != word:
+            slot = (slot + 1) % size
+        table[slot] = index
+    return np.array(table, dtype=np.int32)
+
+
+def _prune_table(prune: Optional[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The pruned index (n-gram bucket -> row) as open addressing, at most half full, so that a
+    lookup reads one or two slots of a table that stays in cache (lid.176: 42,765 entries)."""
+    if not prune:
+        return np.full(1, -1, dtype=np.int32), np.full(1, -1, dtype=np.int32)
+    slots = 1 << max(4, (2 * len(prune) - 1).bit_length())
+    keys, rows = [-1] * slots, [-1] * slots
+    for key, row in prune.items():
+        slot = ((key * 2654435761) & 0xFFFFFFFF) & (slots - 1)
+        while keys[slot] != -1:
+            slot = (slot + 1) & (slots - 1)
+        keys[slot], rows[slot] = key, row
+    return np.array(keys, dtype=np.int32), np.array(rows, dtype=np.int32)
+
+
+def _hs_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``HierarchicalSoftmaxLoss::buildTree`` (Huffman over the label counts): the children."""
+    osz = len(counts)
+    n = max(0, 2 * osz - 1)
+    count = list(counts) + [10 ** 15] * (n - osz)
+    left, right = [-1] * n, [-1] * n
+    leaf, node = osz - 1, osz
+    for i in range(osz, n):
+        mini = [0, 0]
+        for j in range(2):
+            if leaf >= 0 and count[leaf] < count[node]:
+                mini[j], leaf = leaf, leaf - 1
+            else:
+                mini[j], node = node, node + 1
+        left[i], right[i] = mini
+        count[i] = count[mini[0]] + count[mini[1]]
+    return np.array(left, dtype=np.int32), np.array(right, dtype=np.int32)
+
+
+# The compiled kernels. Each is plain Python until :func:`kernel` rebinds its name to its
+# compiled self, callees first, so that numba finds compiled callees among this module's globals.
+
+def _sign_extended(byte) -> np.uint64:
+    """``uint32_t(int8_t(c))`` as a uint64 (the hash arithmetic stays in uint64 in numba)."""
+    value = np.uint64(byte)
+    if value >= np.uint64(128):
+        value |= np.uint64(0xFFFFFF00)
+    return value
+
+
+def _fnv_step(h, byte):
+    return ((h ^ _sign_extended(byte)) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
+
+
+def _lookup_word(token, length, h, word_bytes, word_starts, word_table):
+    """``Dictionary::getId``: the entry of ``token[:length]``, or -1."""
+    size = np.uint64(word_table.shape[0])
+    slot = np.int64(h % size)
+    while True:
+        wid = word_table[slot]
+        if wid == -1:
+            return -1
+        start = word_starts[wid]
+        if word_starts[wid + 1] - start == length:
+            same = True
+            for k in range(length):
+                if word_bytes[start + k] != token[k]:
+                    same = False
+                    break
+            if same:
+                return wid
+        slot = np.int64((np.uint64(slot) + np.uint64(1)) % size)
+
+
+def _pruned_row(bucket_id, prune_keys, prune_rows):
+    """``pruneidx_.at(id)`` or -1 where ``pruneidx_.count(id)`` is 0."""
+    mask = np.uint64(prune_keys.shape[0] - 1)
+    slot = np.int64((np.uint64(bucket_id) * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF) & mask)
+    while True:
+        key = prune_keys[slot]
+        if key == bucket_id:
+            return np.int64(prune_rows[slot])
+        if key == -1:
+            return np.int64(-1)
+        slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+
+
+def _push_hash(bucket_id, ints, prune_keys, prune_rows):
+    """``Dictionary::pushHash``: the input row of an n-gram bucket, or -1 where it has none."""
+    pruned = ints[PRUNED]
+    if pruned == 0 or bucket_id < 0:
+        return np.int64(-1)
+    if pruned > 0:
+        bucket_id = _pruned_row(bucket_id, prune_keys, prune_rows)
+        if bucket_id < 0:
+            return np.int64(-1)
+    return ints[NWORDS] + bucket_id
+
+
+def _add_row(hidden, row, ints, dense_input, codes, centroids, norm_codes, norm_centroids):
+    """``hidden.addRow(*wi_, row)``: a dense row, or ``QuantMatrix::addRowToVector`` (the
+    product quantizer's ``addcode`` with the row's norm as alpha)."""
+    if ints[QUANT] == 0:
+        for j in range(hidden.shape[0]):
+            hidden[j] += dense_input[row, j]
+        return
+    norm = np.float32(1.0)
+    if ints[QNORM] != 0:
+        norm = norm_centroids[norm_codes[row]]
+    nsubq, dsub, lastdsub = ints[NSUBQ], ints[DSUB], ints[LASTDSUB]
+    for m in range(nsubq):
+        code = np.int64(codes[nsubq * row + m])
+        if m == nsubq - 1:
+            base, width = m * KSUB * dsub + code * lastdsub, lastdsub
+        else:
+            base, width = (m * KSUB + code) * dsub, dsub
+        for n in range(width):
+            hidden[m * dsub + n] += norm * centroids[base + n]
+
+
+def _add_subwords(hidden, word, length, ints, prune_keys, prune_rows, dense_input, codes, centroids,
+                  norm_codes, norm_centroids):
+    """``Dictionary::computeSubwords`` of ``word[:length]`` (``<token>``), each row added to
+    ``hidden`` where it is found; returns how many were added."""
+    minn, maxn, bucket = ints[MINN], ints[MAXN], np.uint64(ints[BUCKET])
+    added = 0
+    for i in range(length):
+        if (word[i] & 0xC0) == 0x80:
+            continue
+        h = np.uint64(2166136261)
+        j, n = i, 1
+        while j < length and n <= maxn:
+            h = _fnv_step(h, word[j])
+            j += 1
+            while j < length and (word[j] & 0xC0) == 0x80:
+                h = _fnv_step(h, word[j])
+                j += 1
+            if n >= minn and not (n == 1 and (i == 0 or j == length)):
+                row = _push_hash(np.int64(h % bucket), ints, prune_keys, prune_rows)
+                if row >= 0:
+                    _add_row(hidden, row, ints, dense_input, codes, centroids, norm_codes, norm_centroids)
+                    added += 1
+            n += 1
+    return added
+
+
+def _add_word_ngrams(hidden, hashes, count, ints, prune_keys, prune_rows, dense_input, codes, centroids,
+                     norm_codes, norm_centroids):
+    """``Dictionary::addWordNgrams``: ``uint64_t h = hashes[i]`` (int32, sign-extended), then
+    ``h * 116049371 + hashes[j]`` for the next n - 1 words; returns the rows added."""
+    n, bucket = ints[WORD_NGRAMS], np.uint64(ints[BUCKET])
+    added = 0
+    for i in range(count):
+        h = hashes[i]
+        for j in range(i + 1, min(count, i + n)):
+            h = h * np.uint64(116049371) + hashes[j]
+            row = _push_hash(np.int64(h % bucket), ints, prune_keys, prune_rows)
+            if row >= 0:
+                _add_row(hidden, row, ints, dense_input, codes, centroids, norm_codes, norm_centroids)
+                added += 1
+    return added
+
+
+def _is_separator(byte) -> bool:
+    """``Dictionary::readWord``'s separators."""
+    return byte == 32 or byte == 10 or byte == 13 or byte == 9 or byte == 11 or byte == 12 or byte == 0
+
+
+def _std_log(x) -> np.float32:
+    """``real std_log(real x) { return std::log(x + 1e-5); }``"""
+    return np.float32(math.log(np.float64(np.float32(x)) + 1e-5))
+
+
+def _dot_row(output, row, hidden):
+    """``DenseMatrix::dotRow``: float32 sum in order."""
+    d = np.float32(0.0)
+    for j in range(hidden.shape[0]):
+        d += output[row, j] * hidden[j]
+    return d
+
+
+def _best_hs(hidden, output, tree_left, tree_right, nlabels, threshold):
+    """``HierarchicalSoftmaxLoss::dfs`` for k=1, left subtree first: (leaf, log score), leaf -1
+    where every leaf was pruned, NAN where a dot product was NaN."""
+    stack_node = np.empty(2 * nlabels + 2, np.int64)
+    stack_score = np.empty(2 * nlabels + 2, np.float32)
+    stack_node[0], stack_score[0], top = 2 * nlabels - 2, np.float32(0.0), 1
+    best, best_score = np.int64(NO_LABEL), np.float32(0.0)
+    floor = _std_log(threshold)
+    while top > 0:
+        top -= 1
+        node, score = stack_node[top], stack_score[top]
+        if score < floor or (best >= 0 and score < best_score):
+            continue
+        if tree_left[node] == -1 and tree_right[node] == -1:
+            best, best_score = node, score  # k=1: a leaf that was not pruned ties or beats the best
+            continue
+        f = _dot_row(output, node - nlabels, hidden)
+        if f != f:
+            return np.int64(NAN), np.float32(0.0)
+        f = np.float32(1.0 / np.float64(np.float32(1.0) + math.exp(-f)))
+        stack_node[top], stack_score[top] = tree_right[node], score + _std_log(f)
+        stack_node[top + 1], stack_score[top + 1] = tree_left[node], score + _std_log(np.float32(1.0 - np.float64(f)))
+        top += 2
+    return best, best_score
+
+
+def _best_softmax(hidden, output, nlabels, threshold):
+    """``SoftmaxLoss::computeOutput`` then ``Loss::findKBest`` for k=1: (label, log score)."""
+    scores = np.empty(nlabels, np.float32)
+    for i in range(nlabels):
+        scores[i] = _dot_row(output, i, hidden)
+        if scores[i] != scores[i]:
+            return np.int64(NAN), np.float32(0.0)
+    top = scores[0]
+    for i in range(nlabels):
+        top = max(scores[i], top)
+    z = np.float32(0.0)
+    for i in range(nlabels):
+        scores[i] = np.float32(math.exp(np.float64(scores[i] - top)))
+        z += scores[i]
+    best, best_score = np.int64(NO_LABEL), np.float32(0.0)
+    for i in range(nlabels):
+        scores[i] /= z
+        if scores[i] < threshold:
+            continue
+        score = _std_log(scores[i])
+        if best >= 0 and score < best_score:
+            continue
+        best, best_score = np.int64(i), score
+    return best, best_score
+
+
+def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_keys, prune_rows,
+             dense_input, codes, centroids, norm_codes, norm_centroids, output, tree_left, tree_right):
+    """``FastText::predictLine`` for k=1 and threshold 0 on ``data + b"\\n"`` (newlines in ``data``
+    taken as spaces): (label index or NO_LABEL or NAN, ``expf`` of its log score)."""
+    hidden = np.zeros(ints[DIM], np.float32)
+    word = np.empty(data.shape[0] + 6, np.uint8)  # "<" + token + ">", or "</s>"
+    hashes = np.empty(data.shape[0] // 2 + 2, np.uint64)
+    rows = np.int64(0)
+    nhashes = 0
+    i, end = 0, data.shape[0]
+    while True:
+        while i < end and _is_separator(data[i]):
+            i += 1
+        start = i
+        while i < end and not _is_separator(data[i]):
+            word[1 + i - start] = data[i]
+            i += 1
+        length = i - start
+        if length == 0:  # the appended newline: readWord's "</s>"
+            word[1], word[2], word[3], word[4] = 60, 47, 115, 62
+            length = 4
+        token = word[1:1 + length]
+        h = np.uint64(2166136261)
+        for k in range(length):
+            h = _fnv_step(h, token[k])
+        wid = _lookup_word(token, length, h, word_bytes, word_starts, word_table)
+        is_eos = length == 4 and token[0] == 60 and token[1] == 47 and token[2] == 115 and token[3] == 62
+        if wid >= 0:
+            is_label = word_types[wid] == 1
+        else:
+            is_label = length >= 9 and token[0] == 95 and token[1] == 95 and token[2] == 108 and token[3] == 97 \
+                and token[4] == 98 and token[5] == 101 and token[6] == 108 and token[7] == 95 and token[8] == 95
+        if not is_label:
+            if wid >= 0:
+                _add_row(hidden, wid, ints, dense_input, codes, centroids, norm_codes, norm_centroids)
+                rows += 1
+            if (wid >= 0 and wid != ints[EOS_ID]) or (wid < 0 and not is_eos):
+                word[0], word[1 + length] = 60, 62
+                rows += _add_subwords(hidden, word, length + 2, ints, prune_keys, prune_rows, dense_input, codes,
+                                      centroids, norm_codes, norm_centroids)
+            hashes[nhashes] = h | np.uint64(0xFFFFFFFF00000000) if h >= np.uint64(0x80000000) else h
+            nhashes += 1
+        if is_eos:
+            break
+    if ints[WORD_NGRAMS] > 1:
+        rows += _add_word_ngrams(hidden, hashes, nhashes, ints, prune_keys, prune_rows, dense_input, codes,
+                                 centroids, norm_codes, norm_centroids)
+    if rows == 0:
+        return np.int64(NO_LABEL), np.float32(0.0)
+    scale = np.float32(1.0 / rows)
+    for j in range(hidden.shape[0]):
+        hidden[j] *= scale
+    if ints[LOSS] == HS:
+        best, score = _best_hs(hidden, output, tree_left, tree_right, ints[NLABELS], np.float32(0.0))
+    else:
+        best, score = _best_softmax(hidden, output, ints[NLABELS], np.float32(0.0))
+    if best < 0:
+        return best, np.float32(0.0)
+    return best, np.float32(math.exp(score))
+
+
+_KERNELS = ("_sign_extended", "_fnv_step", "_lookup_word", "_pruned_row", "_push_hash", "_add_row",
+            "_add_subwords", "_add_word_ngrams", "_is_separator", "_std_log", "_dot_row", "_best_hs",
+            "_best_softmax", "_predict")
+
+
+@functools.lru_cache(maxsize=1)
+def kernel():
+    """The compiled ``_predict`` (cached on disk), or None without numba."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency; fastText then predicts
+        return None
+    compiled = globals()
+    for name in _KERNELS:
+        compiled[name] = numba.njit(cache=True, nogil=True)(compiled[name])
+    return compiled["_predict"]
