@@ -157,12 +157,18 @@ class LanguageFilter:
                     counts=(Count("", f"passed:{lang}"),))
 
 
+SELF_CHECK_TEXTS = ("The quick brown fox jumps over the lazy dog near the river bank.",
+                    "Der schnelle braune Fuchs springt über den faulen Hund am Flussufer.")
+
+
 def self_check_model(model_path: Optional[str] = None) -> str:
-    """Load the model and predict two known sentences; raise with a fix when the installed
-    ``fasttext`` module cannot predict (e.g. ``fasttext-wheel`` under numpy 2)."""
+    """Load the model and predict two known sentences with the ``fasttext`` module, then with the
+    compiled kernel; raise with a fix when the module cannot predict (e.g. ``fasttext-wheel``
+    under numpy 2) or the kernel does not give its answers bit for bit (another C library)."""
     try:
-        en = predict("The quick brown fox jumps over the lazy dog near the river bank.", model_path)
-        de = predict("Der schnelle braune Fuchs springt über den faulen Hund am Flussufer.", model_path)
+        model = load_model(model_path)
+        answers = [model.predict(text, k=1) for text in SELF_CHECK_TEXTS]
+        (en, de) = [(labels[0].replace("__label__", ""), float(scores[0])) for labels, scores in answers]
     except Exception as exc:  # turned into an actionable message
         raise LangidError(
             f"fastText predict() failed ({type(exc).__name__}: {exc}). Another fastText wheel "
@@ -171,5 +177,10 @@ def self_check_model(model_path: Optional[str] = None) -> str:
         ) from exc
     if en[0] != "en" or de[0] != "de":
         raise LangidError(f"fastText LID gave unexpected answers: {en}, {de}")
-
-    return f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f} ({shown_path(model_path or default_model_path())})"
+    compiled = compiled_predictor(model_path)
+    if compiled is not None and [predict(text, model_path) for text in SELF_CHECK_TEXTS] != [en, de]:
+        raise LangidError(f"the compiled fastText predict (corpus/fasttext_numba.py) disagrees with the fasttext "
+                          f"module here; set {KERNEL_VARIABLE}=fasttext and report it")
+    kernel = "compiled kernel agrees" if compiled is not None else "fasttext module only"
+    return (f"fastText LID ok: en={en[1]:.3f} de={de[1]:.3f}, {kernel} "
+            f"({shown_path(model_path or default_model_path())})")

@@ -184,3 +184,11 @@ def test_quantized_rows_summed_from_their_codes(tmp_path, monkeypatch, options):
     path = write_model(tmp_path / "model.bin", **options)
     assert fasttext_numba.load(path).model.codes.size > 0
     assert assert_same(path, synthetic_texts()) > 400
+
+
+def test_self_check_compares_the_kernel_with_fasttext(monkeypatch):
+    assert "compiled kernel agrees" in langid.self_check_model()
+    predictor = langid.compiled_predictor()
+    monkeypatch.setattr(predictor, "predict", lambda text: ("__label__en", 0.5))
+    with pytest.raises(langid.LangidError, match="disagrees"):
+        langid.self_check_model()
