@@ -54,7 +54,7 @@ EXPANDED_LIMIT = 64 << 20  # bytes: a quantized input matrix up to this size is 
 NO_LABEL, NAN = -1, -2  # the kernel's answers besides a label index
 
 # Positions in Model.ints.
-DIM, MINN, MAXN, BUCKET, WORD_NGRAMS, LOSS, NWORDS, NLABELS, PRUNED, QUANT, QNORM, NSUBQ, DSUB, LASTDSUB, EOS_ID = range(15)
+DIM, MINN, MAXN, BUCKET, WORD_NGRAMS, LOSS, NWORDS, NLABELS, PRUNED, QUANT, QNORM, NSUBQ, DSUB, LASTDSUB = range(14)
 
 
 class Model(NamedTuple):
@@ -169,10 +169,9 @@ def parse(data: bytes) -> Optional[tuple[Model, list[str]]]:
     label_counts = dictionary.counts[nwords:]  # getTargetCounts: the label entries, in order
     left, right = _hs_tree(label_counts) if loss == HS else (np.zeros(0, np.int32), np.zeros(0, np.int32))
     words = dictionary.words
-    eos_id = words.index(EOS) if EOS in words else -1
     pruned = -1 if dictionary.prune is None else len(dictionary.prune)
     ints = np.array([dim, minn, maxn, bucket, word_ngrams, loss, nwords, len(words) - nwords, pruned,
-                     *matrix.layout, eos_id], dtype=np.int64)
+                     *matrix.layout], dtype=np.int64)
     word_bytes, word_starts = _packed(words)
     keys, rows = _prune_table(dictionary.prune)
     model = Model(ints, word_bytes, word_starts, dictionary.types, _word_table(words), keys, rows,
@@ -540,7 +539,7 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
             if wid >= 0:
                 _add_row(hidden, wid, ints, dense_input, codes, centroids, norm_codes, norm_centroids)
                 rows += 1
-            if (wid >= 0 and wid != ints[EOS_ID]) or (wid < 0 and not is_eos):
+            if not is_eos:  # initNgrams gives </s> no n-grams; addSubwords none to an unknown </s>
                 word[0], word[1 + length] = 60, 62
                 rows += _add_subwords(hidden, word, length + 2, ints, prune_keys, prune_rows, dense_input, codes,
                                       centroids, norm_codes, norm_centroids)
