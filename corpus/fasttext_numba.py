@@ -50,6 +50,8 @@ HS, SOFTMAX = 1, 3  # fastText's loss_name
 SUPERVISED = 3  # fastText's model_name::sup
 KSUB = 256  # ProductQuantizer's 1 << nbits
 EOS = b"</s>"
+_EOS_BYTES = np.frombuffer(EOS, dtype=np.uint8)  # constants of the compiled kernel
+_LABEL_BYTES = np.frombuffer(b"__label__", dtype=np.uint8)  # Args::label, which model files do not store
 EXPANDED_LIMIT = 64 << 20  # bytes: a quantized input matrix up to this size is expanded to float32
 NO_LABEL, NAN = -1, -2  # the kernel's answers besides a label index
 
@@ -152,11 +154,8 @@ def parse(data: bytes) -> Optional[tuple[Model, list[str]]]:
     """``FastText::loadModel``: (model, labels), or None for a model this module does not cover;
     ValueError for a file that is not a fastText model."""
     read = _Reader(data)
-    magic, version = read.unpack("ii")
-    if magic != MAGIC or version > MAX_VERSION:
-        raise ValueError("not a fastText model")
-    dim, _ws, _epoch, _min_count, _neg, word_ngrams, loss, model_name, bucket, minn, maxn, _lr = read.unpack("12i")
-    read.unpack("d")  # t
+    version, args = _read_head(read)
+    dim, _ws, _epoch, _min_count, _neg, word_ngrams, loss, model_name, bucket, minn, maxn, _lr = args
     if version == 11 and model_name == SUPERVISED:  # as FastText::loadModel: no subwords then
         maxn = 0
     dictionary = _read_dictionary(read)
@@ -180,7 +179,26 @@ def parse(data: bytes) -> Optional[tuple[Model, list[str]]]:
     return model, [w.decode("utf-8", "replace") for w in words[nwords:]]
 
 
-def _read_dictionary(read: _Reader) -> _Dictionary:
+def labels_of(data: bytes) -> list[str]:
+    """The labels (prefix included) in the dictionary at the head of a fastText model file,
+    whatever its loss or layout; ValueError where it is not one."""
+    read = _Reader(data)
+    _read_head(read)
+    dictionary = _read_dictionary(read, with_prune=False)
+    return [w.decode("utf-8", "replace") for w, t in zip(dictionary.words, dictionary.types.tolist()) if t == 1]
+
+
+def _read_head(read: _Reader) -> tuple[int, tuple]:
+    """``FastText::checkModel`` and ``Args::load``: (version, the twelve int args); t skipped."""
+    magic, version = read.unpack("ii")
+    if magic != MAGIC or version > MAX_VERSION:
+        raise ValueError("not a fastText model")
+    args = read.unpack("12i")
+    read.unpack("d")  # t
+    return version, args
+
+
+def _read_dictionary(read: _Reader, with_prune: bool = True) -> _Dictionary:
     """``Dictionary::load``: entries (bytes, count, type), then the pruned n-gram index."""
     size, nwords, _nlabels = read.unpack("iii")
     _ntokens, pruneidx_size = read.unpack("qq")
@@ -195,7 +213,7 @@ def _read_dictionary(read: _Reader) -> _Dictionary:
         offset = end + 10
     read.offset = offset
     prune = None
-    if pruneidx_size >= 0:
+    if pruneidx_size >= 0 and with_prune:
         pairs = read.array(np.int32, 2 * pruneidx_size).reshape(-1, 2)
         prune = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))  # a later pair wins, as in the map
     return _Dictionary(nwords, words, counts, np.array(types, dtype=np.int8), prune)
@@ -433,6 +451,15 @@ def _add_word_ngrams(hidden, hashes, count, ints, prune_keys, prune_rows, dense_
     return added
 
 
+def _starts_with(token, length, prefix) -> bool:
+    if length < prefix.shape[0]:
+        return False
+    for k in range(prefix.shape[0]):
+        if token[k] != prefix[k]:
+            return False
+    return True
+
+
 def _is_separator(byte) -> bool:
     """``Dictionary::readWord``'s separators."""
     return byte == 32 or byte == 10 or byte == 13 or byte == 9 or byte == 11 or byte == 12 or byte == 0
@@ -522,19 +549,15 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
             i += 1
         length = i - start
         if length == 0:  # the appended newline: readWord's "</s>"
-            word[1], word[2], word[3], word[4] = 60, 47, 115, 62
+            word[1:5] = _EOS_BYTES
             length = 4
         token = word[1:1 + length]
         h = np.uint64(2166136261)
         for k in range(length):
             h = _fnv_step(h, token[k])
         wid = _lookup_word(token, length, h, word_bytes, word_starts, word_table)
-        is_eos = length == 4 and token[0] == 60 and token[1] == 47 and token[2] == 115 and token[3] == 62
-        if wid >= 0:
-            is_label = word_types[wid] == 1
-        else:
-            is_label = length >= 9 and token[0] == 95 and token[1] == 95 and token[2] == 108 and token[3] == 97 \
-                and token[4] == 98 and token[5] == 101 and token[6] == 108 and token[7] == 95 and token[8] == 95
+        is_eos = length == 4 and _starts_with(token, length, _EOS_BYTES)
+        is_label = word_types[wid] == 1 if wid >= 0 else _starts_with(token, length, _LABEL_BYTES)
         if not is_label:
             if wid >= 0:
                 _add_row(hidden, wid, ints, dense_input, codes, centroids, norm_codes, norm_centroids)
@@ -565,7 +588,7 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
 
 
 _KERNELS = ("_sign_extended", "_fnv_step", "_lookup_word", "_pruned_row", "_push_hash", "_add_row",
-            "_add_subwords", "_add_word_ngrams", "_is_separator", "_std_log", "_dot_row", "_best_hs",
+            "_add_subwords", "_add_word_ngrams", "_starts_with", "_is_separator", "_std_log", "_dot_row", "_best_hs",
             "_best_softmax", "_predict")
 
 

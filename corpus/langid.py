@@ -85,14 +85,11 @@ def compiled_predictor(path: Optional[str] = None) -> Optional[fasttext_numba.Pr
 
 def preload(path: Optional[str] = None) -> None:
     """Load what :func:`predict` will use, so that a worker pays it before its first page."""
-    if compiled_predictor(path) is None:
+    predictor = compiled_predictor(path)
+    if predictor is None:
         load_model(path)
     else:
-        compiled_predictor(path).predict("")
-
-
-FASTTEXT_MAGIC = 0x2F4F16BA
-_ARGS_BYTES = 12 * 4 + 8  # fastText's Args::save: twelve int32 then one double
+        predictor.predict("")
 
 
 @functools.cache
@@ -101,25 +98,12 @@ def model_labels(path: Optional[str] = None) -> frozenset[str]:
     dictionary at the head of its file (the ``fasttext`` module this project installs, the
     predict-only build, has no ``get_labels``): 176 for lid.176. Empty when ``path`` is not a
     local fastText file (the model is then checked when it loads)."""
-    path = path or default_model_path()
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+        with open(path or default_model_path(), "rb") as handle:
+            labels = fasttext_numba.labels_of(handle.read())
+    except (OSError, ValueError, struct.error):
         return frozenset()
-    if len(data) < 8 or struct.unpack_from("<i", data)[0] != FASTTEXT_MAGIC:
-        return frozenset()
-    offset = 8 + _ARGS_BYTES
-    size = struct.unpack_from("<i", data, offset)[0]
-    offset += 4 + 4 + 4 + 8 + 8  # size, nwords, nlabels, ntokens, pruneidx_size
-    labels = []
-    for _ in range(size):
-        end = data.index(b"\0", offset)
-        word, offset = data[offset:end], end + 1
-        if data[offset + 8] == 1:  # an entry: count (int64), then type (1: label)
-            labels.append(word.decode("utf-8").removeprefix("__label__"))
-        offset += 9
-    return frozenset(labels)
+    return frozenset(label.removeprefix("__label__") for label in labels)
 
 
 def predict(text: str, model_path: Optional[str] = None) -> tuple[str, float]:
