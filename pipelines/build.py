@@ -9,6 +9,7 @@ final manifest), through Beam's FileSystems so gs:// and s3:// outputs work the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -43,7 +44,7 @@ from c4forge.corpus.shards import (
     split_summary,
 )
 from c4forge.pipelines.c4 import build_graph
-from c4forge.pipelines.dofns import merge_sample_parts, shuffle_buckets
+from c4forge.pipelines.dofns import load_worker_models, merge_sample_parts, shuffle_buckets
 from c4forge.pipelines.engines.runners import (
     ENGINE_RUNNERS,
     FLINK_LOCAL,
@@ -273,6 +274,9 @@ class InterruptFlag(contextlib.AbstractContextManager):
     def _on_sigint(self, signum, frame) -> None:
         self.seen = True
         logging.disable(logging.ERROR)  # Beam logs the interrupted DoFn's traceback as an error
+        # and the portable runner's thread reading the job's messages dies with a traceback when
+        # the engine stops under it (flink-local, spark-local): the build is ending, say nothing
+        threading.excepthook = _quiet_after_interrupt
         self.previous(signum, frame)
 
     def __enter__(self):
@@ -287,6 +291,10 @@ class InterruptFlag(contextlib.AbstractContextManager):
             signal.signal(signal.SIGINT, self.previous)
         if self.seen:
             logging.disable(logging.NOTSET)
+
+
+def _quiet_after_interrupt(args) -> None:
+    """A thread's uncaught exception after a Ctrl-C: dropped (the build reports the interrupt)."""
 
 
 def _size(path: str) -> int:
@@ -413,7 +421,8 @@ def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, opti
     runner = runner or options.get_all_options().get("runner")
     log(f"building {len(inputs)} input file(s) -> {output} (runner {runner}, preset {config.preset})")
     if runner in ENGINE_RUNNERS:
-        with engine(runner, args, workers=workers, log=log) as running:
+        warm = functools.partial(load_worker_models, config.for_workers())
+        with engine(runner, args, workers=workers, log=log, warm=warm) as running:
             log(f"{running.description['engine']} {running.description['version']}: "
                 f"{running.description['mode']}")
             return _run_graph(inputs, output, config, PipelineOptions(running.beam_args), staging,

@@ -20,6 +20,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from c4forge.corpus.chain import Step
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, to_bytes
+from c4forge.corpus.minhash import MinHasher
 from c4forge.corpus.samples import Reservoir, Sample, SampleOptions, SampleSink, traced_key
 from c4forge.corpus.steploop import StepLoop
 from c4forge.corpus.steps import ChainRules
@@ -209,6 +210,18 @@ def merge_sample_parts(directory: str, options: SampleOptions) -> dict:
         with FileSystems.open(match.path) as handle:
             reservoir.extend(Sample.from_wire(wire) for wire in json.loads(handle.read().decode("utf-8")))
     return reservoir.document(options)
+
+
+WARM_TEXT = "A short text of a few words, enough for one shingle or more."
+
+
+def load_worker_models(config: CorpusConfig) -> None:
+    """Load into this process's caches what the graph's DoFns load in a worker before their
+    first page (the chain's models and lists, numba's compiled MinHash kernels): the warm-up of
+    the process SDK workers are forked from (pipelines/worker_fork.py)."""
+    ChainRules(config).setup()
+    if config.near_dedup:
+        MinHasher(config.minhash).signatures([WARM_TEXT])
 
 
 class StepsFn(Counting, Sampling, beam.DoFn):

@@ -82,7 +82,26 @@ def assert_same_corpus(found: dict, pinned: dict, folder: Path, direct_shards: d
 
 
 def alive(processes) -> list:
-    return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    found = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def same_command(processes, command: list) -> list:
+    """The processes running ``command`` (a forked copy of the process that ran it)."""
+    found = []
+    for process in processes:
+        try:
+            if process.cmdline() == command:
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
 
 
 def java_children(root: psutil.Process = None) -> list:
@@ -116,7 +135,41 @@ def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, di
     assert build["runner"] == "flink-local"
     assert build["engine"]["engine"] == "flink" and build["engine"]["version"] == "1.19.0"
     assert "embedded" in build["engine"]["mode"] and "2 slot" in build["engine"]["mode"]
+    assert build["engine"]["sdk_workers"] == "PROCESS (this installation, forked from a warm process)"
     assert not java_children()
+    assert not psutil.Process().children(recursive=True)  # no fork server, no worker left
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
+    """`corpus build --runner flink-local` stopped while its forked SDK workers run (Ctrl-C: exit
+    130 after its clean-up; SIGKILL: no clean-up runs): the job server, the fork server, the
+    workers and the engine's worker commands all end (pipelines/worker_fork.py)."""
+    crawl = shared_path("crawl", "web-trafilatura.warc.wet.gz")
+    proc = subprocess.Popen([sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", str(crawl),
+                             "-o", str(tmp_path / "out"), "--runner", "flink-local", "--workers", "2",
+                             "--badwords", str(ROOT / "corpus/data/demo-badwords")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    build = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 240
+    seen: list = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen = build.children(recursive=True)
+        forked = same_command(seen, build.cmdline())  # the fork server and its workers
+        if len(forked) >= 3:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None and len(forked) >= 3, proc.communicate()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    if sig == signal.SIGINT:
+        assert proc.returncode in (130, -signal.SIGINT), err[-2000:]
+        assert "Traceback" not in err
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and alive(seen):
+        time.sleep(0.5)
+    assert not alive(seen), [p.cmdline()[:4] for p in alive(seen)]
 
 
 def test_flink_cluster_retries_a_lost_taskmanager_and_gives_the_same_corpus(tmp_path, pinned,
@@ -197,6 +250,7 @@ def test_spark_embedded_build_equals_the_direct_runner(tmp_path):
     assert spark["counters"] == direct["counters"]
     assert corpus_fingerprint(str(tmp_path / "spark")) == corpus_fingerprint(str(tmp_path / "direct"))
     assert spark["build"]["engine"]["mode"] == "embedded in the job server, 2 core(s)"
+    assert "forked from a warm process" in spark["build"]["engine"]["sdk_workers"]
 
 
 def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_path):

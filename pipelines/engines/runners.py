@@ -27,7 +27,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -50,6 +50,7 @@ from c4forge.pipelines.engines.jars import (
 from c4forge.pipelines.engines.processes import Services, free_port, get_json, port_open
 from c4forge.pipelines.engines.spark import SPARK_VERSION
 from c4forge.pipelines.worker_boot import PIN_ENV, ROOT_ENV
+from c4forge.pipelines.worker_fork import ForkServer, client_command, forking_available
 
 FLINK, SPARK = "FlinkRunner", "SparkRunner"
 FLINK_LOCAL, SPARK_LOCAL = "flink-local", "spark-local"
@@ -138,16 +139,18 @@ def check_engine_options(runner: str, args: Sequence[str], workers: Optional[int
                                "or EXTERNAL with a worker pool on every node (docs/distributed.md)")
 
 
-def boot_command(folder: str) -> str:
+def boot_command(folder: str, forked: bool = False) -> str:
     """An executable that boots one SDK worker of this installation (PROCESS environment):
-    pipelines/worker_boot.py with this interpreter, its folders under ``folder``."""
+    pipelines/worker_boot.py with this interpreter, its folders under ``folder``; ``forked``:
+    forked by the fork server listening in ``folder`` (pipelines/worker_fork.py)."""
     path = os.path.join(folder, "c4forge-worker-boot")
     workers = os.path.join(folder, "workers")
     os.makedirs(workers, exist_ok=True)
+    start = (client_command(folder) if forked else
+             f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"")
     with open(path, "w") as handle:
         pin = f"export {PIN_ENV}=${{{PIN_ENV}-{shlex.quote(workers)}}}\n"
-        handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n{pin}"
-                     f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"\n")
+        handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n{pin}{start}\n")
     os.chmod(path, 0o755)
     return path
 
@@ -255,12 +258,37 @@ def flink_slots(master: str) -> int:
         return -1
 
 
+def _fork_server(services: Services, folder: str, warm: Optional[Callable[[], None]]) -> bool:
+    """Start the fork server SDK workers are forked from (pipelines/worker_fork.py), stopped
+    after the engine (which stops the workers first); whether it runs. Started before the job
+    server, it warms while the JVM starts."""
+    if not forking_available(folder):
+        return False
+    os.makedirs(services.folder, exist_ok=True)
+    server = ForkServer(folder, os.path.join(services.folder, "worker-fork.log"), warm)
+    server.start()
+    services.on_stop(server.stop)
+    return True
+
+
+def process_environment(folder: str, forked: bool) -> list[str]:
+    """Beam arguments for SDK workers of this installation (PROCESS environment)."""
+    return ["--environment_type=PROCESS",
+            "--environment_config=" + json.dumps({"command": boot_command(folder, forked)}),
+            # the workers run this installation: Beam's list of the submitting environment's
+            # packages (a `pip freeze` per build, 0.2-0.4 CPU s) would be compared with itself
+            "--experiments=disable_logging_submission_environment"]
+
+
 @contextlib.contextmanager
 def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
-           log=print) -> Iterator[EngineRun]:
+           log=print, warm: Optional[Callable[[], None]] = None) -> Iterator[EngineRun]:
     """Start the job server ``runner`` needs, yield the Beam arguments that submit to it, stop
     it on exit (also on failure or Ctrl-C). Its folder (logs, spill files, worker folders) is
-    removed on success; after a failure the logs stay and their place is said."""
+    removed on success; after a failure the logs stay and their place is said.
+
+    SDK workers of this installation (no ``--environment_type`` given) are forked from a fork
+    server that ran ``warm`` (pipelines/worker_fork.py), where forking is available."""
     java = java_executable(f"--runner {runner}")
     folder = tempfile.mkdtemp(prefix=f"c4forge-{engine_of(runner)}-")
     services = Services(os.path.join(folder, "logs"))
@@ -270,19 +298,15 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
         layout = plan(runner, args, workers, folder)
         jar_flag = "--flink_job_server_jar" if layout.runner == FLINK else "--spark_job_server_jar"
         given_jar = flag_value(args, jar_flag)
+        environment = flag_value(args, "--environment_type")
+        forked = not environment and _fork_server(services, folder, warm)
         port = _job_server(services, layout.runner, given_jar, layout.master, folder, java,
                            layout.jvm, layout.server_args, log)
         beam_args = without(args, "--flink_master", "--spark_master_url", "--flink_job_server_jar",
                             "--spark_job_server_jar")
         beam_args += ["--runner=PortableRunner", f"--job_endpoint=localhost:{port}"]
-        environment = flag_value(args, "--environment_type")
         if not environment:
-            beam_args += ["--environment_type=PROCESS",
-                          "--environment_config=" + json.dumps({"command": boot_command(folder)}),
-                          # the workers run this installation: Beam's list of the submitting
-                          # environment's packages (a `pip freeze` per build, 0.2-0.4 CPU s)
-                          # would be compared with itself
-                          "--experiments=disable_logging_submission_environment"]
+            beam_args += process_environment(folder, forked)
         if not flag_value(args, "--environment_cache_millis"):
             # keep a job's SDK workers from one stage to the next where the engine allows it
             beam_args.append(f"--environment_cache_millis={ENVIRONMENT_CACHE_MS}")
@@ -300,7 +324,8 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
             "mode": layout.mode,
             "job_server": os.path.basename(given_jar) if given_jar
             else load_lock(JOB_SERVER_LOCKS[layout.runner]).what,
-            "sdk_workers": environment or "PROCESS (this installation)",
+            "sdk_workers": environment or "PROCESS (this installation{})".format(
+                ", forked from a warm process" if forked else ""),
         }
         yield EngineRun(beam_args, description, services)
         failed = False

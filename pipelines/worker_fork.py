@@ -1,0 +1,333 @@
+"""SDK workers forked from a warm process instead of started cold (managed engines).
+
+A managed engine (flink-local, spark-local) starts one Python SDK worker per slot through Beam's
+PROCESS environment. Started cold, each is a fresh interpreter that imports Beam's harness and
+c4forge's chain (about 1.0 CPU s) and then loads the language-ID model, the bad-word lists and
+numba's compiled kernels (about 0.55 s) before its first element: per build, about 1.6 CPU s
+per worker of the engine's fixed cost, which `corpus clean` pays once.
+
+Here the submitting process forks, before the engine starts, a *fork server*: a copy of itself
+(Beam and c4forge already imported) that imports what a worker imports, loads what its steps
+load (``warm``: the chain's models, MinHash's kernels), moves those objects out of the
+garbage collector's reach (``gc.freeze``: a worker's collections then never walk, or write to,
+the 200,000 objects it shares with the server), and forks one worker per request. The engine
+runs pipelines/worker_fork_client.py as the environment's command; the client hands the server
+its arguments, environment, working folder and standard streams, forwards signals to the
+worker and exits with its status. The worker then runs pipelines/worker_boot.py as a cold one
+would, in the client's environment and folder.
+
+Lifetimes: the server is in a session of its own (a Ctrl-C at the terminal reaches the
+submitting process, which stops the engine), gets SIGTERM when the submitting process dies, and
+SIGKILLs a worker whose client is gone; a worker gets SIGKILL when the server dies.
+``C4FORGE_FORK_WORKERS=0`` starts every worker cold.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import importlib
+import json
+import logging
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn, Optional
+
+from apache_beam.portability import api as beam_api
+
+from c4forge.pipelines import worker_boot
+
+FORK_ENV = "C4FORGE_FORK_WORKERS"  # 0: every SDK worker starts cold
+CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_fork_client.py")
+SOCKET_NAME = "fork.sock"
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux
+MAX_REQUEST_BYTES = 16 << 20
+REQUEST_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
+PR_SET_PDEATHSIG = 1
+# What a worker imports before its first element, beyond the submitting process's modules
+WORKER_MODULES = ("apache_beam.runners.worker.sdk_worker_main",
+                  "apache_beam.runners.worker.bundle_processor",
+                  "apache_beam.runners.worker.operations",
+                  "c4forge.pipelines.sdk_harness")
+WORKER_API_MODULES = ("beam_provision_api_pb2_grpc", "beam_artifact_api_pb2_grpc")
+
+
+@dataclass
+class Request:
+    """One worker to fork: the client's arguments, environment, folder and standard streams."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    fds: list[int]
+
+
+def forking_available(folder: str) -> bool:
+    """Whether workers can be forked here: Linux, not switched off, a short enough socket path."""
+    return (sys.platform.startswith("linux") and os.environ.get(FORK_ENV, "1") != "0"
+            and len(os.path.join(folder, SOCKET_NAME)) <= MAX_SOCKET_PATH)
+
+
+def client_command(folder: str) -> str:
+    """The shell line that starts one worker through the server listening in ``folder``."""
+    return (f"exec {sys.executable} -I -S {CLIENT} {os.path.join(folder, SOCKET_NAME)} \"$@\"")
+
+
+class ForkServer:
+    """The fork server of one engine run: ``start`` forks it from this process, ``stop`` ends
+    it and any worker still running."""
+
+    def __init__(self, folder: str, log: str, warm: Optional[Callable[[], None]] = None,
+                 target: Callable[[list[str]], Optional[int]] = worker_boot.main) -> None:
+        self.path = os.path.join(folder, SOCKET_NAME)
+        self.log = log
+        self.warm = warm
+        self.target = target  # what a forked worker runs with the client's arguments
+        self.pid: Optional[int] = None
+
+    def start(self) -> None:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)  # before the fork: the socket is there for the first client
+        listener.listen(64)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        pid = os.fork()
+        if pid == 0:  # the server: never returns into the submitting process's code
+            code = 1
+            try:
+                code = _serve(listener, self.log, self.warm, self.target)
+            except BaseException:  # noqa: BLE001 - the server's own failure, in its log
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        listener.close()
+        self.pid = pid
+
+    def stop(self) -> None:
+        if self.pid is None:
+            return
+        pid, self.pid = self.pid, None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)  # the server and what it forked
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.02)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+class _Stop(Exception):
+    """SIGTERM reached the server."""
+
+
+def _raise_stop(_signum, _frame) -> NoReturn:
+    raise _Stop
+
+
+def die_with_parent(sig: int) -> None:
+    """Get ``sig`` when the parent process ends (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+
+
+def _serve(listener: socket.socket, log: str, warm: Optional[Callable[[], None]],
+           target: Callable[[list[str]], Optional[int]]) -> int:
+    os.setsid()
+    die_with_parent(signal.SIGTERM)
+    _streams_to(log)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _raise_stop)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a Python handler: the wakeup fd is written
+    workers: dict[int, socket.socket] = {}
+    try:
+        _prepare(warm)
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ, "accept")
+        selector.register(wake_r, selectors.EVENT_READ, "reap")
+        while True:
+            for key, _ in selector.select():
+                if key.data == "accept":
+                    _accept(listener, selector, workers, target,
+                            inherited=(listener.fileno(), wake_r, wake_w))
+                elif key.data == "reap":
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 4096)
+                    _reap(selector, workers)
+                else:
+                    _client_gone(key, selector)
+    except _Stop:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return 0
+
+
+def _streams_to(log: str) -> None:
+    """Standard input from /dev/null, output and error to ``log`` (the server's own lines)."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(null)
+    os.close(out)
+    _fresh_streams()
+
+
+def _fresh_streams() -> None:
+    """``sys.stdin``/``stdout``/``stderr`` on file descriptors 0, 1, 2 (the submitting process
+    may have pointed ``sys.stderr`` elsewhere: c4forge/cli/common.py's filter)."""
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+    sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+
+
+def _prepare(warm: Optional[Callable[[], None]]) -> None:
+    """Import what a worker imports and load what it loads, then freeze it all (``gc.freeze``).
+    A failing ``warm`` is reported here and left to the workers, which load for themselves and
+    fail with the step's own error."""
+    for name in WORKER_MODULES:
+        importlib.import_module(name)
+    for name in WORKER_API_MODULES:  # attributes of the package, not importable by name
+        getattr(beam_api, name)
+    if warm is not None:
+        try:
+            warm()
+        except Exception:  # noqa: BLE001 - the workers report it as a cold worker would
+            print("warming the fork server failed; workers load for themselves:", file=sys.stderr)
+            traceback.print_exc()
+    gc.collect()
+    gc.freeze()
+    print(f"fork server ready ({gc.get_freeze_count()} objects frozen)", file=sys.stderr, flush=True)
+
+
+def _accept(listener: socket.socket, selector, workers: dict, target, inherited: tuple) -> None:
+    conn, _ = listener.accept()
+    try:
+        request = _receive(conn)
+    except (OSError, ValueError) as exc:
+        print(f"fork server: a request was refused ({exc})", file=sys.stderr, flush=True)
+        conn.close()
+        return
+    pid = os.fork()
+    if pid == 0:
+        _run_worker(request, target, [*inherited, *(c.fileno() for c in workers.values()), conn.fileno()])
+    for fd in request.fds:
+        os.close(fd)
+    try:
+        conn.sendall(f"{pid}\n".encode())
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+    conn.setblocking(False)
+    workers[pid] = conn
+    selector.register(conn, selectors.EVENT_READ, pid)
+
+
+def _receive(conn: socket.socket) -> Request:
+    """The client's request; its peer must be this user. ValueError on anything malformed."""
+    conn.settimeout(REQUEST_TIMEOUT_S)
+    uid = int.from_bytes(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[4:8], sys.byteorder)
+    if uid != os.getuid():
+        raise ValueError(f"peer uid {uid} is not this user's")
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    try:
+        if len(fds) != 3 or len(data) < 8:
+            raise ValueError("expected a length and three file descriptors")
+        size = int.from_bytes(data[:8], "big")
+        if size > MAX_REQUEST_BYTES:
+            raise ValueError(f"a request of {size} bytes")
+        while len(data) < 8 + size:
+            chunk = conn.recv(8 + size - len(data))
+            if not chunk:
+                raise ValueError("the request ended early")
+            data += chunk
+        fields = json.loads(data[8:8 + size])
+        return Request(list(fields["argv"]), dict(fields["env"]), str(fields["cwd"]), fds)
+    except (ValueError, KeyError, TypeError):
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _reap(selector, workers: dict) -> None:
+    """Tell each exited worker's client its status."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = workers.pop(pid, None)
+        if conn is None:
+            continue
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(conn)
+        with contextlib.suppress(OSError):
+            conn.setblocking(True)
+            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        conn.close()
+
+
+def _client_gone(key, selector) -> None:
+    """A client's connection became readable: it ended (the engine killed it), so its worker
+    goes too; the worker's exit is reaped as any other."""
+    conn = key.fileobj
+    with contextlib.suppress(BlockingIOError):
+        if conn.recv(1):
+            return
+    selector.unregister(conn)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(key.data, signal.SIGKILL)
+
+
+def _run_worker(request: Request, target, close: list[int]) -> NoReturn:
+    """In the forked child: become the client's worker (its streams, folder, environment and
+    arguments) and run ``target`` (worker_boot's main) as a cold worker would; exit with its
+    status."""
+    code = 1
+    try:
+        die_with_parent(signal.SIGKILL)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for fd in close:
+            os.close(fd)
+        for number, fd in enumerate(request.fds):
+            os.dup2(fd, number)
+            os.close(fd)
+        _fresh_streams()
+        logging.getLogger().handlers.clear()  # the submitting process's handlers
+        os.chdir(request.cwd)
+        os.environ.clear()
+        os.environ.update(request.env)
+        sys.argv = [worker_boot.__file__, *request.argv]
+        code = target(request.argv) or 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported on the worker's stderr, as a cold worker's
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
