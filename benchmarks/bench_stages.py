@@ -69,6 +69,30 @@ print(usage.ru_utime + usage.ru_stime)
 """
 
 
+FORKED = """
+import gc, os, resource, sys
+import c4forge.pipelines.c4
+from c4forge.corpus.config import build_config
+from c4forge.corpus.steps import ChainRules
+from c4forge.corpus import sentences
+from c4forge.pipelines import worker_fork
+from c4forge.pipelines.dofns import load_worker_models
+config = build_config("c4", badwords=sys.argv[1])
+worker_fork.prepare(lambda: load_worker_models(config.for_workers()))
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # the worker: its own usage starts at zero
+    steps = ChainRules(config.for_workers()).setup()
+    sentences.has_at_least("Punkt is built on first use. Like this.", 2)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    os.write(write, str(usage.ru_utime + usage.ru_stime).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(write)
+print(os.read(read, 100).decode())
+"""
+
+
 HARNESS = """
 import resource
 import apache_beam.runners.worker.sdk_worker_main
@@ -82,6 +106,14 @@ def startup_seconds(badwords: str, beam: bool) -> float:
     imports = "import c4forge.pipelines.c4" if beam else "import c4forge.corpus.local"
     out = subprocess.run([sys.executable, "-c", STARTUP.format(imports=imports), badwords],
                          capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def forked_seconds(badwords: str) -> float:
+    """CPU seconds of a worker forked from a warm fork server (pipelines/worker_fork.py, the
+    managed engines' workers) until it can take a page: the same set-up on the server's caches."""
+    out = subprocess.run([sys.executable, "-c", FORKED, badwords], capture_output=True, text=True,
+                         check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -220,6 +252,7 @@ def main() -> int:
     machine = harness.machine()
     runs, peers = [], {stage: [] for stage in PEERS}
     startup = {"with Beam (a `corpus build` worker)": [], "without Beam (`corpus clean`)": []}
+    forked: list[float] = []
     harness_only: list[float] = []
     regex: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -241,6 +274,7 @@ def main() -> int:
             for name, beam in zip(startup, (True, False)):
                 startup[name].append(startup_seconds(args.badwords, beam))
             harness_only.append(harness_seconds())
+            forked.append(forked_seconds(args.badwords))
             print(f"repeat: chain {run['total']:.1f} CPU s, process {run['process']:.1f} s", file=sys.stderr)
     pages = runs[0]["pages_read"]
     total = [r["total"] for r in runs]
@@ -272,7 +306,9 @@ def main() -> int:
                                                 for name, v in startup.items()) + "; "
               f"Beam's SDK worker harness alone (`import apache_beam.runners.worker.sdk_worker_main`, "
               f"paid by any Beam worker) {harness.spread(harness_only, '{:.2f}')}, so ours in a Beam "
-              f"worker {harness.spread([w - h for w, h in zip(startup['with Beam (a `corpus build` worker)'], harness_only)], '{:.2f}')}."]
+              f"worker {harness.spread([w - h for w, h in zip(startup['with Beam (a `corpus build` worker)'], harness_only)], '{:.2f}')}. "
+              f"A managed engine's worker forked from its build's fork server (pipelines/worker_fork.py: "
+              f"imports, models and kernels loaded once per build) {harness.spread(forked, '{:.2f}')}."]
     harness.publish("stages", lines, args.write and not args.quick, machine)
     return 0
 

@@ -158,7 +158,7 @@ def _serve(listener: socket.socket, log: str, warm: Optional[Callable[[], None]]
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a Python handler: the wakeup fd is written
     workers: dict[int, socket.socket] = {}
     try:
-        _prepare(warm)
+        prepare(warm)
         selector = selectors.DefaultSelector()
         selector.register(listener, selectors.EVENT_READ, "accept")
         selector.register(wake_r, selectors.EVENT_READ, "reap")
@@ -200,7 +200,7 @@ def _fresh_streams() -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
 
 
-def _prepare(warm: Optional[Callable[[], None]]) -> None:
+def prepare(warm: Optional[Callable[[], None]]) -> None:
     """Import what a worker imports and load what it loads, then freeze it all (``gc.freeze``).
     A failing ``warm`` is reported here and left to the workers, which load for themselves and
     fail with the step's own error."""
