@@ -1,10 +1,11 @@
 """SDK workers forked from a warm process instead of started cold (managed engines).
 
 A managed engine (flink-local, spark-local) starts one Python SDK worker per slot through Beam's
-PROCESS environment. Started cold, each is a fresh interpreter that imports Beam's harness and
-c4forge's chain (about 1.0 CPU s) and then loads the language-ID model, the bad-word lists and
-numba's compiled kernels (about 0.55 s) before its first element: per build, about 1.6 CPU s
-per worker of the engine's fixed cost, which `corpus clean` pays once.
+PROCESS environment. Started cold, each is a fresh interpreter that imports Beam's harness
+(0.77 CPU s) and c4forge's chain and loads the language-ID model, the bad-word lists and numba's
+compiled kernels (0.65 s) before its first element: 1.42 CPU s per worker and build
+(benchmarks/RESULTS.md, the stage table's start-up line), which `corpus clean` pays once. A
+forked worker is ready in 0.05 s.
 
 Here the submitting process forks, before the engine starts, a *fork server*: a copy of itself
 (Beam and c4forge already imported) that imports what a worker imports, loads what its steps
