@@ -25,7 +25,6 @@ SIGKILLs a worker whose client is gone; a worker gets SIGKILL when the server di
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import importlib
 import json
@@ -44,6 +43,7 @@ from typing import NoReturn, Optional
 from apache_beam.portability import api as beam_api
 
 from c4forge.pipelines import worker_boot
+from c4forge.pipelines.engines.processes import die_with_parent
 
 FORK_ENV = "C4FORGE_FORK_WORKERS"  # 0: every SDK worker starts cold
 CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_fork_client.py")
@@ -52,7 +52,6 @@ MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux
 MAX_REQUEST_BYTES = 16 << 20
 REQUEST_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
-PR_SET_PDEATHSIG = 1
 # What a worker imports before its first element, beyond the submitting process's modules
 WORKER_MODULES = ("apache_beam.runners.worker.sdk_worker_main",
                   "apache_beam.runners.worker.bundle_processor",
@@ -137,12 +136,6 @@ class _Stop(Exception):
 
 def _raise_stop(_signum, _frame) -> NoReturn:
     raise _Stop
-
-
-def die_with_parent(sig: int) -> None:
-    """Get ``sig`` when the parent process ends (Linux)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 def _serve(listener: socket.socket, log: str, warm: Optional[Callable[[], None]],

@@ -22,10 +22,12 @@ from c4forge.pipelines.engines.jars import EngineError
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Get ``sig`` when the parent process ends (Linux; elsewhere nothing). Runs in a child
+    between fork and exec, and in the forked SDK workers' server (pipelines/worker_fork.py)."""
     if sys.platform.startswith("linux"):
         try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
         except OSError:
             pass
 
@@ -77,7 +79,7 @@ class Services:
         with open(log, "ab") as handle:
             process = subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, env=env, cwd=cwd or self.folder,
-                                       preexec_fn=_die_with_parent, start_new_session=True)
+                                       preexec_fn=die_with_parent, start_new_session=True)
         service = Service(name, process, log)
         self.started.append(service)
         return service
