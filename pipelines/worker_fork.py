@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import selectors
+import shlex
 import signal
 import socket
 import sys
@@ -70,15 +71,21 @@ class Request:
     fds: list[int]
 
 
+def socket_path(folder: str) -> str:
+    """Where the fork server of an engine run in ``folder`` listens."""
+    return os.path.join(folder, SOCKET_NAME)
+
+
 def forking_available(folder: str) -> bool:
     """Whether workers can be forked here: Linux, not switched off, a short enough socket path."""
     return (sys.platform.startswith("linux") and os.environ.get(FORK_ENV, "1") != "0"
-            and len(os.path.join(folder, SOCKET_NAME)) <= MAX_SOCKET_PATH)
+            and len(socket_path(folder)) <= MAX_SOCKET_PATH)
 
 
 def client_command(folder: str) -> str:
     """The shell line that starts one worker through the server listening in ``folder``."""
-    return (f"exec {sys.executable} -I -S {CLIENT} {os.path.join(folder, SOCKET_NAME)} \"$@\"")
+    command = [sys.executable, "-I", "-S", CLIENT, socket_path(folder)]
+    return f"exec {shlex.join(command)} \"$@\""
 
 
 class ForkServer:
@@ -87,7 +94,7 @@ class ForkServer:
 
     def __init__(self, folder: str, log: str, warm: Optional[Callable[[], None]] = None,
                  target: Callable[[list[str]], Optional[int]] = worker_boot.main) -> None:
-        self.path = os.path.join(folder, SOCKET_NAME)
+        self.path = socket_path(folder)
         self.log = log
         self.warm = warm
         self.target = target  # what a forked worker runs with the client's arguments
