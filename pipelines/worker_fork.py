@@ -17,6 +17,15 @@ its arguments, environment, working folder and standard streams, forwards signal
 worker and exits with its status. The worker then runs pipelines/worker_boot.py as a cold one
 would, in the client's environment and folder.
 
+Forking a process whose other threads hold state the child needs hangs the child: a Beam
+pipeline run earlier in the same process (a direct runner in multi_processing mode, a notebook,
+a test suite) leaves gRPC's core threads running, and a worker forked from a copy of that
+process connects to the engine and never hears back (the engine gives up after 3 minutes). So
+the server is forked from the submitting process only while no other Python thread and none of
+gRPC's threads run there (``fork_hazard``); otherwise it starts as a fresh interpreter (the
+submitting process's ``sys.path``, ``warm`` and target passed by pickle) and warms the same way:
+one cold start per build instead of one per worker.
+
 Lifetimes: the server is in a session of its own (a Ctrl-C at the terminal reaches the
 submitting process, which stops the engine), gets SIGTERM when the submitting process dies, and
 SIGKILLs a worker whose client is gone; a worker gets SIGKILL when the server dies.
@@ -30,11 +39,14 @@ import importlib
 import json
 import logging
 import os
+import pickle
 import selectors
 import shlex
 import signal
 import socket
+import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -59,6 +71,11 @@ WORKER_MODULES = ("apache_beam.runners.worker.sdk_worker_main",
                   "apache_beam.runners.worker.operations",
                   "c4forge.pipelines.sdk_harness")
 WORKER_API_MODULES = ("beam_provision_api_pb2_grpc", "beam_artifact_api_pb2_grpc")
+# How gRPC's core names its threads (Linux truncates names to 15 characters)
+GRPC_THREAD_NAMES = ("grpc", "default-executo", "resolver-execut", "event_engine", "lifeguard")
+# A fresh server reads its sys.path before it can import c4forge, then the rest (serve_fresh)
+FRESH_SERVER = ("import pickle, sys; fresh = pickle.load(sys.stdin.buffer); sys.path[:] = fresh['path']; "
+                "from c4forge.pipelines.worker_fork import serve_fresh; sys.exit(serve_fresh(fresh))")
 
 
 @dataclass
@@ -82,6 +99,31 @@ def forking_available(folder: str) -> bool:
             and len(socket_path(folder)) <= MAX_SOCKET_PATH)
 
 
+def fork_hazard() -> Optional[str]:
+    """Why a process forked from this one might hang (threads whose locks or connections the
+    copy would inherit half-held: other Python threads, gRPC's core), or None when none run.
+    A thread marked ``fork_safe`` (the CLI's stderr filter: it only moves bytes between file
+    descriptors) does not count."""
+    others = [t.name for t in threading.enumerate()
+              if t is not threading.main_thread() and not getattr(t, "fork_safe", False)]
+    if others:
+        return f"{len(others)} other Python thread(s) run here ({', '.join(sorted(others)[:3])})"
+    grpc = sorted({name for name in _thread_names() if name.startswith(GRPC_THREAD_NAMES)})
+    if grpc:
+        return f"gRPC's threads run here ({', '.join(grpc)})"
+    return None
+
+
+def _thread_names() -> list[str]:
+    names = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                with open(f"/proc/self/task/{task}/comm") as handle:
+                    names.append(handle.read().strip())
+    return names
+
+
 def client_command(folder: str) -> str:
     """The shell line that starts one worker through the server listening in ``folder``."""
     command = [sys.executable, "-I", "-S", CLIENT, socket_path(folder)]
@@ -89,35 +131,71 @@ def client_command(folder: str) -> str:
 
 
 class ForkServer:
-    """The fork server of one engine run: ``start`` forks it from this process, ``stop`` ends
-    it and any worker still running."""
+    """The fork server of one engine run: ``start`` forks it from this process (or, when
+    ``fork_hazard`` says that is unsafe or ``fork_here`` is False, starts it fresh); ``stop``
+    ends it and any worker still running."""
 
     def __init__(self, folder: str, log: str, warm: Optional[Callable[[], None]] = None,
-                 target: Callable[[list[str]], Optional[int]] = worker_boot.main) -> None:
+                 target: Callable[[list[str]], Optional[int]] = worker_boot.main,
+                 fork_here: Optional[bool] = None) -> None:
         self.path = socket_path(folder)
         self.log = log
         self.warm = warm
         self.target = target  # what a forked worker runs with the client's arguments
+        self.fork_here = fork_here  # None: unless fork_hazard() says otherwise
         self.pid: Optional[int] = None
+        self.fresh: Optional[subprocess.Popen] = None  # the server, when started fresh
 
     def start(self) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.path)  # before the fork: the socket is there for the first client
+        listener.bind(self.path)  # before the server starts: the socket is there for the first client
         listener.listen(64)
+        hazard = fork_hazard() if self.fork_here is None else (None if self.fork_here else "asked")
+        try:
+            if hazard is None:
+                self.pid = self._fork(listener)
+            else:
+                self.fresh = self._spawn(listener, hazard)
+                self.pid = self.fresh.pid
+        finally:
+            listener.close()
+
+    def _fork(self, listener: socket.socket) -> int:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the server: never returns into the submitting process's code
             code = 1
             try:
-                code = _serve(listener, self.log, self.warm, self.target)
+                code = _serve(listener, self.log, self.warm, self.target, parent)
             except BaseException:  # noqa: BLE001 - the server's own failure, in its log
                 traceback.print_exc()
             finally:
                 os._exit(code)
-        listener.close()
-        self.pid = pid
+        return pid
+
+    def _spawn(self, listener: socket.socket, hazard: str) -> subprocess.Popen:
+        """The server as a fresh interpreter, given the listening socket, this process's
+        ``sys.path`` and, by pickle, ``warm`` and the target."""
+        with open(self.log, "a") as log:
+            log.write(f"fork server started fresh, not forked from the submitting process: {hazard}\n")
+            try:
+                warm = pickle.dumps(self.warm)
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                log.write(f"its warm-up cannot be sent to it ({exc}); workers load for themselves\n")
+                warm = pickle.dumps(None)
+            log.flush()
+            process = subprocess.Popen([sys.executable, "-c", FRESH_SERVER], stdin=subprocess.PIPE,
+                                       stdout=log, stderr=log, pass_fds=(listener.fileno(),))
+        fresh = {"path": list(sys.path), "fd": listener.fileno(), "log": self.log,
+                 "parent": os.getpid(), "warm": warm, "target": pickle.dumps(self.target)}
+        with contextlib.suppress(BrokenPipeError):  # it failed to start: its log says why
+            process.stdin.write(pickle.dumps(fresh))
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+        return process
 
     def stop(self) -> None:
         if self.pid is None:
@@ -125,16 +203,39 @@ class ForkServer:
         pid, self.pid = self.pid, None
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while os.waitpid(pid, os.WNOHANG) == (0, 0):
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)  # the server and what it forked
-                os.waitpid(pid, 0)
-                break
-            time.sleep(0.02)
+        if not self._ended(pid, STOP_TIMEOUT_S):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)  # the server and what it forked
+            self._ended(pid, None)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+    def _ended(self, pid: int, timeout: Optional[float]) -> bool:
+        """Whether the server ended (and was reaped) within ``timeout`` seconds (None: waits)."""
+        if self.fresh is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.fresh.wait(timeout)
+                return True
+            return False
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+
+def serve_fresh(fresh: dict) -> int:
+    """A fresh server's body (FRESH_SERVER): what ``ForkServer._spawn`` sent, then ``_serve``."""
+    target = pickle.loads(fresh["target"])
+    try:
+        warm = pickle.loads(fresh["warm"])
+    except Exception:  # noqa: BLE001 - as a failing warm-up: reported, workers load for themselves
+        print("the fresh fork server cannot load its warm-up:", file=sys.stderr)
+        traceback.print_exc()
+        warm = None
+    listener = socket.socket(fileno=fresh["fd"])
+    return _serve(listener, fresh["log"], warm, target, fresh["parent"])
 
 
 class _Stop(Exception):
@@ -146,9 +247,11 @@ def _raise_stop(_signum, _frame) -> NoReturn:
 
 
 def _serve(listener: socket.socket, log: str, warm: Optional[Callable[[], None]],
-           target: Callable[[list[str]], Optional[int]]) -> int:
+           target: Callable[[list[str]], Optional[int]], parent: int) -> int:
     os.setsid()
     die_with_parent(signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the line above could take effect
+        return 0
     _streams_to(log)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _raise_stop)

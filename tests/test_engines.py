@@ -237,14 +237,18 @@ def test_spark_cluster_build_equals_the_pinned_fingerprint(tmp_path, pinned, dir
 
 
 def test_spark_embedded_build_equals_the_direct_runner(tmp_path):
-    """--runner spark-local on the sample crawl: the DirectRunner's documents and counters."""
+    """--runner spark-local on the sample crawl: the DirectRunner's documents and counters. The
+    DirectRunner leaves threads running in this process, so the SDK workers' server starts
+    fresh instead of forked from it (pipelines/worker_fork.py's fork_hazard)."""
     from c4forge.corpus.config import build_config
     from c4forge.pipelines.build import run_build
+    from c4forge.pipelines.worker_fork import fork_hazard
     from tests.build_golden import corpus_fingerprint
 
     sample = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
     config = build_config("c4", badwords=str(ROOT / "corpus" / "data" / "demo-badwords"))
     direct = run_build(sample, str(tmp_path / "direct"), config, log=lambda *_: None)
+    assert fork_hazard() is not None
     spark = run_build(sample, str(tmp_path / "spark"), config, log=lambda *_: None,
                       runner="spark-local", workers=2)
     assert spark["counters"] == direct["counters"]

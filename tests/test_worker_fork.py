@@ -11,7 +11,10 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent import futures
+from pathlib import Path
 
+import grpc
 import psutil
 import pytest
 
@@ -23,6 +26,7 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork server: Linux")
 
 WARMED: list = []
+ECHO = "/c4forge.test.Echo/Echo"  # a gRPC method that answers with its request
 
 
 def warm() -> None:
@@ -51,12 +55,18 @@ def raising(argv: list) -> int:
     raise SystemExit("a worker's own error")
 
 
-@pytest.fixture
-def serve(tmp_path):
+def broken() -> None:
+    raise RuntimeError("no model here")
+
+
+@pytest.fixture(params=["forked", "fresh"])
+def serve(tmp_path, request):
+    """A fork server forked from this process, or started fresh (as when threads run here)."""
     servers = []
 
     def start(target, warm_with=warm) -> ForkServer:
-        server = ForkServer(str(tmp_path), str(tmp_path / "fork.log"), warm_with, target)
+        server = ForkServer(str(tmp_path), str(tmp_path / "fork.log"), warm_with, target,
+                            fork_here=request.param == "forked")
         server.start()
         servers.append(server)
         return server
@@ -139,13 +149,14 @@ def test_stop_ends_the_server_and_every_worker_and_removes_the_socket(tmp_path, 
     assert proc.wait(timeout=30) != 0  # the client of a lost server fails; it does not hang
 
 
-def test_server_and_workers_die_with_the_process_that_forked_them(tmp_path):
+@pytest.mark.parametrize("fork_here", [True, False], ids=["forked", "fresh"])
+def test_server_and_workers_die_with_the_process_that_started_them(tmp_path, fork_here):
     """SIGKILL of the submitting process (no clean-up runs): the server gets SIGTERM from the
     kernel (parent-death signal) and kills its workers."""
     script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
               "from c4forge.pipelines.worker_fork import ForkServer\n"
               "from tests.test_worker_fork import linger\n"
-              f"server = ForkServer({str(tmp_path)!r}, {str(tmp_path / 'log')!r}, None, linger)\n"
+              f"server = ForkServer({str(tmp_path)!r}, {str(tmp_path / 'log')!r}, None, linger, fork_here={fork_here})\n"
               "server.start()\n"
               "print(server.pid, flush=True)\n"
               "time.sleep(600)\n")
@@ -162,8 +173,6 @@ def test_server_and_workers_die_with_the_process_that_forked_them(tmp_path):
 
 
 def test_a_failing_warm_up_is_logged_and_workers_still_start(tmp_path, serve):
-    def broken() -> None:
-        raise RuntimeError("no model here")
     serve(report, warm_with=broken)
     proc = client(tmp_path, "0")
     out, _ = proc.communicate(timeout=60)
@@ -208,3 +217,68 @@ def test_forking_is_off_by_switch_and_for_socket_paths_too_long(tmp_path, monkey
     assert not forking_available("/" + "x" * 120)
     monkeypatch.setenv(worker_fork.FORK_ENV, "0")
     assert not forking_available(str(tmp_path))
+
+
+def echo_over_grpc(argv: list) -> int:
+    """A worker that makes one gRPC call to the echo server at argv[0]: 0 when it answers."""
+    with grpc.insecure_channel(argv[0]) as channel:
+        try:
+            return 0 if channel.unary_unary(ECHO)(b"ping", timeout=20) == b"ping" else 2
+        except grpc.RpcError as exc:
+            print(f"the call failed: {exc.code()}", file=sys.stderr)
+            return 3
+
+
+def grpc_scenario(folder: str, fork_here: str) -> None:
+    """In a process of its own: gRPC's threads running (an echo server, as a pipeline run before
+    would leave them), a fork server, one worker that calls the echo server; prints the
+    client's status and what the server's log says."""
+    echo = grpc.server(futures.ThreadPoolExecutor(2))
+    echo.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        ECHO.split("/")[1], {"Echo": grpc.unary_unary_rpc_method_handler(lambda request, _: request)}),))
+    port = echo.add_insecure_port("127.0.0.1:0")
+    echo.start()
+    hazard = worker_fork.fork_hazard()
+    server = ForkServer(folder, os.path.join(folder, "fork.log"), warm, echo_over_grpc,
+                        fork_here=json.loads(fork_here))
+    server.start()
+    try:
+        status = client(Path(folder), f"127.0.0.1:{port}").wait(60)
+    except subprocess.TimeoutExpired:
+        status = "hung"
+    finally:
+        server.stop()
+        echo.stop(0)
+    print(json.dumps({"status": status, "hazard": hazard, "log": open(os.path.join(folder, "fork.log")).read()}))
+
+
+def test_fork_hazard_names_other_python_threads_and_grpcs_threads():
+    script = ("import threading, grpc\n"
+              "from c4forge.pipelines.worker_fork import fork_hazard\n"
+              "print(fork_hazard())\n"
+              "channel = grpc.insecure_channel('127.0.0.1:1')\n"  # nothing listens: gRPC's core starts
+              "try:\n    channel.unary_unary('/a/b')(b'x', timeout=0.5)\nexcept grpc.RpcError:\n    pass\n"
+              "print(fork_hazard())\n"
+              "threading.Thread(target=threading.Event().wait, args=(30,), name='waiting', daemon=True).start()\n"
+              "print(fork_hazard())\n"
+              "from c4forge.cli.common import filtered_stderr\n"
+              "with filtered_stderr():\n    print(fork_hazard())\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out[0] == "None"  # a fresh interpreter with c4forge's modules: nothing to fear
+    assert out[1].startswith("gRPC's threads run here (") and "grpc_global_tim" in out[1]
+    assert out[2] == "1 other Python thread(s) run here (waiting)"
+    assert out[3] == out[2]  # the CLI's stderr filter is a thread it does not count
+
+
+def test_with_grpcs_threads_running_the_server_starts_fresh_and_its_workers_use_grpc(tmp_path):
+    """The CI failure of stop 69: a pipeline run earlier in the same process left gRPC's
+    threads running; a server forked from it gave workers whose gRPC calls never returned
+    (here forking even crashes the parent). Now the server starts fresh and the call works."""
+    script = f"from tests.test_worker_fork import grpc_scenario; grpc_scenario({str(tmp_path)!r}, 'null')"
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["hazard"] and seen["status"] == 0, seen
+    assert "fork server started fresh, not forked from the submitting process: " + seen["hazard"] in seen["log"]
+    assert "fork server ready" in seen["log"]

@@ -172,6 +172,8 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
                     os.write(saved, line)
 
     thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    # it holds nothing a forked copy of this process uses (pipelines/worker_fork.py's fork_hazard)
+    thread.fork_safe = True
     thread.start()
     # This process's own Python-level writes (progress bars, which need "\r" and no newline)
     # go straight to the real stderr; only what children write to fd 2 is filtered.
