@@ -147,6 +147,13 @@ def group(func):
     return click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})(command)
 
 
+class ForkSafeThread(threading.Thread):
+    """A thread that holds nothing a forked copy of this process uses (it only moves bytes
+    between file descriptors): pipelines/worker_fork.py's ``fork_hazard`` does not count it."""
+
+    fork_safe = True
+
+
 @contextlib.contextmanager
 def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
     """Drop lines matching ``noise`` from everything written to file descriptor 2 inside the
@@ -171,9 +178,7 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
                 if not noise.search(line.decode("utf-8", "replace")):
                     os.write(saved, line)
 
-    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
-    # it holds nothing a forked copy of this process uses (pipelines/worker_fork.py's fork_hazard)
-    thread.fork_safe = True
+    thread = ForkSafeThread(target=pump, name="stderr-filter", daemon=True)
     thread.start()
     # This process's own Python-level writes (progress bars, which need "\r" and no newline)
     # go straight to the real stderr; only what children write to fd 2 is filtered.
