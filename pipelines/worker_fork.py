@@ -186,13 +186,13 @@ class ForkServer:
             except (pickle.PicklingError, AttributeError, TypeError) as exc:
                 log.write(f"its warm-up cannot be sent to it ({exc}); workers load for themselves\n")
                 warm = pickle.dumps(None)
+            fresh = pickle.dumps({"path": list(sys.path), "fd": listener.fileno(), "log": self.log,
+                                  "parent": os.getpid(), "warm": warm, "target": pickle.dumps(self.target)})
             log.flush()
             process = subprocess.Popen([sys.executable, "-c", FRESH_SERVER], stdin=subprocess.PIPE,
                                        stdout=log, stderr=log, pass_fds=(listener.fileno(),))
-        fresh = {"path": list(sys.path), "fd": listener.fileno(), "log": self.log,
-                 "parent": os.getpid(), "warm": warm, "target": pickle.dumps(self.target)}
         with contextlib.suppress(BrokenPipeError):  # it failed to start: its log says why
-            process.stdin.write(pickle.dumps(fresh))
+            process.stdin.write(fresh)
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()
         return process

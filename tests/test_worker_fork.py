@@ -181,6 +181,23 @@ def test_a_failing_warm_up_is_logged_and_workers_still_start(tmp_path, serve):
     assert "warming the fork server failed" in log and "no model here" in log
 
 
+def test_a_fresh_server_whose_warm_up_cannot_be_pickled_says_so_and_serves(tmp_path):
+    server = ForkServer(str(tmp_path), str(tmp_path / "fork.log"), lambda: WARMED.append("no"), report,
+                        fork_here=False)
+    server.start()
+    server_pid = server.pid
+    try:
+        proc = client(tmp_path, "0")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        server.stop()
+    seen = json.loads(out)
+    assert proc.returncode == 0 and seen["warmed"] == [] and seen["ppid"] == server_pid
+    log = (tmp_path / "fork.log").read_text()
+    assert "fork server started fresh, not forked from the submitting process: asked" in log
+    assert "its warm-up cannot be sent to it" in log and "fork server ready" in log
+
+
 def test_a_worker_that_raises_systemexit_with_a_message_exits_1(tmp_path, serve):
     serve(raising)
     proc = client(tmp_path)
