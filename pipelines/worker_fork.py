@@ -212,17 +212,17 @@ class ForkServer:
 
     def _ended(self, pid: int, timeout: Optional[float]) -> bool:
         """Whether the server ended (and was reaped) within ``timeout`` seconds (None: waits)."""
-        if self.fresh is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.fresh.wait(timeout)
-                return True
-            return False
         deadline = None if timeout is None else time.monotonic() + timeout
-        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        while not self._reaped(pid):
             if deadline is not None and time.monotonic() > deadline:
                 return False
             time.sleep(0.02)
         return True
+
+    def _reaped(self, pid: int) -> bool:
+        if self.fresh is not None:  # its Popen reaps it (and knows it did)
+            return self.fresh.poll() is not None
+        return os.waitpid(pid, os.WNOHANG) != (0, 0)
 
 
 def serve_fresh(fresh: dict) -> int:

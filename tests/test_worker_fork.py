@@ -246,7 +246,7 @@ def echo_over_grpc(argv: list) -> int:
             return 3
 
 
-def grpc_scenario(folder: str, fork_here: str) -> None:
+def grpc_scenario(folder: str) -> None:
     """In a process of its own: gRPC's threads running (an echo server, as a pipeline run before
     would leave them), a fork server, one worker that calls the echo server; prints the
     client's status and what the server's log says."""
@@ -256,8 +256,7 @@ def grpc_scenario(folder: str, fork_here: str) -> None:
     port = echo.add_insecure_port("127.0.0.1:0")
     echo.start()
     hazard = worker_fork.fork_hazard()
-    server = ForkServer(folder, os.path.join(folder, "fork.log"), warm, echo_over_grpc,
-                        fork_here=json.loads(fork_here))
+    server = ForkServer(folder, os.path.join(folder, "fork.log"), warm, echo_over_grpc)
     server.start()
     try:
         status = client(Path(folder), f"127.0.0.1:{port}").wait(60)
@@ -292,7 +291,7 @@ def test_with_grpcs_threads_running_the_server_starts_fresh_and_its_workers_use_
     """The CI failure of stop 69: a pipeline run earlier in the same process left gRPC's
     threads running; a server forked from it gave workers whose gRPC calls never returned
     (here forking even crashes the parent). Now the server starts fresh and the call works."""
-    script = f"from tests.test_worker_fork import grpc_scenario; grpc_scenario({str(tmp_path)!r}, 'null')"
+    script = f"from tests.test_worker_fork import grpc_scenario; grpc_scenario({str(tmp_path)!r})"
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout.splitlines()[-1])
