@@ -422,8 +422,7 @@ def _run_pipeline(inputs: Sequence[str], output: str, config: CorpusConfig, opti
     log(f"building {len(inputs)} input file(s) -> {output} (runner {runner}, preset {config.preset})")
     if runner in ENGINE_RUNNERS:
         warm = functools.partial(load_worker_models, config.for_workers())
-        parked = parking_folder(staging) is not None
-        with engine(runner, args, workers=workers, log=log, warm=warm, parked=parked) as running:
+        with engine(runner, args, workers=workers, log=log, warm=warm) as running:
             log(f"{running.description['engine']} {running.description['version']}: "
                 f"{running.description['mode']}")
             return _run_graph(inputs, output, config, PipelineOptions(running.beam_args), staging,

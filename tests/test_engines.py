@@ -22,7 +22,7 @@ import pytest
 from c4forge.pipelines.engines import class_sharing, jars
 from c4forge.pipelines.engines.flink import FlinkCluster
 from c4forge.pipelines.engines.processes import port_open
-from c4forge.pipelines.engines.runners import FLINK_LOCAL, SPARK_LOCAL, check_engine_options, plan
+from c4forge.pipelines.engines.runners import check_engine_options
 from c4forge.pipelines.engines.spark import SparkCluster
 from tests.build_golden import GOLDEN, GOLDEN_COPIES, build_shared_crawl, copies_of
 from tests.conftest import ROOT, shared_path
@@ -136,7 +136,6 @@ def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, di
     assert build["engine"]["engine"] == "flink" and build["engine"]["version"] == "1.19.0"
     assert "embedded" in build["engine"]["mode"] and "2 slot" in build["engine"]["mode"]
     assert build["engine"]["sdk_workers"] == "PROCESS (this installation, forked from a warm process)"
-    assert build["engine"]["heap_mb"] == 768  # the pages were parked (local staging)
     assert not java_children()
     assert not psutil.Process().children(recursive=True)  # no fork server, no worker left
 
@@ -329,19 +328,6 @@ def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
     assert not list(tmp_path.glob("c4forge-spark-cluster-*"))
     result = subprocess.run([*command, "flink", "--slots", "0"], capture_output=True, text=True)
     assert result.returncode == 2 and "--slots must be at least 1" in result.stderr
-
-
-def test_flink_local_takes_a_smaller_heap_where_pages_are_parked(tmp_path):
-    """Parked pages leave Flink's heap keys, claims and tickets (at most 133 MB live at 16x):
-    its JVM takes 256 + 256 MB a slot, pre-touched. Carried pages (a shard's pages are one
-    grouped value: 779 MB live) and Spark (it caches a stage on the heap) keep 768 + 512 a slot."""
-    parked = plan(FLINK_LOCAL, [], 2, str(tmp_path), parked=True)
-    assert parked.heap_mb == 768 and {"-Xms768m", "-Xmx768m", "-XX:+AlwaysPreTouch"} <= set(parked.jvm)
-    assert plan(FLINK_LOCAL, [], 1, str(tmp_path), parked=True).heap_mb == 512
-    carried = plan(FLINK_LOCAL, [], 2, str(tmp_path))
-    assert carried.heap_mb == 1792 and "-Xmx1792m" in carried.jvm
-    spark = plan(SPARK_LOCAL, [], 2, str(tmp_path), parked=True)
-    assert spark.heap_mb == 1792 and "-Xmx1792m" in spark.jvm
 
 
 def test_engine_usage_errors_come_before_anything_starts():

@@ -64,11 +64,6 @@ JOB_SERVER_LOCKS = {FLINK: "flink-1.19-job-server", SPARK: "spark-3-job-server"}
 # Memory of the managed engines, in MB: a JVM's fixed part plus a part per slot (each slot's
 # sorter and spill buffers, and the Python SDK worker beside it); measured in make bench.
 JVM_BASE_MB, PER_SLOT_MB, MANAGED_MB = 768, 512, 256
-# Flink's heap where the build parks its pages (pipelines/parking.py): its groupings then hold
-# keys, claims and tickets, and it sorts in managed memory, off the heap. flink-local, 2 slots,
-# 16x distinct input (-Xlog:gc): at most 133 MB live after a collection, parked; 779 MB with the
-# pages carried (a shard's pages are one grouped value), so carrying keeps the budget above.
-PARKED_FLINK_BASE_MB, PARKED_FLINK_PER_SLOT_MB = 256, 256
 
 
 class FlinkTuningOptions(PipelineOptions):
@@ -206,7 +201,6 @@ class Plan:
     mode: str
     jvm: list[str] = field(default_factory=list)
     server_args: list[str] = field(default_factory=list)
-    heap_mb: Optional[int] = None  # the job server's heap, where c4forge sets it
 
 
 def budget_flags(heap_mb: int) -> list[str]:
@@ -225,34 +219,21 @@ def budget_flags(heap_mb: int) -> list[str]:
             "-XX:TieredStopAtLevel=1"]
 
 
-def heap_mb(runner: str, slots: int, parked: bool) -> int:
-    """The heap of a managed engine's JVM. Spark keeps the budget either way: it caches a stage
-    with several consumers on the heap (737 MB live at 16x, parked). Flink with parked pages
-    takes a third of it: the heap is pre-touched whole, so what it does not need costs CPU at
-    start (1,792 MB: 1.0-1.3 CPU s, 768 MB: 0.4-0.5; `java -XX:+AlwaysPreTouch -version`) and
-    memory throughout."""
-    if runner == FLINK_LOCAL and parked:
-        return PARKED_FLINK_BASE_MB + PARKED_FLINK_PER_SLOT_MB * slots
-    return JVM_BASE_MB + PER_SLOT_MB * slots
-
-
-def plan(runner: str, args: Sequence[str], workers: Optional[int], folder: str,
-         parked: bool = False) -> Plan:
+def plan(runner: str, args: Sequence[str], workers: Optional[int], folder: str) -> Plan:
     """The engine layout for ``runner``. The managed runners embed the engine in the job
     server's JVM (no second JVM, no jar upload per job) with one slot per worker and memory
-    bounded by the JVM's heap (:func:`heap_mb`; ``parked``: the build parks its pages) and
-    Flink's managed memory, spilling to ``folder``."""
+    bounded by the JVM's heap and Flink's managed memory, spilling to ``folder``."""
     n = workers or cores()
-    heap = heap_mb(runner, n, parked)
+    heap_mb = JVM_BASE_MB + PER_SLOT_MB * n
     if runner == FLINK_LOCAL:
         conf = embedded_conf(os.path.join(folder, "flink"), slots=n, managed_mb=MANAGED_MB * n)
         return Plan(FLINK, "[local]", n, n, f"embedded in the job server, {n} slot(s)",
-                    jvm=budget_flags(heap), server_args=["--flink-conf-dir", conf], heap_mb=heap)
+                    jvm=budget_flags(heap_mb), server_args=["--flink-conf-dir", conf])
     if runner == SPARK_LOCAL:
         spill = os.path.join(folder, "spark-local")
         os.makedirs(spill, exist_ok=True)
         return Plan(SPARK, f"local[{n}]", n, -1, f"embedded in the job server, {n} core(s)",
-                    jvm=[*budget_flags(heap), f"-Dspark.local.dir={spill}"], heap_mb=heap)
+                    jvm=[*budget_flags(heap_mb), f"-Dspark.local.dir={spill}"])
     if runner == FLINK:
         master = flag_value(args, "--flink_master") or "[local]"
         if master in EMBEDDED_FLINK:
@@ -301,12 +282,10 @@ def process_environment(folder: str, forked: bool) -> list[str]:
 
 @contextlib.contextmanager
 def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
-           log=print, warm: Optional[Callable[[], None]] = None,
-           parked: bool = False) -> Iterator[EngineRun]:
+           log=print, warm: Optional[Callable[[], None]] = None) -> Iterator[EngineRun]:
     """Start the job server ``runner`` needs, yield the Beam arguments that submit to it, stop
     it on exit (also on failure or Ctrl-C). Its folder (logs, spill files, worker folders) is
-    removed on success; after a failure the logs stay and their place is said. ``parked``: the
-    build parks its pages (:func:`heap_mb`).
+    removed on success; after a failure the logs stay and their place is said.
 
     SDK workers of this installation (no ``--environment_type`` given) are forked from a fork
     server that ran ``warm`` (pipelines/worker_fork.py), where forking is available."""
@@ -316,7 +295,7 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
     failed = True
     try:
         args = list(args)
-        layout = plan(runner, args, workers, folder, parked)
+        layout = plan(runner, args, workers, folder)
         jar_flag = "--flink_job_server_jar" if layout.runner == FLINK else "--spark_job_server_jar"
         given_jar = flag_value(args, jar_flag)
         environment = flag_value(args, "--environment_type")
@@ -347,7 +326,6 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
             else load_lock(JOB_SERVER_LOCKS[layout.runner]).what,
             "sdk_workers": environment or "PROCESS (this installation{})".format(
                 ", forked from a warm process" if forked else ""),
-            **({"heap_mb": layout.heap_mb} if layout.heap_mb else {}),
         }
         yield EngineRun(beam_args, description, services)
         failed = False
