@@ -22,7 +22,7 @@ import pytest
 from c4forge.pipelines.engines import class_sharing, jars
 from c4forge.pipelines.engines.flink import FlinkCluster
 from c4forge.pipelines.engines.processes import port_open
-from c4forge.pipelines.engines.runners import check_engine_options
+from c4forge.pipelines.engines.runners import FLINK_LOCAL, PEKKO_TICK, SPARK_LOCAL, check_engine_options, plan
 from c4forge.pipelines.engines.spark import SparkCluster
 from tests.build_golden import GOLDEN, GOLDEN_COPIES, build_shared_crawl, copies_of
 from tests.conftest import ROOT, shared_path
@@ -328,6 +328,18 @@ def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
     assert not list(tmp_path.glob("c4forge-spark-cluster-*"))
     result = subprocess.run([*command, "flink", "--slots", "0"], capture_output=True, text=True)
     assert result.returncode == 2 and "--slots must be at least 1" in result.stderr
+
+
+def test_flink_local_jvm_options(tmp_path):
+    """flink-local's JVM: its heap taken whole (768 + 512 MB a slot, pre-touched), C1 only, and
+    Pekko's schedulers ticking every 100 ms instead of 10 (Flink's timers are seconds; at 10 ms
+    the two scheduler threads cost about 0.007 CPU s per second of the build). Spark has no
+    Pekko and gets the same heap."""
+    flink = plan(FLINK_LOCAL, [], 2, str(tmp_path))
+    assert {"-Xms1792m", "-Xmx1792m", "-XX:+AlwaysPreTouch", "-XX:TieredStopAtLevel=1"} <= set(flink.jvm)
+    assert PEKKO_TICK == "-Dpekko.scheduler.tick-duration=100ms" and PEKKO_TICK in flink.jvm
+    spark = plan(SPARK_LOCAL, [], 1, str(tmp_path))
+    assert "-Xmx1280m" in spark.jvm and PEKKO_TICK not in spark.jvm
 
 
 def test_engine_usage_errors_come_before_anything_starts():
