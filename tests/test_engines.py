@@ -334,7 +334,7 @@ def test_flink_local_jvm_options(tmp_path):
     """flink-local's JVM: its heap taken whole (768 + 512 MB a slot, pre-touched), C1 only, and
     Pekko's schedulers ticking every 100 ms instead of 10 (Flink's timers are seconds; at 10 ms
     the two scheduler threads cost about 0.007 CPU s per second of the build). Spark has no
-    Pekko and gets the same heap."""
+    Pekko; its heap follows the same formula."""
     flink = plan(FLINK_LOCAL, [], 2, str(tmp_path))
     assert {"-Xms1792m", "-Xmx1792m", "-XX:+AlwaysPreTouch", "-XX:TieredStopAtLevel=1"} <= set(flink.jvm)
     assert PEKKO_TICK == "-Dpekko.scheduler.tick-duration=100ms" and PEKKO_TICK in flink.jvm
