@@ -14,13 +14,9 @@ scripts/train_quality_classifier.py.
 """
 from __future__ import annotations
 
-import dataclasses
-import os
-
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import shown_path
 from c4forge.corpus.document import Document
-from c4forge.corpus.langid import load_model, model_labels
+from c4forge.corpus.langid import load_model
 from c4forge.corpus.verdict import Verdict, drop, keep
 
 SCORE_COLUMN = "quality_score"
@@ -28,34 +24,6 @@ SCORE_COLUMN = "quality_score"
 
 class ClassifierError(C4forgeError, ValueError):
     """A classifier setting that cannot work: no model, a label the model does not give."""
-
-
-@dataclasses.dataclass(frozen=True)
-class QualityClassifier:
-    """on: run the classifier step. model: a fastText supervised model file (local path).
-    label: the positive class without ``__label__`` (DCLM's: ``hq``). threshold: pages scoring
-    below it are dropped (0 keeps every page and only records the score)."""
-
-    on: bool = False
-    model: str = ""
-    label: str = "hq"
-    threshold: float = 0.0
-
-    def check(self) -> None:
-        if not self.on:
-            return
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ClassifierError(f"quality_classifier.threshold={self.threshold}: a probability, "
-                                  "within [0, 1]")
-        if not self.model:
-            raise ClassifierError("quality_classifier.model: name the fastText model file "
-                                  "(e.g. DCLM's openhermes_reddit_eli5_vs_rw_v2_bigram_200k_train.bin)")
-        if not os.path.isfile(self.model):
-            raise ClassifierError(f"quality_classifier.model: no such file {shown_path(self.model)}")
-        labels = model_labels(self.model)
-        if labels and self.label not in labels:
-            raise ClassifierError(f"quality_classifier.label={self.label!r} is not a label of "
-                                  f"{shown_path(self.model)} (it gives {', '.join(sorted(labels))})")
 
 
 def model_text(text: str) -> str:
@@ -67,10 +35,10 @@ class ClassifierFilter:
     """Score pages with the model; keep those scoring >= threshold, with ``quality_score`` set.
     Counted (namespace ``quality-classifier``): ``passed`` and ``filtered:low_score``."""
 
-    def __init__(self, settings: QualityClassifier) -> None:
-        self.settings = settings
-        self.model = load_model(settings.model)
-        self.positive = f"__label__{settings.label}"
+    def __init__(self, model: str, label: str = "hq", threshold: float = 0.0) -> None:
+        self.model = load_model(model)
+        self.positive = f"__label__{label}"
+        self.threshold = threshold
 
     def score(self, text: str) -> float:
         """P(positive label) of ``text``; 0 where the model gives no label (empty text)."""
@@ -82,6 +50,6 @@ class ClassifierFilter:
 
     def __call__(self, page: Document) -> Verdict:
         score = self.score(page.text)
-        if score < self.settings.threshold:
+        if score < self.threshold:
             return drop("low_score")
         return keep(page.replace(quality_score=score))

@@ -21,6 +21,7 @@ import heapq
 import re
 from typing import Optional
 
+from c4forge.core.settings import NON_NEGATIVE_INT, setting
 from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
 from c4forge.corpus.verdict import Verdict, drop, keep, line_counts
@@ -54,16 +55,16 @@ class PageRules:
     min_sentences: drop the page when its kept lines hold fewer Punkt sentences (3).
     """
 
-    max_word_length: Optional[int] = 1000
+    max_word_length: Optional[int] = setting(1000, NON_NEGATIVE_INT)
     remove_citations: bool = True
     end_marks: tuple[str, ...] = END_MARKS
     ellipsis: Optional[str] = ELLIPSIS
-    min_words_per_line: int = 5
+    min_words_per_line: int = setting(5, NON_NEGATIVE_INT)
     drop_lorem_ipsum: bool = True
     drop_javascript_lines: bool = True
     drop_curly_bracket_pages: bool = True
     policy_substrings: tuple[str, ...] = POLICY_SUBSTRINGS
-    min_sentences: int = 3
+    min_sentences: int = setting(3, NON_NEGATIVE_INT)
 
 
 _CITATION_REGEX = re.compile(CITATION_PATTERN)

@@ -42,28 +42,15 @@ class EvalSetError(C4forgeError, ValueError):
     """An evaluation set that cannot be read."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Decontamination:
-    """``decontaminate`` in the corpus config: ``sets`` (``NAME=PATH`` each), ``n`` (words per
-    n-gram), ``action`` (drop-page or drop-lines)."""
-
-    on: bool = False
-    sets: tuple[str, ...] = ()
-    n: int = 13
-    action: str = "drop-page"
-
-    def check(self) -> Decontamination:
-        if self.action not in ACTIONS:
-            raise EvalSetError(f"decontaminate.action={self.action!r}: choose {', '.join(ACTIONS)}")
-        if self.n < 1:
-            raise EvalSetError("decontaminate.n must be at least 1")
-        for entry in self.sets:
-            name, sep, path = entry.partition("=")
-            if not sep or not name.strip() or not path.strip():
-                raise EvalSetError(f"decontaminate.sets: {entry!r} is not NAME=PATH")
-        if self.on and not self.sets:
-            raise EvalSetError("decontaminate.on needs decontaminate.sets (NAME=PATH, ...)")
-        return self
+def parse_sets(entries: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``NAME=PATH`` entries -> (name, path) pairs; an entry of another shape is an EvalSetError."""
+    pairs = []
+    for entry in entries:
+        name, sep, path = entry.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise EvalSetError(f"decontaminate.sets: {entry!r} is not NAME=PATH")
+        pairs.append((name.strip(), path.strip()))
+    return pairs
 
 
 def _open_text(path: str):
@@ -140,20 +127,20 @@ class EvalIndex:
         np.bitwise_or.at(self.members, first, bits)
 
     @classmethod
-    def build(cls, settings: Decontamination, batch: int = 4096) -> EvalIndex:
-        sets = {}
-        for entry in settings.sets:
-            name, _, path = entry.partition("=")
+    def build(cls, sets: tuple[str, ...], n: int, batch: int = 4096) -> EvalIndex:
+        """The index of the sets ``NAME=PATH`` name, ``n`` words per n-gram."""
+        found = {}
+        for name, path in parse_sets(sets):
             parts, units = [], []
-            for unit in read_units(path.strip()):
+            for unit in read_units(path):
                 units.append(unit)
                 if len(units) == batch:
-                    parts.append(ngram_hashes(units, settings.n)[0])
+                    parts.append(ngram_hashes(units, n)[0])
                     units = []
             if units:
-                parts.append(ngram_hashes(units, settings.n)[0])
-            sets[name.strip()] = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
-        return cls(settings.n, sets)
+                parts.append(ngram_hashes(units, n)[0])
+            found[name] = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+        return cls(n, found)
 
     def matches(self, hashes: np.ndarray) -> dict[str, np.ndarray]:
         """Per set, which of ``hashes`` it holds (a boolean mask), for the sets with any."""

@@ -17,10 +17,11 @@ from c4forge.core.counters import IncFn
 from c4forge.corpus.document import Document
 from c4forge.corpus.line_dedup import url_rank
 from c4forge.corpus.samples import Reservoir, dropped_page
-from c4forge.corpus.steps import NS_EXACT
 from c4forge.corpus.urls import page_record_id
 from c4forge.corpus.verdict import count_group_member
 from c4forge.corpus.wide import WideJob
+
+NS_EXACT = "exact-dedup"
 
 
 def text_key(text: str) -> bytes:

@@ -115,7 +115,8 @@ def view(directory: str) -> CorpusView:
 def sample_rules(v: CorpusView) -> list[dict]:
     """The sampled rules in chain order, each with its counter's total."""
     rules = [dict(rule, total=v.counters.get(rule["rule"], 0)) for rule in (v.samples or {}).get("rules", ())]
-    return sorted(rules, key=lambda r: rule_order(r["rule"]))
+    chain = v.stats.get("chain") or ()
+    return sorted(rules, key=lambda r: rule_order(r["rule"], chain))
 
 
 def sample_note(sample: dict, kept_urls: dict) -> str:

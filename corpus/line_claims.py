@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from c4forge.corpus.digest_records import group_ends, group_starts
+from c4forge.corpus.digest_records import by_bucket, group_ends, group_starts
 
 CLAIM = np.dtype([("key0", "<u8"), ("key1", "<u8"), ("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
 OWNER = np.dtype([("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
@@ -84,3 +84,30 @@ def kept_lines(owned: np.ndarray) -> dict[bytes, set[int]]:
     return {raw[start * size:start * size + DIGEST_BYTES]: set(indices[start:end])
             for start, end in zip(starts.tolist(), group_ends(starts, len(ordered)).tolist())}
 
+
+
+class ClaimBuffer:
+    """A bundle's line claims, page by page (md5(url) and its packed line keys), turned into
+    each key's smallest claim per line bucket when drained: (line bucket, [CLAIM records as
+    bytes]). Bounded: when it holds ``max_lines`` lines it is drained, so a line may be claimed
+    once per drain, never lost. (The engine's line claims are made by whoever holds the pages'
+    line keys: line dedup's own DoFn, or URL dedup's groups where the plan has them claim.)"""
+
+    def __init__(self, buckets: int, max_lines: int = 500_000) -> None:
+        self.buckets = buckets
+        self.max_lines = max_lines
+        self.ranks: list[bytes] = []
+        self.keys: list[bytes] = []
+        self.lines = 0
+
+    def add(self, rank: bytes, packed_keys: bytes) -> list:
+        """Claim a page's lines; the batches to emit when the buffer is full (else none)."""
+        self.ranks.append(rank)
+        self.keys.append(packed_keys)
+        self.lines += len(packed_keys) // DIGEST_BYTES
+        return self.drain() if self.lines >= self.max_lines else []
+
+    def drain(self) -> list:
+        claims = smallest_claims(page_claims(self.ranks, self.keys))
+        self.ranks, self.keys, self.lines = [], [], 0
+        return [(bucket, [blob]) for bucket, blob in by_bucket(claims, self.buckets)]

@@ -23,9 +23,10 @@ from c4forge.core.counters import IncFn
 from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import Reservoir, step_samples
-from c4forge.corpus.steps import NS_LINES
 from c4forge.corpus.verdict import Verdict, count_verdict, drop, keep, line_counts
 from c4forge.corpus.wide import WideJob
+
+NS_LINES = "dedupe-lines"  # tfds' counter namespace
 
 
 def line_key(line: str) -> bytes:
@@ -212,9 +213,15 @@ def dedupe_page_at(page: Document, kept: set[int], min_sentences: int, inc: IncF
     return verdict.page
 
 
+def sentence_check(config) -> int:
+    """The sentences a page must keep after line dedup (tfds): clean_page's ``min_sentences``
+    where clean_page runs in the chain, none otherwise."""
+    return config.settings_of("clean-page").min_sentences if config.runs("clean-page") else 0
+
+
 def run(pages: Iterable[Document], job: WideJob) -> list[Document]:
     """Line dedup in one process (the twin of pipelines/line_dedup.py; contract: corpus/chain.py's
-    LINE_DEDUP): every page's lines claimed in memory (``LineOwners``), then each page keeps
+    line-dedup step): every page's lines claimed in memory (``LineOwners``), then each page keeps
     the lines it owns. A page's lines are hashed once, in the first pass, and its keys kept
     packed (16 bytes a line, ``pack_keys``) for the second: hashing them again there was about
     2% of `corpus clean`'s CPU."""
@@ -227,7 +234,7 @@ def run(pages: Iterable[Document], job: WideJob) -> list[Document]:
             owners.add_keys(page, keys)
             packed_keys.append(pack_keys(keys))
         inc = job.counters.inc_fn(NS_LINES)
-        min_sentences = job.config.dedupe_min_sentences
+        min_sentences = sentence_check(job.config)
         kept = []
         for page, packed in zip(pages, packed_keys):
             keys = unpack_keys(packed)  # for both: what the page owns, what it keeps

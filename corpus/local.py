@@ -14,14 +14,14 @@ from typing import Optional
 from c4forge.core import progress
 from c4forge.core.counters import Counters
 from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
-from c4forge.corpus.chain import Step, plan
+from c4forge.corpus.chain import plan
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import Reservoir
+from c4forge.corpus.step import Step
 from c4forge.corpus.steploop import StepLoop
-from c4forge.corpus.steps import NS_READ, ChainRules, text_bytes
-from c4forge.corpus.wet import iter_file_documents
-from c4forge.corpus.wide import WideJob, local_twin
+from c4forge.corpus.wet import NS_READ, iter_file_documents
+from c4forge.corpus.wide import WideJob
 
 
 def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -> Iterator[Document]:
@@ -32,35 +32,34 @@ def read_pages(paths: Iterable[str], config: CorpusConfig, counters: Counters) -
         rate = progress.Throughput(bar, "pages")
         for path in paths:
             for page in iter_file_documents(path, inc, config.read):
-                rate.add(text_bytes(page))
+                rate.add(page.text_size())
                 yield page
             bar.update(1)
 
 
 def run_chain(paths: Iterable[str], config: CorpusConfig, counters: Counters,
-              steps: ChainRules = None, clock: StageClock | NoClock = NO_CLOCK,
-              chain: Optional[Sequence[Step]] = None, samples: Optional[Reservoir] = None) -> list[Document]:
-    """Read, filter and dedup: the steps of ``chain`` in order; returns the surviving documents
-    in input order. ``clock`` (a StageClock) collects the CPU seconds of each stage
-    (benchmarks/bench_stages.py); ``samples`` collects what every rule did to the traced pages
-    (corpus/samples.py)."""
-    rules = steps or ChainRules(config).setup()
+              clock: StageClock | NoClock = NO_CLOCK, chain: Optional[Sequence[Step]] = None,
+              samples: Optional[Reservoir] = None) -> list[Document]:
+    """Read, filter and dedup: the steps of ``chain`` (default: the config's) in order; returns
+    the surviving documents in input order. ``clock`` (a StageClock) collects the CPU seconds
+    of each stage (benchmarks/bench_stages.py); ``samples`` collects what every rule did to the
+    traced pages (corpus/samples.py)."""
     layout = plan(config, chain)
     job = WideJob(config, counters, clock, samples)
+    loops = [StepLoop(steps, config, clock, config.rule_samples)  # models loaded before reading
+             for steps in (layout.first, *(segment.after for segment in layout.wide))]
     pages: Iterable[Document] = clock.timed("read", read_pages(paths, config, counters))
-    pages = through_page_steps(layout.first, pages, rules, job)
-    for segment in layout.wide:
-        pages = local_twin(segment.step)(pages, job)
-        if segment.after:
+    pages = through_page_steps(loops[0], pages, job)
+    for segment, loop in zip(layout.wide, loops[1:]):
+        pages = segment.step.local(pages, job)
+        if loop:
             desc = " and ".join(step.summary for step in segment.after)
-            pages = through_page_steps(segment.after, progress.bar(pages, desc=desc, unit=" pages"), rules, job)
+            pages = through_page_steps(loop, progress.bar(pages, desc=desc, unit=" pages"), job)
     return list(pages)
 
 
-def through_page_steps(chain_steps: Sequence[Step], pages: Iterable[Document], rules: ChainRules,
-               job: WideJob) -> Iterator[Document]:
+def through_page_steps(loop: StepLoop, pages: Iterable[Document], job: WideJob) -> Iterator[Document]:
     """The pages that pass a run of page steps, lazily, in order."""
-    loop = StepLoop(chain_steps, rules, job.clock, job.config.rule_samples)
     if not loop:
         yield from pages
         return

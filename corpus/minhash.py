@@ -36,6 +36,8 @@ from typing import Optional
 
 import numpy as np
 
+from c4forge.core.settings import NON_NEGATIVE_INT, POSITIVE_INT, UNIT_INTERVAL, setting
+
 _MASK64 = (1 << 64) - 1
 _BASE = 0x100000001B3  # odd: invertible modulo 2^64
 _BASE_INV = pow(_BASE, -1, 1 << 64)
@@ -74,11 +76,11 @@ class MinHashConfig:
     LSH, as FineWeb does), which catches more pairs below the threshold.
     """
 
-    bands: int = 14
-    rows: int = 8
-    ngram: int = 5
-    seed: int = 1
-    threshold: Optional[float] = 0.8
+    bands: int = setting(14, POSITIVE_INT)
+    rows: int = setting(8, POSITIVE_INT)
+    ngram: int = setting(5, POSITIVE_INT)
+    seed: int = setting(1, NON_NEGATIVE_INT)
+    threshold: Optional[float] = setting(0.8, UNIT_INTERVAL)
 
     @property
     def num_perm(self) -> int:

@@ -23,10 +23,11 @@ from c4forge.corpus.digest_records import group_ends, group_starts
 from c4forge.corpus.document import Document
 from c4forge.corpus.minhash import MinHasher, batched
 from c4forge.corpus.samples import Reservoir, near_duplicate
-from c4forge.corpus.steps import NS_NEAR
 from c4forge.corpus.urls import doc_id  # the id clusters are labelled with
 from c4forge.corpus.verdict import count_group_member
 from c4forge.corpus.wide import WideJob
+
+NS_NEAR = "near-dedup"  # the step's name and counter namespace
 
 DEFAULT_CC_ROUNDS = 10  # Hash-to-Min rounds: see hash_to_min
 
@@ -174,9 +175,9 @@ def run(pages: Iterable[Document], job: WideJob, batch_size: int = 512) -> list[
     corpus/chain.py's NEAR_DEDUP): one page per cluster (the smallest id), each kept page
     recording its cluster's size."""
     pages = list(pages)
-    config, clock = job.config, job.clock
+    settings, clock = job.config.settings_of(NS_NEAR), job.clock
     inc = job.counters.inc_fn(NS_NEAR)
-    hasher = MinHasher(config.minhash)
+    hasher = MinHasher(settings)
     ids = [doc_id(p.normalized_url) for p in pages]
     buckets: dict[bytes, list] = {}
     with clock.stage("minhash-signatures", len(pages)):
@@ -187,7 +188,7 @@ def run(pages: Iterable[Document], job: WideJob, batch_size: int = 512) -> list[
                 for key in hasher.band_keys(signature):
                     buckets.setdefault(key, []).append(member)
     with clock.stage("near-dup-clusters", len(pages)):
-        threshold = config.minhash.threshold
+        threshold = settings.threshold
         labels = clusters_in_memory(
             edge for members in buckets.values() for edge in bucket_edges(members, threshold))
         sizes = cluster_sizes(labels)

@@ -10,7 +10,6 @@ by the same stand-in). Counted per page step: ``emails``, ``ips`` (addresses rep
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import ipaddress
 import re
@@ -31,16 +30,6 @@ IP_STAND_INS = ("22.214.171.124", "126.96.36.199", "188.8.131.52", "184.108.40.2
                 "220.127.116.11", "18.104.22.168")
 
 
-@dataclasses.dataclass(frozen=True)
-class PiiSettings:
-    """``pii`` in the corpus config: which addresses to replace (datatrove's defaults)."""
-
-    on: bool = False
-    emails: bool = True
-    ips: bool = True
-    only_public_ips: bool = True
-
-
 def _stand_in(found: str, stand_ins: tuple[str, ...]) -> str:
     digest = hashlib.md5(found.encode("utf-8")).digest()
     return stand_ins[int.from_bytes(digest[:8], "little") % len(stand_ins)]
@@ -55,19 +44,19 @@ def is_public_ip(text: str, only_public: bool = True) -> bool:
     return not only_public or address.is_global
 
 
-def format_pii(page: Document, settings: PiiSettings) -> Verdict:
+def format_pii(page: Document, emails: bool = True, ips: bool = True, only_public_ips: bool = True) -> Verdict:
     """The page with its addresses replaced (e-mails first, then IPs, as datatrove); never
     dropped."""
     text, counts = page.text, []
-    if settings.emails and "@" in text:
+    if emails and "@" in text:
         text, n = EMAIL.subn(lambda m: _stand_in(m.group(0), EMAIL_STAND_INS), text)
         if n:
             counts.append(Count("", "emails", n))
-    if settings.ips and _MAYBE_IPV4.search(text):
+    if ips and _MAYBE_IPV4.search(text):
         replaced = [0]
 
         def ip(match: re.Match) -> str:
-            if not is_public_ip(match.group(0), settings.only_public_ips):
+            if not is_public_ip(match.group(0), only_public_ips):
                 return match.group(0)
             replaced[0] += 1
             return _stand_in(match.group(0), IP_STAND_INS)

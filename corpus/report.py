@@ -1,36 +1,71 @@
-"""Human-readable tables of what each rule removed (Markdown, so they paste into a README)."""
+"""Human-readable tables of what each rule removed (Markdown, so they paste into a README), in
+the order of the chain that ran: a corpus's own chain (its manifest's ``chain``), else C4's."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Optional
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple, Optional
 
-from c4forge.corpus.chain import CHAINS, namespaces
-from c4forge.corpus.steps import NS_READ
-from c4forge.corpus.wet import STRICT_SKIPS
-
-# every chain's namespaces, C4's order first (the others' own steps follow it)
-STAGE_ORDER = tuple(dict.fromkeys(ns for chain in CHAINS.values() for ns in namespaces(chain)))
-FLOW_STEPS = tuple({step.name: step for chain in CHAINS.values() for step in chain[1:]}.values())
+from c4forge.corpus.chain import C4_CHAIN, CHAINS
+from c4forge.corpus.step import step_name_of
+from c4forge.corpus.steps import REGISTRY
+from c4forge.corpus.wet import NS_READ, STRICT_SKIPS
 
 
-def _stage_key(name: str) -> tuple:
+class Shown(NamedTuple):
+    """A step as a report shows it: its counters' namespace, its page-flow row (None: none) and
+    the counters that say a page passed it."""
+
+    namespace: str
+    flow: Optional[str]
+    passed: tuple[str, ...] = ("passed",)
+
+
+def shown_steps(chain: Sequence[str] = C4_CHAIN) -> tuple[Shown, ...]:
+    """The steps of ``chain`` (step references, a manifest's ``chain``) as reports show them,
+    reading first. A user's ``module:function`` is shown by its name without importing it (a
+    report never runs anyone's code)."""
+    shown = [Shown(NS_READ, "read")]
+    for ref in chain:
+        step = REGISTRY.get(ref)
+        if step is not None:
+            shown.append(Shown(step.namespace, step.flow, step.passed))
+        elif ":" in ref:
+            name = step_name_of(ref.rpartition(":")[2])
+            shown.append(Shown(name, name))
+    return tuple(shown)
+
+
+def chain_of(manifest: Mapping) -> tuple[str, ...]:
+    """The chain a manifest's corpus was built with (C4's for corpora built before chains were
+    recorded as lists)."""
+    chain = (manifest.get("config") or {}).get("chain", "c4")
+    if isinstance(chain, str):
+        return CHAINS.get(chain, C4_CHAIN)
+    return tuple(chain)
+
+
+def _stage_key(name: str, order: Sequence[str]) -> tuple:
     namespace = name.split("/", 1)[0]
-    base = namespace.split("-badwords")[0]
-    for i, stage in enumerate(STAGE_ORDER):
+    for i, stage in enumerate(order):
         if namespace == stage or namespace.startswith(stage + "-"):
             return (i, namespace, name)
-    return (len(STAGE_ORDER), base, name)
+    return (len(order), namespace.split("-badwords")[0], name)
 
 
-def rule_order(name: str) -> tuple:
+def namespace_order(chain: Sequence[str] = C4_CHAIN) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(step.namespace for step in shown_steps(chain)))
+
+
+def rule_order(name: str, chain: Sequence[str] = C4_CHAIN) -> tuple:
     """A ``namespace/counter`` name's place in the chain (reports list rules in it)."""
-    return _stage_key(name)
+    return _stage_key(name, namespace_order(chain))
 
 
-def counter_table(counters: Mapping[str, int]) -> str:
-    """``| step | counter | count |`` rows in pipeline order."""
+def counter_table(counters: Mapping[str, int], chain: Sequence[str] = C4_CHAIN) -> str:
+    """``| step | counter | count |`` rows in the chain's order."""
+    order = namespace_order(chain)
     rows = ["| step | counter | count |", "|---|---|---:|"]
-    for name in sorted(counters, key=_stage_key):
+    for name in sorted(counters, key=lambda n: _stage_key(n, order)):
         namespace, _, counter = name.partition("/")
         if counter.startswith("bytes-"):
             continue
@@ -38,11 +73,12 @@ def counter_table(counters: Mapping[str, int]) -> str:
     return "\n".join(rows)
 
 
-def page_flow(counters: Mapping[str, int]) -> dict[str, int]:
-    """Pages entering each step, derived from the counters (for a one-line summary)."""
+def page_flow(counters: Mapping[str, int], chain: Sequence[str] = C4_CHAIN) -> dict[str, int]:
+    """Pages entering each step of ``chain``, in its order, derived from the counters (for a
+    one-line summary)."""
     c = counters.get
     flow = {"read": c(f"{NS_READ}/passed", 0)}
-    for step in FLOW_STEPS:
+    for step in shown_steps(chain)[1:]:
         names = [f"{step.namespace}/{passed}" for passed in step.passed]
         if step.flow and any(name in counters for name in names):
             flow[step.flow] = sum(c(name, 0) for name in names)
@@ -57,8 +93,10 @@ def manifest_stats(manifest: dict) -> dict:
     docs/schemas/corpus-stats.schema.json): how the corpus was built, its splits, the page flow,
     every rule's removals (pages, lines or records) and the text bytes each step kept."""
     counters = manifest.get("counters", {})
+    chain = chain_of(manifest)
+    order = namespace_order(chain)
     removed = []
-    for name in sorted(counters, key=_stage_key):
+    for name in sorted(counters, key=lambda n: _stage_key(n, order)):
         namespace, _, counter = name.partition("/")
         if counter.startswith("bytes-"):
             continue
@@ -73,7 +111,7 @@ def manifest_stats(manifest: dict) -> dict:
     steps = []
     # every step that counted bytes, in chain order (a chain's own page steps after C4's)
     for ns in sorted({name.split("/", 1)[0] for name in counters if name.endswith("/bytes-in")},
-                     key=lambda ns: _stage_key(f"{ns}/")):
+                     key=lambda ns: _stage_key(f"{ns}/", order)):
         if f"{ns}/bytes-in" in counters:
             b_in, b_out = counters[f"{ns}/bytes-in"], counters.get(f"{ns}/bytes-out", 0)
             steps.append({"step": ns, "bytes_in": b_in, "bytes_out": b_out,
@@ -81,12 +119,13 @@ def manifest_stats(manifest: dict) -> dict:
     build = manifest.get("build", {})
     return {
         "created": manifest.get("created"), "preset": manifest["config"].get("preset"),
+        "chain": list(chain),
         "inputs": len(manifest.get("inputs", [])), "input_bytes": build.get("input_bytes", 0),
         "seconds": build.get("seconds"), "shard_format": manifest.get("shard_format"),
         "splits": {split: {"documents": info["documents"], "bytes": info["bytes"],
                            "shards": len(info["files"])}
                    for split, info in manifest.get("splits", {}).items()},
-        "page_flow": page_flow(counters), "removed": removed, "bytes_per_step": steps,
+        "page_flow": page_flow(counters, chain), "removed": removed, "bytes_per_step": steps,
         "output": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if k.startswith("output/")},
         "reading": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if "/read:" in k},
         "extraction": {k.split("/", 1)[1]: v for k, v in sorted(counters.items()) if "/extract:" in k},

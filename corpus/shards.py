@@ -62,6 +62,7 @@ from c4forge.core.errors import C4forgeError
 from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import OutputError, OutputKind, check_name, manifest_name, resolve, write_directory
 from c4forge.core.schemas import problems
+from c4forge.corpus.chain import provenance
 from c4forge.corpus.classifier import SCORE_COLUMN
 from c4forge.corpus.extract import extraction_info
 from c4forge.corpus.samples import FILE as SAMPLES_FILE
@@ -227,7 +228,7 @@ def shard_metadata(config: dict, shard_format: str = DEFAULT_SHARD_FORMAT) -> di
 def optional_columns(config: dict) -> list[str]:
     """The optional columns a build with ``config`` computes (the score where the quality
     classifier ran)."""
-    return [SCORE_COLUMN] if (config.get("quality_classifier") or {}).get("on") else []
+    return [SCORE_COLUMN] if (config.get("quality-classifier") or {}).get("on") else []
 
 
 def shard_schema(metadata: Optional[dict] = None) -> pa.Schema:
@@ -586,7 +587,7 @@ def corpus_manifest(config, inputs: Sequence[str], counters: dict[str, int], run
 
     return {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "command": list(command) if command is not None else list(sys.argv),
-            "config": config.to_dict(), "build": {"runner": runner, **build},
+            "config": config.to_dict(), "steps": provenance(config), "build": {"runner": runner, **build},
             "inputs": list(inputs), "extraction": extraction_info(config.read),
             "counters": dict(counters)}
 

@@ -8,9 +8,10 @@ from collections.abc import Iterable, Iterator
 
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import url_duplicates
-from c4forge.corpus.steps import NS_URL
 from c4forge.corpus.urls import count_url_group, newer_page, page_record_id
 from c4forge.corpus.wide import WideJob
+
+NS_URL = "duplicate-url-filter"  # tfds' counter namespace
 
 
 def run(pages: Iterable[Document], job: WideJob) -> list[Document]:

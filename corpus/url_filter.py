@@ -51,18 +51,6 @@ class UrlListsUnavailable(C4forgeError, RuntimeError):
     """The block lists could not be read (no network, wrong path)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class UrlFilter:
-    """``url_filter`` in the corpus config. ``lists``: where the lists are (module doc);
-    ``categories``: UT1 category folders read from a ``lists`` directory;
-    ``soft_word_threshold``: soft-banned words in a URL that drop it (datatrove: 2)."""
-
-    on: bool = False
-    lists: str = DATATROVE_LISTS
-    categories: tuple[str, ...] = ()
-    soft_word_threshold: int = 2
-
-
 def normalize(text: str) -> str:
     """datatrove's URL normalisation: runs of anything but ASCII letters and digits removed,
     lower-cased."""
@@ -84,18 +72,19 @@ class UrlLists:
     soft_banned_words: set[str]
 
 
-def load_lists(settings: UrlFilter) -> UrlLists:
-    """The lists ``settings.lists`` names, merged (UT1 categories' domains and URLs added)."""
-    directory = _lists_directory(settings.lists)
+def load_lists(source: str, categories: tuple[str, ...] = ()) -> UrlLists:
+    """The lists ``source`` names (``url_filter.lists``), merged (UT1 categories' domains and
+    URLs added)."""
+    directory = _lists_directory(source)
     found = UrlLists(set(), set(), set(), set(), set())
-    for folder in ("", *settings.categories):
+    for folder in ("", *categories):
         found.domains |= _read_list(os.path.join(directory, folder, "domains"), normalise=False)
         found.urls |= _read_list(os.path.join(directory, folder, "urls"), normalise=False)
     found.banned_words = _read_list(os.path.join(directory, WORD_FILES[0]))
     found.banned_subwords = _read_list(os.path.join(directory, WORD_FILES[1]))
     found.soft_banned_words = _read_list(os.path.join(directory, WORD_FILES[2]))
     if not any(vars(found).values()):  # (astuple would deep-copy millions of domains)
-        raise UrlListsUnavailable(f"url_filter.lists={settings.lists}: no block list found there "
+        raise UrlListsUnavailable(f"url-filter.lists={source}: no block list found there "
                                   f"(domains, urls, {', '.join(WORD_FILES)}, or <category>/domains)")
     return found
 

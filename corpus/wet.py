@@ -26,6 +26,8 @@ from c4forge.corpus.sniff import MISMATCH_RECORDS, InputFormatError, format_mism
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import NEWLINES, WarcRecord
 
+NS_READ = "split-wet-file"  # the reader's counters (tfds' namespace)
+
 METADATA_PREFIXES = ("WARC", "CONTENT-", "Content-")  # page_text spells them out too
 # C0 control characters other than \t \n \v \f \r: text has (almost) none of them.
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13))

@@ -29,7 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env, writing
-from c4forge.corpus.config import CorpusConfig, worker_path
+from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.report import strict_problem
 from c4forge.corpus.samples import FILE as SAMPLES_FILE
@@ -242,7 +242,7 @@ class BeamFS:
 # _rule-samples.json and removed before the swap; pipelines/dofns.py merge_sample_parts)
 SAMPLE_PARTS = ".rule-samples"
 # where the reader and near-dedup park pages until the join and the shard writers read them
-# back, inside a local staging folder (removed before the swap; pipelines/parking.py)
+# back, inside a local staging folder (removed before the swap; pipelines/store.py)
 PARKED_PAGES = ".parked-pages"
 
 
@@ -252,6 +252,12 @@ def parking_folder(staging: str) -> Optional[str]:
     if "://" in staging or os.environ.get("C4FORGE_PARK_PAGES", "1") == "0":
         return None
     return os.path.join(staging, PARKED_PAGES)
+
+
+def worker_folder(path: str) -> str:
+    """A folder of the build as its workers name it: local paths absolute (workers start in
+    folders of their own), gs:// and s3:// as they are."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def progress_log_seconds() -> float:
@@ -459,12 +465,12 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
             # workers (portable runners) start in folders of their own: they get absolute paths,
             # and the inputs as given (what documents record) with the folder they are relative to
             build_graph(pipeline, inputs, config.for_workers(),
-                        worker_path(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
+                        worker_folder(staging), docs_per_shard=docs_per_shard, num_shards=num_shards,
                         cc_rounds=cc_rounds, shard_format=shard_format,
-                        progress_dir=sink.url if sink else (worker_path(reports) if reports else None),
+                        progress_dir=sink.url if sink else (worker_folder(reports) if reports else None),
                         buckets=shuffle_buckets(sum(input_bytes.values())), launch_dir=os.getcwd(),
-                        recorded=config, samples_dir=worker_path(parts) if parts else None,
-                        parking=worker_path(parking) if parking else None)
+                        recorded=config, samples_dir=worker_folder(parts) if parts else None,
+                        parking=worker_folder(parking) if parking else None)
             with ProgressBoard(source, len(inputs), log=log, log_every=progress_log_seconds()):
                 result = pipeline.run()
                 running.append(result)

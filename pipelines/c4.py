@@ -1,49 +1,92 @@
 """The corpus graph, read as its recipe: crawl files -> the chain's steps (corpus/chain.py) ->
-split -> shards. Wiring only: every decision is a function from corpus/. A run of page steps
-is fused into the DoFn where the pages are (pipelines/wide.py); each corpus-wide step is the
-composite transform of its twin module (pipelines/<twin>.py: url_dedup, exact_dedup,
-line_dedup, near_dedup), in the chain's order; counters use the namespaces of corpus/steps.py,
-the names the manifest and ``corpus stats`` report.
+split -> shards. Wiring only: every decision is a function from corpus/.
+
+``fusions`` is the graph's one planning pass: where the page steps run (fused into the DoFn that
+next touches the pages), whether URL dedup's groups claim the lines for a line dedup right after
+it (the two then meet the pages at one join), and where the pages wait (carried through the
+shuffles or parked on local disk: pipelines/store.py). Each corpus-wide step is then the
+composite transform of its twin (``TWINS``: pipelines/<twin>.py), in the chain's order, handed
+the pages (pipelines/pages.py: one value) and what the plan decided for it; counters use the
+namespaces the steps declare, the names the manifest and ``corpus stats`` report.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import apache_beam as beam
 
-from c4forge.corpus.chain import Step, plan
+from c4forge.corpus.chain import Plan, Segment, plan
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.shards import DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, shard_metadata
+from c4forge.corpus.step import Scope, Step
+from c4forge.pipelines import exact_dedup, line_dedup, near_dedup, url_dedup
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS
+from c4forge.pipelines.pages import BeamJob, Fusion, Pages
 from c4forge.pipelines.shards import write_shards
-from c4forge.pipelines.wide import BeamJob, Stream, beam_twin, packed_pages_of, pages_of
+from c4forge.pipelines.store import INLINE, PageStore
+
+# Each corpus-wide step's Beam twin: expand(pages, segment, job, fusion) -> pages
+TWINS = {"url-dedup": url_dedup.expand, "exact-dedup": exact_dedup.expand,
+         "line-dedup": line_dedup.expand, "near-dedup": near_dedup.expand}
+# The steps whose twins hand on pages they have put in a store (URL dedup's reader, near-dedup's
+# cluster join): parked there when the build has a local folder for it.
+STORING = (Scope.URL_GROUPS, Scope.CLUSTERS)
 
 
-def c4_pages(pipeline_or_paths, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
+class Stage(NamedTuple):
+    """A corpus-wide step as the graph runs it: its segment of the plan and the fusions chosen."""
+
+    segment: Segment
+    fusion: Fusion
+
+
+def fusions(layout: Plan, job: BeamJob) -> tuple[Stage, ...]:
+    """The planning pass: for each corpus-wide step that runs, what it fuses with its
+    neighbours. URL dedup (always first: check_chain) runs the page steps after it where the
+    pages are read and counts them for each URL's winner; when line dedup comes right after
+    it, URL dedup's groups claim the winners' lines and line dedup meets the pages at URL
+    dedup's join (one CoGroupByKey for both); URL dedup and near-dedup park the pages they
+    hand on when ``job.parking`` is a folder."""
+    parked = PageStore(job.parking) if job.parking else INLINE
+    wide = [segment.step for segment in layout.wide]
+    stages = []
+    for i, segment in enumerate(layout.wide):
+        step = segment.step
+        before = wide[i - 1] if i else None
+        after = wide[i + 1] if i + 1 < len(wide) else None
+        url_then_lines = (step.scope is Scope.URL_GROUPS and after is not None
+                          and after.scope is Scope.LINE_OWNERS)
+        stages.append(Stage(segment, Fusion(
+            after_at_reader=step.scope is Scope.URL_GROUPS,
+            claim_lines=url_then_lines,
+            lines_claimed=(step.scope is Scope.LINE_OWNERS and before is not None
+                           and before.scope is Scope.URL_GROUPS),
+            store=parked if step.scope in STORING else INLINE)))
+    return tuple(stages)
+
+
+def end_of_chain(files, job: BeamJob, chain: Optional[Sequence[Step]] = None) -> Pages:
+    """The pages after the last corpus-wide step of ``chain`` (default: the config's)."""
+    layout = plan(job.config, chain)
+    pages = Pages.files(files | "reshuffle files" >> beam.Reshuffle(), pending=layout.first)
+    for segment, fusion in fusions(layout, job):
+        pages = TWINS[segment.step.name](pages, segment, job, fusion)
+    return pages
+
+
+def c4_pages(files, config: CorpusConfig, cc_rounds: int = DEFAULT_CC_ROUNDS,
              progress_dir: Optional[str] = None, buckets: int = DEFAULT_BUCKETS,
              launch_dir: Optional[str] = None, chain: Optional[Sequence[Step]] = None,
-             samples_dir: Optional[str] = None, packed: bool = False, parking: Optional[str] = None):
-    """The filtered, deduplicated pages (a PCollection of Documents, or with ``packed`` their
-    corpus.document.to_bytes form) from crawl file paths: ``chain`` compiled into the graph
-    (``progress_dir``: where the reading step reports, see pipelines/progress.py;
-    ``buckets``: see dofns.shuffle_buckets; ``launch_dir``: what relative paths are relative
-    to; ``samples_dir``: where the DoFns write the rule samples they find, see
-    dofns.merge_sample_parts; ``parking``: where pages wait on disk, pipelines/parking.py)."""
+             samples_dir: Optional[str] = None, parking: Optional[str] = None):
+    """The filtered, deduplicated pages (a PCollection of Documents) from crawl file paths
+    (``progress_dir``: where the reading step reports, see pipelines/progress.py; ``buckets``:
+    see dofns.shuffle_buckets; ``launch_dir``: what relative paths are relative to;
+    ``samples_dir``: where the DoFns write the rule samples they find, see
+    dofns.merge_sample_parts; ``parking``: a folder where pages may wait, pipelines/store.py)."""
     job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds, parking)
-    stream = end_of_chain(pipeline_or_paths, job, chain)
-    return (packed_pages_of if packed else pages_of)(stream, job, "end of chain")
-
-
-def end_of_chain(pipeline_or_paths, job: BeamJob, chain: Optional[Sequence[Step]] = None) -> Stream:
-    """The stream after the last corpus-wide step of ``chain`` (pipelines/wide.py)."""
-    layout = plan(job.config, chain)
-    files = pipeline_or_paths | "reshuffle files" >> beam.Reshuffle()
-    stream = Stream(files=files, pending=layout.first)
-    for segment in layout.wide:
-        stream = beam_twin(segment.step)(stream, segment, job)
-    return stream
+    return end_of_chain(files, job, chain).documents(job, "end of chain")
 
 
 def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: str,
@@ -53,19 +96,16 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
                 launch_dir: Optional[str] = None, recorded: Optional[CorpusConfig] = None,
                 chain: Optional[Sequence[Step]] = None, samples_dir: Optional[str] = None,
                 parking: Optional[str] = None):
-    """The whole graph on ``pipeline`` (``chain``: corpus/chain.py's steps); returns the (file
-    name, stats) PCollection.
-    ``recorded``: the config as the manifest records it (``config`` by default), whose hash
-    every shard carries; ``config`` itself may be its worker form (absolute paths).
-    ``samples_dir``: where the rule samples' parts go (None: none recorded). ``parking``: a
-    folder where pages wait on disk, every worker's local path (None: the pages cross the
-    shuffles; pipelines/parking.py)."""
+    """The whole graph on ``pipeline`` (``chain``: the steps, default the config's); returns the
+    (file name, stats) PCollection. ``recorded``: the config as the manifest records it
+    (``config`` by default), whose hash every shard carries; ``config`` itself may be its worker
+    form (absolute paths). ``samples_dir``: where the rule samples' parts go (None: none
+    recorded). ``parking``: a folder where pages wait on disk, every worker's local path (None:
+    the pages cross the shuffles; pipelines/store.py)."""
     job = BeamJob(config, buckets, progress_dir, launch_dir, samples_dir, cc_rounds, parking)
     files = pipeline | "input files" >> beam.Create(sorted(paths))
-    stream = end_of_chain(files, job, chain)
-    parked = stream.parked is not None and not stream.pending
-    pages = stream.parked if parked else packed_pages_of(stream, job, "end of chain")
-    return write_shards(pages, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
+    refs, store = end_of_chain(files, job, chain).refs(job, "end of chain")
+    return write_shards(refs, store, staging, docs_per_shard=docs_per_shard, num_shards=num_shards,
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata((recorded or config).to_dict(), shard_format),
-                        progress_dir=progress_dir, parking=parking if parked else None)
+                        progress_dir=progress_dir)

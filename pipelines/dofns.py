@@ -17,26 +17,16 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from c4forge.corpus.chain import Step
+from c4forge.corpus.chain import plan
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, to_bytes
 from c4forge.corpus.minhash import MinHasher
+from c4forge.corpus.near_dedup import NS_NEAR
 from c4forge.corpus.samples import Reservoir, Sample, SampleOptions, SampleSink, traced_key
+from c4forge.corpus.step import Step, loaded
 from c4forge.corpus.steploop import StepLoop
-from c4forge.corpus.steps import ChainRules
 from c4forge.corpus.verdict import Count
-
-# Documents cross every grouping as corpus.document bytes, their text zstd-compressed (2.3x
-# smaller; corpus.document._codec says what it costs and saves against LZ4).
-SHUFFLE_COMPRESSION = True
-# Parked pages (pipelines/parking.py) are written as they are: they cross no engine, so
-# compressing them saves only local disk, at zstd's cost twice per kept page (packing a copy's
-# pages cost 0.26 CPU s compressed against 0.06 plain, unpacking 0.14-0.21 against 0.07-0.11;
-# 5,351 pages). Parked bytes are about 2x the compressed ones: one copy's build parks 49.9 MB
-# (2.7x its 18.7 MB corpus) instead of 24.4 MB; at 16x on flink-local the shuffle files and the
-# parked pages together (1,160 + ~800 MB) are still about half the 3,617 MB of shuffle files the
-# engine wrote before pages were parked (benchmarks/RESULTS.md).
-PARKED_COMPRESSION = False
+from c4forge.pipelines.store import SHUFFLE_COMPRESSION
 
 # Pages, line claims and line owners cross the shuffles of URL and line dedup in *batches*: one
 # element per (bucket, bundle) holding a list, not one element per page or line. Beam's
@@ -217,29 +207,27 @@ WARM_TEXT = "A short text of a few words, enough for one shingle or more."
 
 def load_worker_models(config: CorpusConfig) -> None:
     """Load into this process's caches what the graph's DoFns load in a worker before their
-    first page (the chain's models and lists, numba's compiled MinHash kernels): the warm-up of
+    first page (what the chain's steps load, numba's compiled MinHash kernels): the warm-up of
     the process SDK workers are forked from (pipelines/worker_fork.py)."""
-    ChainRules(config).setup()
-    if config.near_dedup:
-        MinHasher(config.minhash).signatures([WARM_TEXT])
+    layout = plan(config)
+    for step in layout.steps():
+        loaded(step, config)
+    if layout.runs(NS_NEAR):
+        MinHasher(config.settings_of(NS_NEAR)).signatures([WARM_TEXT])
 
 
 class StepsFn(Counting, Sampling, beam.DoFn):
-    """Base for DoFns that run page steps of the chain with the configured ChainRules (built once
-    per worker in setup): ``run_steps`` is the step loop, its counts to the bundle's table and
-    a traced page's samples to the bundle's reservoir (or to a ``sink`` given)."""
+    """Base for DoFns that run page steps of the chain (what each step loads, once per worker:
+    corpus/step.py ``loaded``): ``run_steps`` is the step loop, its counts to the bundle's table
+    and a traced page's samples to the bundle's reservoir (or to a ``sink`` given)."""
 
     def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None) -> None:
         self.config = config
-        self.rules: Optional[ChainRules] = None
         self.samples_dir = samples_dir if config.rule_samples.on else None
         self.sample_options = config.rule_samples
 
-    def setup(self) -> None:
-        self.rules = ChainRules(self.config)
-
     def loop(self, steps: tuple[Step, ...]) -> StepLoop:
-        return StepLoop(steps, self.rules, samples=self.sample_options if self.samples_dir else None)
+        return StepLoop(steps, self.config, samples=self.sample_options if self.samples_dir else None)
 
     def run_steps(self, loop: StepLoop, page: Document, inc_for=None,
                   sink: Optional[SampleSink] = None) -> Optional[Document]:

@@ -50,7 +50,7 @@ from c4forge.core.errors import C4forgeError
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.records import iter_records
-from c4forge.corpus.steps import ChainRules, text_bytes
+from c4forge.corpus.chain import load_steps
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import WarcRecord
 
@@ -172,14 +172,14 @@ class PartCost:
 def time_parts(sample: Sample, config: CorpusConfig) -> list[PartCost]:
     """Each part through the chain alone, after a warm-up on the tiny file (models loaded,
     numba compiled), CPU of this process per part."""
-    steps = ChainRules(config).setup()
-    run_chain([sample.tiny], config, Counters(), steps)
+    load_steps(config)
+    run_chain([sample.tiny], config, Counters())
     costs = []
     for path, size in zip(sample.parts, sample.part_bytes):
         start = time.process_time()
-        docs = run_chain([path], config, Counters(), steps)
+        docs = run_chain([path], config, Counters())
         costs.append(PartCost(time.process_time() - start, len(docs),
-                              sum(text_bytes(d) for d in docs), size))
+                              sum(d.text_size() for d in docs), size))
     return costs
 
 

@@ -1,5 +1,5 @@
-"""Exact-text dedup on Beam (the twin of corpus/exact_dedup.py; contract: corpus/chain.py's
-EXACT_DEDUP): pages grouped by the key of their normalised text, each group keeping its
+"""Exact-text dedup on Beam (the twin of corpus/exact_dedup.py; contract:
+corpus/steps/exact_dedup.py): pages grouped by the key of their normalised text, each group keeping its
 earliest crawl. One shuffle of the packed pages (the step is off in every C4 preset; a build
 that turns it on pays it once).
 """
@@ -12,20 +12,18 @@ import apache_beam as beam
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import from_bytes
-from c4forge.corpus.exact_dedup import count_exact_page, sample_dropped, text_key, winner_order
-from c4forge.corpus.steps import NS_EXACT, text_bytes
+from c4forge.corpus.exact_dedup import NS_EXACT, count_exact_page, sample_dropped, text_key, winner_order
 from c4forge.pipelines.dofns import Counting, Sampling, packed
-from c4forge.pipelines.wide import BeamJob, Stream, pages_of
+from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages
 
 
-def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
-    pages = pages_of(stream, job, "exact-dedup")
-    kept = (pages
+def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
+    kept = (pages.documents(job, "exact-dedup")
             | "key by text" >> beam.Map(lambda page: (text_key(page.text), page))
             | "pack pages for text groups" >> beam.Map(packed)
             | "group by text" >> beam.GroupByKey()
             | "earliest per text" >> beam.ParDo(EarliestPageFn(job.config, job.samples_dir)))
-    return Stream(pages=kept, pending=segment.after)
+    return Pages(Form.DOCUMENTS, kept, pending=segment.after)
 
 
 class EarliestPageFn(Counting, Sampling, beam.DoFn):
@@ -40,7 +38,7 @@ class EarliestPageFn(Counting, Sampling, beam.DoFn):
         pages = sorted((from_bytes(p) for p in group), key=winner_order)
         inc = self.inc_for(NS_EXACT)
         for i, page in enumerate(pages):
-            count_exact_page(inc, text_bytes(page), i == 0, len(pages))
+            count_exact_page(inc, page.text_size(), i == 0, len(pages))
             if i:
                 sample_dropped(page, self.traced(page.normalized_url), self.samples())
         yield pages[0]

@@ -1,8 +1,10 @@
-"""Line dedup on Beam (the twin of corpus/line_dedup.py; contract: corpus/chain.py's LINE_DEDUP):
+"""Line dedup on Beam (the twin of corpus/line_dedup.py; contract: corpus/steps/line_dedup.py):
 every line's claims meet in a group by line bucket (the owner: the smallest md5(url)), the
 owners go to their page's bucket, and each page meets the lines it owns at the join by page
-bucket (``keep_owned_lines``). The claims come from URL dedup's winners where it ran just
-before (pipelines/url_dedup.py), from the pages otherwise (``ClaimLinesFn``).
+bucket (``keep_owned_lines``). The claims are made here from the pages (``ClaimLinesFn``), or,
+where the planning pass fused this step with a URL dedup right before it
+(``Fusion.lines_claimed``), are the ones its URL groups made; the pages then already wait at
+its join.
 
 A claim names the page (md5(url): URLs are unique after URL dedup) and the index of the line in
 it (corpus/line_claims.py); the smallest claim of a key is its owner, and names the line of its
@@ -19,58 +21,33 @@ import apache_beam as beam
 
 from c4forge.corpus import digest_records, line_claims
 from c4forge.corpus.chain import Segment
-from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size, to_bytes
-from c4forge.corpus.line_dedup import dedupe_page_at, pack_keys, page_owning_nothing, text_line_keys, url_rank
-from c4forge.corpus.steps import NS_LINES
-from c4forge.corpus.verdict import count_verdict
-from c4forge.pipelines.dofns import (
-    DEFAULT_BUCKETS,
-    SHUFFLE_COMPRESSION,
-    BucketBatchingFn,
-    digest_bucket,
-    in_global_window,
+from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size
+from c4forge.corpus.line_claims import ClaimBuffer
+from c4forge.corpus.line_dedup import (
+    NS_LINES,
+    dedupe_page_at,
+    pack_keys,
+    page_owning_nothing,
+    sentence_check,
+    text_line_keys,
+    url_rank,
 )
-from c4forge.pipelines.wide import BeamJob, PageEntry, Stream, pages_of
+from c4forge.corpus.verdict import count_verdict
+from c4forge.pipelines.dofns import DEFAULT_BUCKETS, BucketBatchingFn, in_global_window
+from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages
 
 
-def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
-    if stream.claims is not None:  # URL dedup's winners claimed their lines; pages wait at the join
-        join, claims, joiners = dict(stream.join), stream.claims, stream.joiners
+def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
+    if fusion.lines_claimed:
+        claims = pages.claims
     else:
-        pages = pages_of(stream, job, "line-dedup")
-        join = {"pages": pages | "key by url rank" >> beam.ParDo(KeyPagesFn(job.buckets))}
-        claims = pages | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=job.buckets))
-        joiners = ()
-    join["lines"] = (claims
-                     | "group claims by line bucket" >> beam.GroupByKey()
-                     | "owner of line" >> beam.ParDo(LineOwnersFn(job.buckets)))
-    return Stream(join=join, joiners=(*joiners, keep_owned_lines), pending=segment.after)
-
-
-class ClaimBuffer:
-    """A bundle's line claims, page by page (md5(url) and its packed line keys), turned into
-    each key's smallest claim per line bucket when drained: (line bucket, CLAIM records as
-    bytes). Bounded: when it holds ``max_lines`` lines it is drained, so a line may be claimed
-    once per drain, never lost."""
-
-    def __init__(self, buckets: int, max_lines: int = 500_000) -> None:
-        self.buckets = buckets
-        self.max_lines = max_lines
-        self.ranks: list[bytes] = []
-        self.keys: list[bytes] = []
-        self.lines = 0
-
-    def add(self, rank: bytes, packed_keys: bytes) -> list:
-        """Claim a page's lines; the batches to emit when the buffer is full (else none)."""
-        self.ranks.append(rank)
-        self.keys.append(packed_keys)
-        self.lines += len(packed_keys) // line_claims.DIGEST_BYTES
-        return self.drain() if self.lines >= self.max_lines else []
-
-    def drain(self) -> list:
-        claims = line_claims.smallest_claims(line_claims.page_claims(self.ranks, self.keys))
-        self.ranks, self.keys, self.lines = [], [], 0
-        return [(bucket, [blob]) for bucket, blob in digest_records.by_bucket(claims, self.buckets)]
+        documents = pages.documents(job, "line-dedup")
+        claims = documents | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=job.buckets))
+        pages = Pages(Form.DOCUMENTS, documents)
+    owners = (claims
+              | "group claims by line bucket" >> beam.GroupByKey()
+              | "owner of line" >> beam.ParDo(LineOwnersFn(job.buckets)))
+    return pages.meet(job, "lines", owners, keep_owned_lines).then(segment.after)
 
 
 class ClaimLinesFn(beam.DoFn):
@@ -106,16 +83,6 @@ class LineOwnersFn(BucketBatchingFn):
             yield from self.batcher.add(bucket, blob, len(blob))
 
 
-class KeyPagesFn(BucketBatchingFn):
-    """Pages -> (page bucket, [PageEntry...]) for the join, when no URL dedup made them."""
-
-    def process(self, page: Document):
-        rank = url_rank(page.url)
-        packed = to_bytes(page, SHUFFLE_COMPRESSION)
-        entry = tuple(PageEntry(rank, b"", packed, page.text.count("\n") + 1))
-        yield from self.batcher.add(digest_bucket(rank, self.buckets), entry, len(packed) + 64)
-
-
 def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:
     """At the join: each page keeps the lines it owns (their indices, from the owners' claims).
     A page that owns none is counted from its line count and packed header
@@ -124,19 +91,19 @@ def keep_owned_lines(grouped: Mapping, arriving: Iterator, fn) -> Iterator:
     owned = line_claims.kept_lines(owners)
     seen: set[bytes] = set()
     inc = fn.inc_for(NS_LINES)
-    min_sentences = fn.config.dedupe_min_sentences
+    min_sentences = sentence_check(fn.config)
     for entry in arriving:
         if entry.rank in seen:  # URL dedup makes urls unique; anything else is a wiring bug
             raise ValueError(f"several pages for md5(url) {entry.rank.hex()}")
         seen.add(entry.rank)
         mine = owned.get(entry.rank)
-        key = fn.traced(packed_normalized_url(entry.packed)) if fn.samples_dir else None
+        key = fn.traced(packed_normalized_url(entry.ref)) if fn.samples_dir else None
         if key is not None:  # a traced page: unpacked even if it owns nothing
-            yield dedupe_page_at(from_bytes(entry.packed), mine or set(), min_sentences, inc, key, fn.samples())
+            yield dedupe_page_at(from_bytes(entry.ref), mine or set(), min_sentences, inc, key, fn.samples())
         elif mine is None:
-            count_verdict(inc, None, packed_text_size(entry.packed), page_owning_nothing(entry.n_lines))
+            count_verdict(inc, None, packed_text_size(entry.ref), page_owning_nothing(entry.n_lines))
         else:
-            yield dedupe_page_at(from_bytes(entry.packed), mine, min_sentences, inc)
+            yield dedupe_page_at(from_bytes(entry.ref), mine, min_sentences, inc)
     orphans = owned.keys() - seen
     if orphans:
         raise ValueError(f"lines owned by md5(url) {min(orphans).hex()}, which has no page")

@@ -1,5 +1,5 @@
-"""MinHash near-dedup on Beam (the twin of corpus/near_dedup.py; contract: corpus/chain.py's
-NEAR_DEDUP): band keys per page, the candidates' signatures fetched and checked per band
+"""MinHash near-dedup on Beam (the twin of corpus/near_dedup.py; contract:
+corpus/steps/near_dedup.py): band keys per page, the candidates' signatures fetched and checked per band
 bucket (or star edges without a threshold), connected components by Hash-to-Min unrolled on
 the engine, then each page meets its cluster's label and size.
 """
@@ -14,17 +14,11 @@ import numpy as np
 from c4forge.corpus import digest_records
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.document import (
-    Document,
-    from_bytes,
-    packed_normalized_url,
-    packed_text_size,
-    to_bytes,
-    with_cluster_size,
-)
-from c4forge.corpus.minhash import MinHasher
+from c4forge.corpus.document import Document, from_bytes
+from c4forge.corpus.minhash import MinHashConfig, MinHasher
 from c4forge.corpus.near_dedup import (
     BAND_MEMBER,
+    NS_NEAR,
     band_members,
     bucket_edges,
     count_near_dedup,
@@ -35,11 +29,8 @@ from c4forge.corpus.near_dedup import (
     shared_bands,
     star_edges,
 )
-from c4forge.corpus.steps import NS_NEAR
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
-    PARKED_COMPRESSION,
-    SHUFFLE_COMPRESSION,
     Batcher,
     BucketBatchingFn,
     Counting,
@@ -47,16 +38,14 @@ from c4forge.pipelines.dofns import (
     digest_bucket,
     in_global_window,
 )
-from c4forge.pipelines.parking import ParkingReader, ParkingWriter, Ticket
-from c4forge.pipelines.wide import BeamJob, Stream, pages_of
+from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages
+from c4forge.pipelines.store import PageRef, PageStore, StoreWriter
 
 
-def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
-    pages = pages_of(stream, job, "near-dedup")
-    kept = near_dedup(pages, job.config, job.cc_rounds, job.samples_dir, job.buckets, job.parking)
-    if job.parking:
-        return Stream(parked=kept, pending=segment.after)
-    return Stream(packed=kept, pending=segment.after)
+def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
+    documents = pages.documents(job, "near-dedup")
+    kept = near_dedup(documents, job.config, job.cc_rounds, fusion.store, job.samples_dir, job.buckets)
+    return Pages(Form.REFS, kept, store=fusion.store, pending=segment.after)
 
 
 def page_member(node: int, signature: np.ndarray) -> bytes:
@@ -94,20 +83,20 @@ class BandKeysFn(beam.DoFn):
     time. The batches of a flush together hold at most ``batch_bytes``: an engine's sort buffer
     takes a record whole (Flink refused 32 MB ones: "Record too large")."""
 
-    def __init__(self, config: CorpusConfig, batch: int = 512, buckets: int = DEFAULT_BUCKETS,
+    def __init__(self, settings: MinHashConfig, batch: int = 512, buckets: int = DEFAULT_BUCKETS,
                  batch_bytes: int = 4 << 20) -> None:
-        self.config = config
+        self.settings = settings
         self.batch = batch
         self.buckets = buckets
         self.batch_bytes = batch_bytes
-        self.checked = config.minhash.threshold is not None
+        self.checked = settings.threshold is not None
         self.hasher: Optional[MinHasher] = None
         self.pending: list[tuple[int, Document]] = []
         self.bands = Batcher(batch_bytes)
         self.signatures = Batcher(batch_bytes)
 
     def setup(self) -> None:
-        self.hasher = MinHasher(self.config.minhash)
+        self.hasher = MinHasher(self.settings)
 
     def start_bundle(self) -> None:
         self.pending = []
@@ -213,14 +202,14 @@ def checked_edges(element, threshold: float):
                             threshold)
 
 
-def band_edges(keyed, config: CorpusConfig, buckets: int, batch: int = 512,
+def band_edges(keyed, settings: MinHashConfig, buckets: int, batch: int = 512,
                batch_bytes: int = 4 << 20):
     """Pages keyed by id -> the edges of their band buckets (corpus/near_dedup.py's): band keys
     (and signatures) grouped by shuffle bucket; without a threshold the stars of the buckets of
     two or more ids; with one, their members' signatures fetched and checked per band bucket."""
-    threshold = config.minhash.threshold
+    threshold = settings.threshold
     candidates = (keyed
-                  | "signatures and band keys" >> beam.ParDo(BandKeysFn(config, batch, buckets, batch_bytes))
+                  | "signatures and band keys" >> beam.ParDo(BandKeysFn(settings, batch, buckets, batch_bytes))
                   | "group bands" >> beam.GroupByKey()
                   | "band candidates" >> beam.ParDo(CandidatesFn(threshold, buckets))
                   .with_outputs(CandidatesFn.REQUESTS, main="edges"))
@@ -308,35 +297,29 @@ class NodeBatchesFn(BucketBatchingFn):
     """(node, value) -> (node bucket, [(node, value)...]): the pages and the cluster labels and
     sizes meet at the cluster join per node bucket, batched per bundle, not as one element per
     page (Beam's per-element cost on every hop of that join, and on Flink its three crossings:
-    the Flatten, the GroupCombine, the GroupReduce). ``pack``: the value is a Document, packed
-    (corpus.document.to_bytes) on the way; with ``parking`` (a folder) the packed page is parked
-    there (pipelines/parking.py) and its ticket, a tuple, goes on instead."""
+    the Flatten, the GroupCombine, the GroupReduce). With a ``store`` the value is a Document,
+    put in the store (pipelines/store.py) on the way: its PageRef, a tuple, goes on instead."""
 
-    def __init__(self, buckets: int = DEFAULT_BUCKETS, pack: bool = False,
-                 parking: Optional[str] = None) -> None:
+    def __init__(self, buckets: int = DEFAULT_BUCKETS, store: Optional[PageStore] = None) -> None:
         super().__init__(buckets)
-        self.pack = pack
-        self.parking = parking
-        self.writer: Optional[ParkingWriter] = None
+        self.store = store
+        self.writer: Optional[StoreWriter] = None
 
     def start_bundle(self) -> None:
         super().start_bundle()
-        self.writer = ParkingWriter(self.parking) if self.parking else None
+        self.writer = self.store.writer() if self.store is not None else None
 
     def process(self, element):
         node, value = element
         size = 24
-        if self.pack:
-            value = to_bytes(value, SHUFFLE_COMPRESSION if self.writer is None else PARKED_COMPRESSION)
-            size = len(value) + 16
-            if self.writer is not None:
-                ticket = self.writer.park(value)
-                value = tuple(ticket)
-                size = len(ticket.url) + len(ticket.normalized_url) + 64
+        if self.writer is not None:
+            ref = self.store.page_ref(value, self.writer)
+            value = tuple(ref)
+            size = len(ref.url) + len(ref.normalized_url) + len(ref.ref) + 36
         yield from self.batcher.add(node % self.buckets, (node, value), size)
 
     def finish_bundle(self):
-        if self.writer is not None:  # the pages are on disk before their tickets go on
+        if self.writer is not None:  # the pages are in the store before their references go on
             self.writer.close()
         yield from super().finish_bundle()
 
@@ -344,19 +327,15 @@ class NodeBatchesFn(BucketBatchingFn):
 class ApplyClustersFn(Counting, Sampling, beam.DoFn):
     """(node bucket, {"page", "label", "size"} batches) -> each page kept unless its node's
     cluster label is a smaller id, with its cluster size (that of the cluster the node roots:
-    1 for a node without edges). Pages arrive and leave packed (corpus.document.to_bytes): the
-    size is set in the header (``with_cluster_size``), so a kept page is not expanded and
-    compressed again on its way to the shards, and crosses the stages after this one as bytes,
-    not as a pickled Document (2.9x the bytes at 4x distinct input). A dropped page is
-    unpacked only when traced. Parked pages (``parking``: pipelines/parking.py) arrive and leave
-    as tickets, their cluster size set in the ticket; a traced dropped one is read back."""
+    1 for a node without edges). Pages arrive and leave as PageRefs (pipelines/store.py), the
+    cluster size set in the reference: a kept page is not read, expanded or compressed again on
+    its way to the shards. A dropped page is read from the store only when traced."""
 
-    def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None,
-                 parking: Optional[str] = None) -> None:
+    def __init__(self, config: CorpusConfig, store: PageStore, samples_dir: Optional[str] = None) -> None:
         self.config = config
+        self.store = store
         self.samples_dir = samples_dir if config.rule_samples.on else None
         self.sample_options = config.rule_samples
-        self.parking = parking
 
     def finish_bundle(self):
         super().finish_bundle()
@@ -371,44 +350,43 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
         inc = self.inc_for(NS_NEAR)
         for batch in grouped["page"]:
             for node, page in batch:
-                ticket = Ticket._make(page) if isinstance(page, tuple) else None
+                ref = PageRef._make(page)
                 label = labels.get(node, node)
                 survives = label == node
                 size = sizes.get(node, 1)
-                count_near_dedup(inc, ticket.text_size if ticket else packed_text_size(page), survives, size)
+                count_near_dedup(inc, ref.text_size, survives, size)
                 if survives:
-                    yield tuple(ticket._replace(cluster_size=size)) if ticket else with_cluster_size(page, size)
+                    yield tuple(ref._replace(cluster_size=size))
                     continue
-                key = self.traced(ticket.normalized_url if ticket else packed_normalized_url(page))
+                key = self.traced(ref.normalized_url)
                 if key is not None:
-                    packed = self._unpark(ticket.spot) if ticket else page
-                    sample_dropped(from_bytes(packed), label, key, self.samples())
+                    sample_dropped(from_bytes(self._read(ref.ref)), label, key, self.samples())
 
-    def _unpark(self, spot: bytes) -> bytes:
-        reader = ParkingReader(self.parking)
+    def _read(self, ref: bytes) -> bytes:
+        reader = self.store.reader()
         try:
-            return reader.fetch(spot)
+            return reader.get(ref)
         finally:
             reader.close()
 
 
-def near_dedup(pages, config: CorpusConfig, rounds: int, samples_dir: Optional[str] = None,
-               buckets: int = DEFAULT_BUCKETS, parking: Optional[str] = None):
-    """Documents -> the pages near-dedup keeps, packed (corpus.document.to_bytes), each with
-    its cluster size; with ``parking`` (a folder), their tickets (pipelines/parking.py), the
-    pages parked there."""
+def near_dedup(pages, config: CorpusConfig, rounds: int, store: PageStore, samples_dir: Optional[str] = None,
+               buckets: int = DEFAULT_BUCKETS):
+    """Documents -> the PageRefs of the pages near-dedup keeps, each with its cluster size, the
+    pages in ``store``."""
+    settings = config.settings_of(NS_NEAR)
     keyed = pages | "key by id" >> beam.Map(lambda p: (doc_id(p.normalized_url), p))
-    edges = band_edges(keyed, config, buckets)
+    edges = band_edges(keyed, settings, buckets)
     labels, changed = connected_components(edges, rounds)
     sizes = (labels
              | "root of node" >> beam.Map(lambda kv: (kv[1], 1))
              | "cluster size" >> beam.CombinePerKey(sum))
-    deduped = ({"page": keyed | ("park pages, tickets for join" if parking else "pack pages for join")
-                >> beam.ParDo(NodeBatchesFn(buckets, pack=True, parking=parking)),
+    deduped = ({"page": keyed | ("park pages, tickets for join" if store.parks else "pack pages for join")
+                >> beam.ParDo(NodeBatchesFn(buckets, store)),
                 "label": labels | "labels by node bucket" >> beam.ParDo(NodeBatchesFn(buckets)),
                 "size": sizes | "sizes by node bucket" >> beam.ParDo(NodeBatchesFn(buckets))}
                | "join clusters" >> beam.CoGroupByKey()
-               | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, samples_dir, parking)))
+               | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, store, samples_dir)))
     _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
     return deduped
 

@@ -1,7 +1,7 @@
 """The corpus written on Beam: pages split (train/validation), assigned to shards and each
 shard written by one worker into the staging directory (corpus/shards.py's format). The pages
-come packed (corpus.document.to_bytes), or as tickets of pages parked on disk
-(pipelines/parking.py), read back by the worker that writes their shard."""
+come as PageRefs (pipelines/store.py), read from their store by the worker that writes their
+shard once the shard's url order is known."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from c4forge.corpus.document import from_bytes, packed_normalized_url, packed_url
+from c4forge.corpus.document import from_bytes
 from c4forge.corpus.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
@@ -23,7 +23,7 @@ from c4forge.corpus.shards import (
 )
 from c4forge.corpus.urls import split_of
 from c4forge.pipelines.dofns import Counting
-from c4forge.pipelines.parking import ParkingReader, Ticket
+from c4forge.pipelines.store import PageRef, PageStore, StoreReader
 from c4forge.pipelines.progress import ProgressReporter
 
 NS_OUTPUT = "output"
@@ -31,37 +31,34 @@ NS_OUTPUT = "output"
 
 class WriteShardFn(Counting, beam.DoFn):
     """((split, index, count), pages) -> one shard file in the staging directory (and the
-    documents written, to the build's progress: pipelines/progress.py). With ``parking`` the
-    pages are tickets, read back from there (in file order) once the shard's url order is known."""
+    documents written, to the build's progress: pipelines/progress.py). The pages are PageRefs,
+    read from ``store`` (in file order where it parks them) once the shard's url order is known."""
 
-    def __init__(self, staging: str, shard_format: str, metadata: dict,
-                 progress_dir: Optional[str] = None, parking: Optional[str] = None) -> None:
+    def __init__(self, staging: str, shard_format: str, metadata: dict, store: PageStore,
+                 progress_dir: Optional[str] = None) -> None:
         self.staging = staging
         self.shard_format = shard_format
         self.metadata = metadata
+        self.store = store
         self.progress_dir = progress_dir
-        self.parking = parking
         self.reporter: Optional[ProgressReporter] = None
-        self.reader: Optional[ParkingReader] = None
+        self.reader: Optional[StoreReader] = None
 
     def setup(self) -> None:
         if self.progress_dir:
             self.reporter = ProgressReporter(self.progress_dir)
-        if self.parking:
-            self.reader = ParkingReader(self.parking)
+        self.reader = self.store.reader()
 
     def teardown(self) -> None:
         if self.reader is not None:
             self.reader.close()
 
     def process(self, element):
-        (split, index, count), pages = element
-        # (url, packed page) pairs: sorted by url without unpacking, then unpacked one batch at
-        # a time as the shard is written, so a worker holds the shard's packed pages, not its rows
-        pages = sorted(pages, key=lambda pair: pair[0])
-        if self.reader is not None:
-            tickets = [Ticket._make(ticket) for _, ticket in pages]
-            pages = [(ticket.url, data) for ticket, data in zip(tickets, self.reader.tickets(tickets))]
+        (split, index, count), refs = element
+        # (url, PageRef) pairs: sorted by url, then read and unpacked one at a time as the shard
+        # is written, so a worker holds the shard's packed pages, not its rows
+        refs = [PageRef._make(ref) for _, ref in sorted(refs, key=lambda pair: pair[0])]
+        pages = [(ref.url, data) for ref, data in zip(refs, self.reader.pages(refs))]
         extractors: dict[str, int] = {}
         rows = counting_extractors((document_row(from_bytes(packed)) for _, packed in pages), extractors)
         name = shard_name(split, index, count, self.shard_format)
@@ -81,44 +78,31 @@ class WriteShardFn(Counting, beam.DoFn):
         yield name, stats
 
 
-def _assign_shard(page: bytes, counts: dict[str, int], docs_per_shard: int,
+def _assign_shard(ref: tuple, counts: dict[str, int], docs_per_shard: int,
                   fixed: Optional[int], per_mille: int):
-    """Packed page -> (shard key, (url, packed page)): a shard's pages sort by url while packed."""
-    url = packed_normalized_url(page)
-    split = split_of(url, per_mille)
-    return tuple(shard_key(url, split, counts.get(split, 0), docs_per_shard, fixed)), (packed_url(page), page)
+    """PageRef -> (shard key, (url, PageRef)): a shard's pages sort by url before they are read."""
+    page = PageRef._make(ref)
+    split = split_of(page.normalized_url, per_mille)
+    return tuple(shard_key(page.normalized_url, split, counts.get(split, 0), docs_per_shard, fixed)), (page.url, ref)
 
 
-def _assign_ticket(ticket: tuple, counts: dict[str, int], docs_per_shard: int,
-                   fixed: Optional[int], per_mille: int):
-    """Ticket (pipelines/parking.py) -> (shard key, (url, ticket))."""
-    url = Ticket._make(ticket).normalized_url
-    split = split_of(url, per_mille)
-    return tuple(shard_key(url, split, counts.get(split, 0), docs_per_shard, fixed)), (ticket[1], ticket)
+def _split(ref: tuple, per_mille: int):
+    return split_of(PageRef._make(ref).normalized_url, per_mille), 1
 
 
-def _ticket_split(ticket: tuple, per_mille: int):
-    return split_of(Ticket._make(ticket).normalized_url, per_mille), 1
-
-
-def _packed_split(page: bytes, per_mille: int):
-    return split_of(packed_normalized_url(page), per_mille), 1
-
-
-def write_shards(pages, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
+def write_shards(refs, store: PageStore, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
                  num_shards: Optional[int] = None, per_mille: int = 1,
                  shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None,
-                 progress_dir: Optional[str] = None, parking: Optional[str] = None):
-    """Split and shard the pages (packed: corpus.document.to_bytes; with ``parking``, tickets
-    of pages parked there); returns a PCollection of (file name, stats)."""
-    counts = (pages
-              | "split of page" >> beam.Map(_ticket_split if parking else _packed_split, per_mille)
+                 progress_dir: Optional[str] = None):
+    """Split and shard the pages (``refs``: PageRefs of pages in ``store``); returns a
+    PCollection of (file name, stats)."""
+    counts = (refs
+              | "split of page" >> beam.Map(_split, per_mille)
               | "count per split" >> beam.CombinePerKey(sum))
-    return (pages
-            | "assign shard" >> beam.Map(_assign_ticket if parking else _assign_shard,
-                                         counts=beam.pvalue.AsDict(counts),
+    return (refs
+            | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
                                          docs_per_shard=docs_per_shard, fixed=num_shards,
                                          per_mille=per_mille)
             | "group shards" >> beam.GroupByKey()
-            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, progress_dir,
-                                                        parking)))
+            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, store,
+                                                        progress_dir)))

@@ -1,17 +1,20 @@
-"""URL dedup on Beam (the twin of corpus/url_dedup.py; contract: corpus/chain.py's URL_DEDUP),
-with the engine's one optimisation of the chain: the page steps between URL dedup and the next
-corpus-wide step run on every crawl *where it is read*, and the page is split in two.
+"""URL dedup on Beam (the twin of corpus/url_dedup.py; contract: corpus/steps/url_dedup.py), with
+the engine's one optimisation of the chain: the page steps between URL dedup and the next
+corpus-wide step run on every crawl *where it is read* (``Fusion.after_at_reader``), and the
+page is split in two.
 
 Its *candidate*, (normalised url, UrlCandidate: crawl time, raw text bytes, the counts its page
 steps recorded, md5(url), record id, the cleaned lines' keys, its samples), goes to the URL
-groups (batched by url bucket): small, no text. Its cleaned text goes straight to the join that
-follows (the ``PAGES`` output, batched by the bucket of md5(url) as PageEntry), where only the
-URL group's winner is kept. So the text crosses one shuffle, not two. Page steps are per page,
-so the winner's output is the same either way; their counts are recorded at the reader and
-counted only for the winner (NewestPagesFn), so every counter equals tfds' order (dedup, then
-clean) and ``corpus clean``'s. The record id (``page_record_id``: md5 of the record's file name
-and offset) tells apart two crawls of one URL and breaks ties between equally new ones. Where
-line dedup comes next, the URL groups claim the winners' lines at once (``claims``).
+groups (batched by url bucket): small, no text. Its cleaned text goes into the page store and
+its reference straight to the join that follows (the ``PAGES`` output, batched by the bucket of
+md5(url) as PageEntry), where only the URL group's winner is kept. So the text crosses one
+shuffle, not two. Page steps are per page, so the winner's output is the same either way; their
+counts are recorded at the reader and counted only for the winner (NewestPagesFn), so every
+counter equals tfds' order (dedup, then clean) and ``corpus clean``'s. The record id
+(``page_record_id``: md5 of the record's file name and offset) tells apart two crawls of one URL
+and breaks ties between equally new ones. Where the plan says so (``Fusion.claim_lines``), the
+URL groups claim the winners' lines at once, for the line dedup that meets the pages at the
+same join.
 """
 from __future__ import annotations
 
@@ -22,16 +25,16 @@ from typing import Optional
 
 import apache_beam as beam
 
-from c4forge.corpus.chain import Scope, Segment, Step
+from c4forge.corpus.chain import Segment
 from c4forge.corpus.document import Document, to_bytes
+from c4forge.corpus.line_claims import ClaimBuffer
 from c4forge.corpus.line_dedup import pack_keys, text_line_keys, url_rank
 from c4forge.corpus.samples import Sample, SampleList, SampleOptions, url_duplicates
-from c4forge.corpus.steps import NS_URL, text_bytes
+from c4forge.corpus.step import Step
+from c4forge.corpus.url_dedup import NS_URL
 from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
-    PARKED_COMPRESSION,
-    SHUFFLE_COMPRESSION,
     Batcher,
     Counting,
     Sampling,
@@ -43,47 +46,45 @@ from c4forge.pipelines.dofns import (
     unpack_counts,
     url_bucket,
 )
-from c4forge.pipelines.line_dedup import ClaimBuffer
-from c4forge.pipelines.parking import ParkingWriter
-from c4forge.pipelines.wide import BeamJob, PageEntry, ReadFn, Stream, bring_parked
+from c4forge.pipelines.pages import BeamJob, Form, Fusion, PageEntry, Pages, ReadFn
+from c4forge.pipelines.store import PageStore, StoreWriter
 
 
-def expand(stream: Stream, segment: Segment, job: BeamJob) -> Stream:
-    if stream.files is None:  # check_chain keeps URL dedup the first corpus-wide step
+def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
+    if pages.form is not Form.FILES:  # check_chain keeps URL dedup the first corpus-wide step
         raise ValueError("url-dedup reads its candidates where the pages are read")
-    following = segment.next_wide
-    claims = following is not None and following.scope is Scope.LINE_OWNERS
-    read = (stream.files
+    after = segment.after if fusion.after_at_reader else ()
+    read = (pages.pcoll
             | "read, page steps, url candidates" >> beam.ParDo(
-                ReadCandidatesFn(job, stream.pending, segment.after, claims))
+                ReadCandidatesFn(job, pages.pending, after, fusion.claim_lines, fusion.store))
             .with_outputs(ReadCandidatesFn.PAGES, main="candidates"))
     newest = (read.candidates
               | "group by url bucket" >> beam.GroupByKey()
-              | "newest per url" >> beam.ParDo(NewestPagesFn(claims, job.buckets, job.samples_dir,
+              | "newest per url" >> beam.ParDo(NewestPagesFn(fusion.claim_lines, job.buckets, job.samples_dir,
                                                              job.config.rule_samples))
               .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
-    joiners = (keep_winners, bring_parked) if job.parking else (keep_winners,)
-    return Stream(join={"pages": read[ReadCandidatesFn.PAGES], "winners": newest.winners},
-                  joiners=joiners, claims=newest[NewestPagesFn.CLAIMS] if claims else None)
+    joined = Pages.joined(read[ReadCandidatesFn.PAGES], fusion.store, {"winners": newest.winners},
+                          (keep_winners,), newest[NewestPagesFn.CLAIMS] if fusion.claim_lines else None)
+    return joined if fusion.after_at_reader else joined.then(segment.after)
 
 
 class ReadCandidatesFn(ReadFn):
-    """One crawl file -> a URL candidate per page (main output) and its cleaned text (``PAGES``),
-    after the page steps before URL dedup (``before``) and those after it (``after``). With
-    ``job.parking`` the cleaned text is parked (pipelines/parking.py) and ``PAGES`` carries its
-    spot: the pages then cross no shuffle on their way to the join."""
+    """One crawl file -> a URL candidate per page (main output) and its cleaned text's
+    reference into ``store`` (``PAGES``), after the page steps before URL dedup (``before``)
+    and those after it (``after``)."""
 
     PAGES = "pages"
 
     def __init__(self, job: BeamJob, before: tuple[Step, ...], after: tuple[Step, ...],
-                 line_keys: bool) -> None:
+                 line_keys: bool, store: PageStore) -> None:
         super().__init__(job, before)
         self.after = after
         self.line_keys = line_keys  # the winners' line keys are claimed at the URL groups
         self.buckets = job.buckets
+        self.store = store
         self.batcher = Batcher()
         self.pages = Batcher()
-        self.writer: Optional[ParkingWriter] = None
+        self.writer: Optional[StoreWriter] = None
 
     def setup(self) -> None:
         super().setup()
@@ -91,7 +92,7 @@ class ReadCandidatesFn(ReadFn):
 
     def start_bundle(self) -> None:
         self.batcher, self.pages = Batcher(), Batcher()
-        self.writer = ParkingWriter(self.job.parking) if self.job.parking else None
+        self.writer = self.store.writer()
 
     def emit(self, page: Document):
         counts: dict[tuple[str, str], int] = {}
@@ -104,24 +105,19 @@ class ReadCandidatesFn(ReadFn):
             rank = url_rank(cleaned.url)
             if self.line_keys:
                 keys = pack_keys(text_line_keys(cleaned.text))
-            packed = to_bytes(cleaned, SHUFFLE_COMPRESSION if self.writer is None else PARKED_COMPRESSION)
-            n_lines = cleaned.text.count("\n") + 1
-            if self.writer is not None:
-                entry = tuple(PageEntry(rank, record, b"", n_lines, self.writer.put(packed)))
-            else:
-                entry = tuple(PageEntry(rank, record, packed, n_lines))
-            for batch in self.pages.add(digest_bucket(rank, self.buckets), entry, len(entry[2]) + 96):
+            ref = self.writer.put(to_bytes(cleaned, self.store.compression))
+            entry = tuple(PageEntry(rank, record, ref, cleaned.text.count("\n") + 1))
+            for batch in self.pages.add(digest_bucket(rank, self.buckets), entry, len(ref) + 96):
                 yield beam.pvalue.TaggedOutput(self.PAGES, batch)
         url = page.normalized_url
-        candidate = UrlCandidate(page.timestamp, text_bytes(page), pack_counts(counts), rank, record, keys,
+        candidate = UrlCandidate(page.timestamp, page.text_size(), pack_counts(counts), rank, record, keys,
                                  json.dumps([s.to_wire() for s in carried]) if carried else "")
         yield from self.batcher.add(url_bucket(url, self.buckets), (url, on_the_wire(candidate)),
                                     len(url) + len(candidate.counts) + len(keys) + 96)
 
     def finish_bundle(self):
         super().finish_bundle()
-        if self.writer is not None:  # the pages are on disk before their spots go on
-            self.writer.close()
+        self.writer.close()  # the pages are in the store before their references go on
         yield from in_global_window(self.batcher.drain())
         for batch in in_global_window(self.pages.drain()):
             yield beam.pvalue.TaggedOutput(self.PAGES, batch)

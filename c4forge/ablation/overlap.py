@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from c4forge.ablation.spec import AblationSpec, locate
-from c4forge.corpus.decontaminate import Decontamination, EvalIndex, overlapping_words
+from c4forge.corpus.decontaminate import EvalIndex, overlapping_words
 from c4forge.corpus.shards import iter_corpus_documents
 from c4forge.train.evaluate import TASK_FILES
 
@@ -37,7 +37,7 @@ def overlap(spec: AblationSpec, corpora: dict[str, str], n: int = 13) -> dict:
     sets = evaluation_sets(spec)
     if not sets:
         return {}
-    index = EvalIndex.build(Decontamination(on=True, sets=sets, n=n))
+    index = EvalIndex.build(tuple(sets), n)
     variants = {}
     for name, directory in corpora.items():
         words = documents = 0

@@ -25,7 +25,7 @@ from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env
-from c4forge.corpus.chain import describe
+from c4forge.corpus.chain import describe, load_steps
 from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
 from c4forge.corpus.config import PRESETS, build_config
 from c4forge.corpus.extract import EXTRACTORS
@@ -42,7 +42,6 @@ from c4forge.corpus.report import (
 )
 from c4forge.corpus.samples import Reservoir
 from c4forge.corpus.sniff import check_input_formats
-from c4forge.corpus.steps import ChainRules
 from c4forge.corpus.urls import split_of
 from c4forge.corpus.wet import STRICT_SKIPS
 from c4forge.pipelines.engines.java import java_executable
@@ -79,8 +78,9 @@ def config_options(func):
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
                      help="YAML file of settings applied on top of the preset."),
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                     help="Override any setting, e.g. --set rules.min_words_per_line=3 "
-                          "--set languages=en,de (repeatable)."),
+                     help="Override any setting, e.g. --set clean-page.min_words_per_line=3 "
+                          "--set language-id.languages=en,de, or the chain: --set chain=fineweb, "
+                          "--set chain=length,language-id,my_filters:mostly_digits (repeatable)."),
         click.option("--badwords", default=None, metavar="DIR|URL",
                      help="Bad-word lists: a directory with one file per language (en, de, ...) "
                           "or a URL template with {lang}. Default: the LDNOOBW commits C4 pins, "
@@ -202,8 +202,8 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         with atomic_write(counters_path) as handle:
             json.dump({"config": config.to_dict(), "counters": values}, handle, indent=2)
     elapsed = time.perf_counter() - started
-    say(counter_table(values))
-    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values).items())
+    say(counter_table(values, config.chain))
+    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(values, config.chain).items())
     say(f"\npages: {flow}")
     say(f"{len(documents):,} documents written to {output_dir or output} in {elapsed:.1f}s "
         f"(preset {config.preset}, {len(paths)} input file(s))")
@@ -250,6 +250,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
                      hook=hook_from_env(), shard_format=shard_format, samples=samples)
     if not output:
         return
+    scored = config.runs("quality-classifier")
     with atomic_write(output) as handle:
         for doc in documents:
             record = {
@@ -259,6 +260,8 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
                 "source": doc.source, "offset": doc.offset,
                 "near_dup_cluster_size": doc.near_dup_cluster_size,
             }
+            if scored:  # the quality classifier's score, as the shards' quality_score column
+                record["quality_score"] = doc.quality_score
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
@@ -319,9 +322,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
     check_input_formats(paths, config.read)
     lock_outputs(output)
     refuse_early(output, overwrite, build.BeamFS())
-    if config.badwords_fraction > 0:
-        _ = ChainRules(config).badwords_filter  # fail before the pipeline starts, not in a worker
-
+    load_steps(config.for_workers())  # what the steps load, checked here, not in a worker
 
     with filtered_stderr():
         manifest = build.run_build(paths, output, config, runner=runner, beam_args=beam_args,
@@ -329,7 +330,7 @@ def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_fo
                              num_shards=num_shards, cc_rounds=cc_rounds,
                              shard_format=shard_format, command=["corpus", *sys.argv[1:]],
                              log=say, verbose=Console.verbose, workers=workers)
-    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"]).items())
+    flow = " -> ".join(f"{k} {v:,}" for k, v in page_flow(manifest["counters"], config.chain).items())
     say(f"pages: {flow}")
     if not sum(info["documents"] for info in manifest["splits"].values()):
         click.echo(zero_documents_warning(manifest["counters"]), err=True)
@@ -385,8 +386,7 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
     if not paths:
         raise click.UsageError("give --input files or --crawl")
     check_input_formats(paths, config.read)
-    if config.badwords_fraction > 0:
-        _ = ChainRules(config).badwords_filter  # fetched once, before the timing
+    load_steps(config)  # what the steps load (lists downloaded once), before the timing
     with filtered_stderr():
         result = estimate(paths, config, fraction=fraction, groups=groups, runner=runner,
                           workers=workers, sample_files=sample_files, price=price, log=say)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import os
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional
@@ -26,25 +28,80 @@ class ConfigError(C4forgeError, ValueError):
 # A field's rule, written beside it: ``steps: int = setting(100, POSITIVE)``. ``check_fields``
 # applies every rule of a config (and of the configs nested in it) with one message format,
 # ``KEY=VALUE: must be RULE``; ``Literal[...]`` fields take one of their values
-# (``KEY=VALUE: choose a, b or c``).
-POSITIVE = "> 0"
-NON_NEGATIVE = ">= 0"
-UNIT_INTERVAL = "between 0 and 1"
-OPEN_UNIT_INTERVAL = "between 0 and 1 (exclusive)"
-POSITIVE_INT_OR_NULL = "a positive integer or null"
-_RULES: dict[str, Callable[[Any], bool]] = {
-    POSITIVE: lambda v: v > 0,
-    NON_NEGATIVE: lambda v: v >= 0,
-    UNIT_INTERVAL: lambda v: 0 <= v <= 1,
-    OPEN_UNIT_INTERVAL: lambda v: 0 < v < 1,
-}
+# (``KEY=VALUE: choose a, b or c``). A number is also finite (NaN fails every comparison, so a
+# NaN threshold would switch its rule off without a word; inf is no limit anyone means), and a
+# ``None`` passes only where the field is ``Optional`` (there it switches the rule off).
 
 
-def setting(default: Any, rule: Optional[str] = None) -> Any:
-    """A config dataclass field with its default and the rule its values must meet."""
-    if rule is not None and rule not in _RULES and rule != POSITIVE_INT_OR_NULL:
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """What a setting's value must be: ``says`` (shown in the error) and ``holds`` (the test)."""
+
+    says: str
+    holds: Callable[[Any], bool]
+    integer: bool = False  # the value must be a whole number (bools are not numbers here)
+
+    def __str__(self) -> str:
+        return self.says
+
+
+POSITIVE = Rule("> 0", lambda v: v > 0)
+NON_NEGATIVE = Rule(">= 0", lambda v: v >= 0)
+UNIT_INTERVAL = Rule("between 0 and 1", lambda v: 0 <= v <= 1)
+OPEN_UNIT_INTERVAL = Rule("between 0 and 1 (exclusive)", lambda v: 0 < v < 1)
+POSITIVE_INT = Rule("a positive integer", lambda v: v > 0, integer=True)
+NON_NEGATIVE_INT = Rule("an integer >= 0", lambda v: v >= 0, integer=True)
+POSITIVE_INT_OR_NULL = Rule("a positive integer or null", lambda v: v > 0, integer=True)
+SHARE = Rule("a share in (0, 1]", lambda v: 0 < v <= 1)  # a share that drops pages above it
+# datatrove's way to switch a count rule off
+OFF_OR_POSITIVE_INT = Rule("-1 (off) or a positive integer", lambda v: v == -1 or v > 0, integer=True)
+OFF_OR_NON_NEGATIVE_INT = Rule("-1 (off) or an integer >= 0", lambda v: v >= -1, integer=True)
+
+
+PATH = "path"  # a local path a worker elsewhere must open absolute (a model file, a folder)
+NAMED_PATHS = "named paths"  # NAME=PATH entries (evaluation sets)
+
+
+def setting(default: Any, rule: Optional[Rule] = None, path: Optional[str] = None) -> Any:
+    """A config dataclass field with its default, the rule its values must meet and, for a
+    local file setting, its ``path`` kind (``PATH`` or ``NAMED_PATHS``: what ``worker_paths``
+    makes absolute for workers that start in folders of their own)."""
+    if rule is not None and not isinstance(rule, Rule):
         raise ValueError(f"unknown rule {rule!r}")
-    return dataclasses.field(default=default, metadata={"rule": rule} if rule else {})
+    metadata: dict[str, Any] = {"rule": rule} if rule else {}
+    if path is not None:
+        metadata["path"] = path
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def worker_path(path: Optional[str]) -> Optional[str]:
+    """``path`` as a worker elsewhere on this machine opens it: a local path absolute; URLs
+    (gs://, s3://, https://), names that are not paths (a list's name) and empty values as
+    they are."""
+    if not path or "://" in path:
+        return path
+    return os.path.abspath(path) if os.path.exists(path) or os.sep in path else path
+
+
+def worker_paths(settings: Any) -> Any:
+    """``settings`` (a config dataclass) with every field marked a path made absolute
+    (:func:`worker_path`), nested dataclasses included."""
+    changes = {}
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        kind = field.metadata.get("path")
+        if dataclasses.is_dataclass(value):
+            changes[field.name] = worker_paths(value)
+        elif kind == PATH and isinstance(value, str):
+            changes[field.name] = worker_path(value)
+        elif kind == NAMED_PATHS:
+            changes[field.name] = tuple(_named(entry) for entry in value)
+    return dataclasses.replace(settings, **changes) if changes else settings
+
+
+def _named(entry: str) -> str:
+    name, sep, path = entry.partition("=")
+    return f"{name}={worker_path(path.strip())}" if sep else entry
 
 
 def _choices(values: tuple) -> str:
@@ -52,10 +109,27 @@ def _choices(values: tuple) -> str:
     return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
+def is_number(value: Any) -> bool:
+    """A finite int or float, not a bool."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value))
+
+
+def rule_problem(value: Any, rule: Rule, optional: bool = False) -> Optional[str]:
+    """Why ``value`` breaks ``rule`` (``must be ...``), or None when it keeps it."""
+    if value is None:
+        return None if optional else f"must be {rule} (not null)"
+    if not is_number(value):
+        return f"must be {'a whole number' if rule.integer else 'a finite number'} ({rule})"
+    if rule.integer and value != int(value):
+        return f"must be {rule}"
+    return None if rule.holds(value) else f"must be {rule}"
+
+
 def check_fields(config: Any, prefix: str = "") -> None:
     """Every field of ``config`` (and of the dataclasses nested in it) meets the rule beside it
-    and, for ``Literal`` fields, is one of their values; the first that does not is a
-    ConfigError naming it."""
+    and, for ``Literal`` fields, is one of their values; every float is finite; the first that
+    does not is a ConfigError naming it."""
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
@@ -67,16 +141,16 @@ def check_fields(config: Any, prefix: str = "") -> None:
         if allowed is not None and value not in allowed:
             raise ConfigError(f"{key}={value!r}: choose {_choices(allowed)}")
         rule = field.metadata.get("rule")
-        if rule is None:
-            continue
-        if rule == POSITIVE_INT_OR_NULL:
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ConfigError(f"{key}={value!r}: must be {rule}")
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:  # NaN
-            raise ConfigError(f"{key}={value!r}: must be a number")
-        if not _RULES[rule](value):
-            raise ConfigError(f"{key}={value!r}: must be {rule}")
+        if rule is not None:
+            problem = rule_problem(value, rule, _is_optional(hints[field.name]))
+            if problem:
+                raise ConfigError(f"{key}={value!r}: {problem}")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{key}={value!r}: must be a finite number")
+
+
+def _is_optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is typing.Union and type(None) in typing.get_args(annotation)
 
 
 def _literal_values(annotation: Any) -> Optional[tuple]:
@@ -111,19 +185,54 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         if str(value).lower() in ("0", "false", "no", "off"):
             return False
         raise ConfigError(f"{key}: expected true/false, got {value!r}")
-    if origin in (tuple, tuple):
-        if isinstance(value, str):
-            text = value.strip()
-            if text[:1] == "[" and text[-1:] == "]":  # a YAML list typed on the command line
-                text = text[1:-1]
-            value = [v.strip().strip("'\"") for v in text.split(",") if v.strip().strip("'\"")]
-        return tuple(value or ())
+    if origin is tuple:
+        return _coerce_tuple(value, args, key)
     if annotation in (int, float, str):
+        if isinstance(value, (list, tuple, dict)) or (annotation is not str and isinstance(value, bool)):
+            raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}")
+        if annotation is int and isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"{key}: expected a whole number, got {value!r}")
         try:
             return annotation(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from exc
     return value
+
+
+def _coerce_tuple(value: Any, args: tuple, key: str) -> tuple:
+    """A list setting: ``a,b`` or ``[a, b]`` on the command line, a YAML list in a file; each
+    item coerced to the element type (``tuple[str, ...]``), or a fixed shape checked item by
+    item (``tuple[int, float]``: ``top_n_grams=[[2, 0.2], [3, 0.18]]``)."""
+    if isinstance(value, str):
+        text = value.strip()
+        nested = text[:1] == "[" and "[" in text[1:]
+        if nested:  # a list of lists, typed on the command line: read as YAML
+            import yaml  # lazy: only a nested list typed as text needs a parser
+
+            try:
+                value = yaml.safe_load(text)
+            except yaml.YAMLError:
+                raise ConfigError(f"{key}={value!r}: not a list ([[a, b], ...])") from None
+        else:
+            if text[:1] == "[" and text[-1:] == "]":  # a YAML list typed on the command line
+                text = text[1:-1]
+            value = [v.strip().strip("'\"") for v in text.split(",") if v.strip().strip("'\"")]
+    if value is None:
+        value = ()
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{key}={value!r}: expected a list")
+    if len(args) == 2 and args[1] is Ellipsis:
+        inner = typing.get_args(args[0]) if typing.get_origin(args[0]) is tuple else None
+        if inner and any(not isinstance(item, (list, tuple)) for item in value):
+            shape = ", ".join(getattr(a, "__name__", str(a)) for a in inner)
+            raise ConfigError(f"{key}={list(value)!r}: expected a list of [{shape}] items, "
+                              f"e.g. [[{', '.join('1' for _ in inner)}], ...]")
+        return tuple(_coerce(item, args[0], f"{key}[{i}]") for i, item in enumerate(value))
+    if args and len(value) != len(args):
+        raise ConfigError(f"{key}={list(value)!r}: expected {len(args)} values "
+                          f"({', '.join(getattr(a, '__name__', str(a)) for a in args)})")
+    return tuple(_coerce(item, arg, f"{key}[{i}]") for i, (item, arg) in enumerate(zip(value, args))) \
+        if args else tuple(value)
 
 
 def apply_settings(obj: Any, updates: Mapping[str, Any], prefix: str = "") -> Any:

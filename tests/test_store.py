@@ -1,6 +1,7 @@
-"""Pages parked on disk after near-dedup's input (pipelines/parking.py): read back byte for byte
-by their spots, a clear error when their file is gone or cut short, and a build that parks them
-writes the bytes, counters and rule samples of one that carries them through the shuffles."""
+"""The page store (pipelines/store.py): pages parked on disk read back byte for byte by their
+spots, a clear error when their file is gone or cut short, carried and parked references read
+back alike, and a build that parks pages writes the bytes, counters and rule samples of one that
+carries them through the shuffles."""
 import json
 import os
 import random
@@ -10,11 +11,11 @@ import sys
 import pytest
 
 from c4forge.corpus.config import build_config
-from c4forge.corpus.document import Document, packed_normalized_url, packed_text_size, packed_url, to_bytes
+from c4forge.corpus.document import Document, from_bytes, to_bytes
 from c4forge.corpus.shards import read_manifest
-from c4forge.pipelines import parking
+from c4forge.pipelines import store
 from c4forge.pipelines.build import PARKED_PAGES, run_build
-from c4forge.pipelines.parking import ParkingReader, ParkingWriter, Spot, Ticket
+from c4forge.pipelines.store import INLINE, PageRef, PageStore, ParkingReader, ParkingWriter, Spot
 from c4forge.pipelines.worker_boot import pin_to_free_core
 from tests.conftest import ROOT
 from tests.test_pipeline import DEMO_BADWORDS, SAMPLE, crawl_files
@@ -46,53 +47,73 @@ def near_duplicates(tmp_path, copies: int = 4) -> str:
     return str(path)
 
 
-def page(i: int) -> bytes:
+def document(i: int) -> Document:
     text = "\n".join(f"line {i}.{j} " + "é" * (i % 7) + "word " * (i * 13 % 90) for j in range(1 + i % 5))
-    doc = Document(url=f"https://example.org/{i}", normalized_url=f"example.org/{i}", text=text,
-                   timestamp="2019-07-01T00:00:00Z", content_length=str(len(text)), content_type="text/plain",
-                   language="en", language_score=0.9, source="x.wet.gz", offset=i)
-    return to_bytes(doc, compress=True)
+    return Document(url=f"https://example.org/{i}", normalized_url=f"example.org/{i}", text=text,
+                    timestamp="2019-07-01T00:00:00Z", content_length=str(len(text)), content_type="text/plain",
+                    language="en", language_score=0.9, source="x.wet.gz", offset=i)
+
+
+def page(i: int) -> bytes:
+    return to_bytes(document(i), compress=True)
 
 
 def test_parked_pages_come_back_byte_for_byte_in_any_order(tmp_path):
     folder = str(tmp_path / "parked")
     pages = [page(i) for i in range(60)]
-    tickets = []
+    spots = []
     for part in (pages[:25], pages[25:]):  # two bundles: two files
         writer = ParkingWriter(folder)
-        tickets += [writer.park(p) for p in part]
+        spots += [writer.put(p) for p in part]
         writer.close()
     assert len(os.listdir(folder)) == 2
-    for ticket, packed in zip(tickets, pages):
-        assert (ticket.url, ticket.normalized_url, ticket.text_size, ticket.cluster_size) == \
-            (packed_url(packed), packed_normalized_url(packed), packed_text_size(packed), 1)
-        assert Spot.from_bytes(ticket.spot).length == len(packed)
+    for spot, packed in zip(spots, pages):
+        assert Spot.from_bytes(spot).length == len(packed)
     order = list(range(len(pages)))
     random.Random(7).shuffle(order)
     reader = ParkingReader(folder, max_open=1)  # every switch of file closes the other
-    assert reader.fetch_all([tickets[i].spot for i in order]) == [pages[i] for i in order]
-    assert [reader.fetch(tickets[i].spot) for i in order] == [pages[i] for i in order]
+    assert reader.fetch_all([spots[i] for i in order]) == [pages[i] for i in order]
+    assert [reader.fetch(spots[i]) for i in order] == [pages[i] for i in order]
     reader.close()
-    # a ticket crosses a shuffle as a plain tuple
-    assert Ticket._make(tuple(tickets[3])) == tickets[3]
+
+
+@pytest.mark.parametrize("parked", [False, True])
+def test_a_store_gives_back_its_pages_with_their_cluster_sizes(tmp_path, parked):
+    """Carried or parked, a PageRef reads back as the page it was made from, with the cluster
+    size set on the reference; it crosses a shuffle as a plain tuple."""
+    kept = PageStore(str(tmp_path / "parked")) if parked else INLINE
+    writer = kept.writer()
+    refs = [kept.page_ref(document(i), writer) for i in range(12)]
+    writer.close()
+    assert all((ref.url, ref.normalized_url, ref.text_size) == (document(i).url, document(i).normalized_url,
+                                                                document(i).text_size())
+               for i, ref in enumerate(refs))
+    assert len(refs[0].ref) == (28 if parked else len(to_bytes(document(0), True)))
+    refs = [PageRef._make(tuple(ref._replace(cluster_size=1 + i % 3))) for i, ref in enumerate(refs)]
+    reader = kept.reader()
+    back = [from_bytes(data) for data in reader.pages(refs[::-1])][::-1]
+    reader.close()
+    assert [(d.url, d.text, d.near_dup_cluster_size) for d in back] == \
+        [(document(i).url, document(i).text, 1 + i % 3) for i in range(12)]
+    assert kept.compression is (not parked)
 
 
 def test_a_parked_file_gone_or_cut_short_is_a_clear_error(tmp_path):
     folder = str(tmp_path / "parked")
     writer = ParkingWriter(folder)
-    first, second = writer.park(page(1)), writer.park(page(2))
+    first, second = writer.put(page(1)), writer.put(page(2))
     writer.close()
     (path,) = [os.path.join(folder, name) for name in os.listdir(folder)]
     with open(path, "r+b") as handle:
         handle.truncate(len(page(1)) + 3)
     reader = ParkingReader(folder)
-    assert reader.fetch(first.spot) == page(1)
+    assert reader.fetch(first) == page(1)
     with pytest.raises(ValueError, match="file ends early"):
-        reader.fetch(second.spot)
+        reader.fetch(second)
     reader.close()
     os.remove(path)
     with pytest.raises(FileNotFoundError, match="parked pages .* are gone"):
-        ParkingReader(folder).fetch(first.spot)
+        ParkingReader(folder).fetch(first)
 
 
 def test_a_build_that_parks_pages_writes_what_carrying_them_writes(tmp_path, monkeypatch):
@@ -101,8 +122,9 @@ def test_a_build_that_parks_pages_writes_what_carrying_them_writes(tmp_path, mon
     dropped near-duplicates are read back for their samples) of the same build with the pages
     carried through the shuffles."""
     parked, put = [], []
-    park, put_bytes = ParkingWriter.park, ParkingWriter.put
-    monkeypatch.setattr(ParkingWriter, "park", lambda self, packed: parked.append(1) or park(self, packed))
+    page_ref, put_bytes = PageStore.page_ref, ParkingWriter.put
+    monkeypatch.setattr(PageStore, "page_ref",
+                        lambda self, page, writer: (self.parks and parked.append(1)) or page_ref(self, page, writer))
     monkeypatch.setattr(ParkingWriter, "put", lambda self, packed: put.append(1) or put_bytes(self, packed))
     cfg = build_config("c4", badwords=str(DEMO_BADWORDS), overrides=["rule_samples.rate=1"])
     paths = crawl_files(tmp_path) + [str(SAMPLE), near_duplicates(tmp_path)]
@@ -137,7 +159,7 @@ def test_parking_is_off_where_staging_is_not_a_local_path(monkeypatch):
     assert parking_folder("/data/out/.staging") == os.path.join("/data/out/.staging", PARKED_PAGES)
     monkeypatch.setenv("C4FORGE_PARK_PAGES", "0")
     assert parking_folder("/data/out/.staging") is None
-    assert parking.SUFFIX == ".pages"
+    assert store.SUFFIX == ".pages"
 
 
 def test_workers_each_claim_a_core_of_their_own(tmp_path):
@@ -159,7 +181,7 @@ def test_workers_each_claim_a_core_of_their_own(tmp_path):
 
 @pytest.mark.parametrize("overrides", [[], ["pii.on=true"]])
 def test_parked_pages_read_back_as_documents_and_through_later_page_steps(tmp_path, overrides):
-    """c4_pages with a parking folder: the end of the chain read back as Documents (``UnparkFn``),
+    """c4_pages with a parking folder: the end of the chain read back as Documents (``UnrefFn``),
     and with a page step after near-dedup (PII, which rewrites pages), that step run on the
     read-back pages: the documents and counters of the one-process chain."""
     import apache_beam as beam

@@ -1,0 +1,42 @@
+"""Every built-in step of the chains, registered by name in one place (``REGISTRY``); each is one
+module of this package (its settings type, what it loads, its function: corpus/step.py says
+what a step is). corpus/chain.py orders them into chains; the corpus config holds one settings
+object per step, keyed by its name (corpus/config.py).
+
+Adding a built-in page filter: a module here with ``STEP = page_step(...)``, its line below, and
+its name in the chain lists of corpus/chain.py where it runs. A user's own step needs neither:
+the config names it as ``package.module:function`` (corpus/step.py ``user_step``).
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from c4forge.corpus.step import Step
+from c4forge.corpus.steps import (
+    bad_words,
+    c4_quality,
+    clean_page,
+    decontaminate,
+    exact_dedup,
+    fineweb_quality,
+    gopher_quality,
+    gopher_repetition,
+    language_id,
+    length,
+    line_dedup,
+    near_dedup,
+    paragraph_filter,
+    pii,
+    quality_classifier,
+    read,
+    url_dedup,
+    url_filter,
+)
+
+MODULES: tuple[ModuleType, ...] = (
+    read, length, url_filter, url_dedup, paragraph_filter, clean_page, exact_dedup, line_dedup,
+    language_id, bad_words, gopher_repetition, gopher_quality, c4_quality, fineweb_quality,
+    quality_classifier, decontaminate, near_dedup, pii,
+)
+REGISTRY: dict[str, Step] = {module.STEP.name: module.STEP for module in MODULES}
+MODULE_OF: dict[str, str] = {module.STEP.name: module.__name__ for module in MODULES}

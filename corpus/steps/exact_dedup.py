@@ -1,0 +1,24 @@
+"""Exact-text dedup (namespace ``exact-dedup``; off in every C4 preset, Gopher's chain runs it):
+pages of the same normalised text keep their earliest crawl. Twins: corpus/exact_dedup.py and
+pipelines/exact_dedup.py."""
+from __future__ import annotations
+
+import dataclasses
+
+from c4forge.corpus.exact_dedup import NS_EXACT, run
+from c4forge.corpus.step import Scope, wide_step
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactDedup:
+    """``exact-dedup`` in the corpus config."""
+
+    on: bool = False
+
+
+STEP = wide_step(
+    "exact-dedup", NS_EXACT, Scope.TEXT_GROUPS, "[exact-text dedup]", run,
+    "Pages whose normalised text (exact_dedup.text_key: NFKC, case-folded, whitespace runs "
+    "as one space) is the same are one group; the group keeps its earliest crawl (equal times: "
+    "the smallest md5(url)); every page counts count_exact_group's share once.",
+    settings=ExactDedup, flow="unique text")

@@ -1,0 +1,29 @@
+"""mC4's paragraph filter (namespace ``paragraph-filter``): a page needs ``min_paragraphs``
+lines of at least ``min_paragraph_len`` characters (off in c4; the mc4 preset's)."""
+from __future__ import annotations
+
+import dataclasses
+
+from c4forge.core.settings import NON_NEGATIVE_INT, POSITIVE_INT, setting
+from c4forge.corpus.clean import paragraph_filter as has_paragraphs
+from c4forge.corpus.document import Document
+from c4forge.corpus.step import page_step
+from c4forge.corpus.verdict import Verdict, drop, keep
+
+
+@dataclasses.dataclass(frozen=True)
+class ParagraphFilter:
+    """``paragraph-filter`` in the corpus config (mC4's defaults)."""
+
+    on: bool = False
+    min_paragraphs: int = setting(3, POSITIVE_INT)
+    min_paragraph_len: int = setting(200, NON_NEGATIVE_INT)
+
+
+def paragraphs(settings: ParagraphFilter, page: Document) -> Verdict:
+    ok = has_paragraphs(page, settings.min_paragraphs, settings.min_paragraph_len)
+    return keep(page) if ok else drop()
+
+
+STEP = page_step("paragraph-filter", paragraphs, "[paragraph filter]", settings=ParagraphFilter,
+                 clock="clean-page")

@@ -1,0 +1,24 @@
+"""URL dedup (tfds' ``select_newest_page``; namespace ``duplicate-url-filter``): of the crawls of
+one normalised URL the newest is kept. Needs every page: its twins are corpus/url_dedup.py (one
+process) and pipelines/url_dedup.py (Beam), held to the contract below."""
+from __future__ import annotations
+
+import dataclasses
+
+from c4forge.corpus.step import Scope, wide_step
+from c4forge.corpus.url_dedup import NS_URL, run
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlDedup:
+    """``url-dedup`` in the corpus config."""
+
+    on: bool = True
+
+
+STEP = wide_step(
+    "url-dedup", NS_URL, Scope.URL_GROUPS, "newest page per normalised URL", run,
+    "Of the crawls of one normalised URL the newest is kept (equal times: the smallest "
+    "record id, urls.newer_page / UrlCandidate.replaces); every URL counts "
+    "count_url_group once; what the kept crawl's later page steps counted is counted "
+    "for it alone.", settings=UrlDedup, flow="unique url")
