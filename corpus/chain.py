@@ -13,6 +13,7 @@ near-dedup is last but for steps that never drop a page.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import sys
 from collections.abc import Iterable, Sequence
@@ -55,10 +56,15 @@ def chain_names(value: Any) -> tuple[str, ...]:
         value = [part.strip() for part in value.strip("[]").split(",")]
     if not isinstance(value, (list, tuple)) or not value:
         raise ChainError(f"chain={value!r}: name a chain ({', '.join(CHAINS)}) or list its steps")
-    names = tuple(str(part).strip() for part in value if str(part).strip())
+    names = tuple(_spelled(str(part).strip()) for part in value if str(part).strip())
     if len(names) == 1 and names[0] in CHAINS:
         return CHAINS[names[0]]
     return names[1:] if names and names[0] == READ.name else names
+
+
+def _spelled(ref: str) -> str:
+    """A registered step's name as registered (``bad_words`` -> ``bad-words``)."""
+    return ref.replace("_", "-") if ":" not in ref and ref.replace("_", "-") in REGISTRY else ref
 
 
 _USER_STEPS: dict[str, Step] = {}
@@ -69,7 +75,7 @@ def step_of(ref: str) -> Step:
     if ref in REGISTRY:
         return REGISTRY[ref]
     if ":" not in ref:
-        close = [name for name in REGISTRY if name.replace("-", "_") == ref.replace("-", "_")]
+        close = difflib.get_close_matches(ref.replace("_", "-"), list(REGISTRY), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ChainError(f"chain: no step named {ref!r}{hint}; steps: {', '.join(REGISTRY)}, "
                          "or package.module:function for a step of your own")
@@ -160,7 +166,7 @@ def plan(config: Any, chain: Sequence[Step] | None = None) -> Plan:
     first: list[Step] = []
     wide: list[tuple[Step, list[Step]]] = []
     for step in chain[1:]:
-        if not step.enabled(config.settings_of(step.name)):
+        if not step.enabled(config.settings_for(step)):
             continue
         if step.is_page_step():
             (wide[-1][1] if wide else first).append(step)

@@ -112,13 +112,21 @@ class CorpusConfig:
         except KeyError:
             raise ConfigError(f"no settings for step {name!r} (not in chain {', '.join(self.chain)})") from None
 
+    def settings_for(self, step: Step) -> Any:
+        """``step``'s settings: this config's, or its defaults for a step the config was not
+        built with (a chain given to a runner directly, as tests do)."""
+        try:
+            return self.steps.get(step.name)
+        except KeyError:
+            return step.settings()
+
     def chain_steps(self) -> tuple[Step, ...]:
         """The steps of the chain (reading left out)."""
         return tuple(step_of(ref) for ref in self.chain)
 
     def runs(self, name: str) -> bool:
         """Whether the step named ``name`` is in the chain and switched on."""
-        return any(step.name == name and step.enabled(self.settings_of(name)) for step in self.chain_steps())
+        return any(step.name == name and step.enabled(self.settings_for(step)) for step in self.chain_steps())
 
     def to_dict(self) -> dict[str, Any]:
         """The config as its settings file would give it: the chain's steps' settings only."""
@@ -182,6 +190,9 @@ def canonical(updates: Mapping[str, Any], steps: Iterable[str]) -> dict[str, Any
         if not isinstance(key, str):
             raise ConfigError(unknown_key_message(str(key), key, ()))
         name = key.replace("_", "-")
+        if key == "preset":
+            raise ConfigError(f"preset={value!r}: a preset is chosen with --preset (a settings file "
+                              "and --set go on top of it)")
         if key in GLOBAL_KEYS:
             found = {key: value}
         elif (key in steps or name in steps) and (isinstance(value, Mapping) or key not in LEGACY):
@@ -273,7 +284,7 @@ def check_config(config: CorpusConfig, touched: Mapping[str, str] = {}) -> Corpu
     for step in chain:
         settings = config.settings_of(step.name)
         check_fields(settings, f"{step.name}.")
-        if step.check is not None and step.enabled(settings):
+        if step.check is not None:
             step.check(settings, config)
     plan(config)  # the chain's own rules (check_chain)
     return check_read_options(check_samples(config))

@@ -59,7 +59,7 @@ class Switch:
 
 
 def switched_on(settings: Any) -> bool:
-    """``on``"""
+    """on"""
     return bool(getattr(settings, "on", True))
 
 
@@ -122,10 +122,10 @@ KEPT_CONFIGS = 16  # what one process keeps loaded: tests build many configs in 
 
 
 def loaded(step: Step, config: Any) -> Any:
-    """What ``step``'s function is given under ``config`` (whose ``settings_of(name)`` is the
+    """What ``step``'s function is given under ``config`` (whose ``settings_for(step)`` is the
     step's settings): its ``load``'s result, built on first use and kept for the process (the
     models and lists of every DoFn of a worker are loaded once), or its settings."""
-    settings = config.settings_of(step.name)
+    settings = config.settings_for(step)
     if step.load is None:
         return settings
     key = (step.name, config)

@@ -203,7 +203,8 @@ def run_engine(inputs: Sequence[str], folder: str, config: CorpusConfig, runner:
     settings = os.path.join(folder, "config.yaml")
     if not os.path.exists(settings):
         with open(settings, "w", encoding="utf-8") as handle:
-            yaml.safe_dump(_plain(config.to_dict()), handle)
+            given = {k: v for k, v in config.to_dict().items() if k != "preset"}  # --preset says it
+            yaml.safe_dump(_plain(given), handle)
     out = tempfile.mkdtemp(prefix="build-", dir=folder)
     os.rmdir(out)
     cmd = [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", *inputs, "-o", out,

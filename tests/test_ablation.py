@@ -367,7 +367,7 @@ def test_variants_may_read_their_own_inputs(tmp_path):
     assert any(line.startswith("corpus a: built") for line in logged)
     assert any(line.startswith("corpus b: reusing") for line in logged)
     manifest = json.loads((tmp_path / "ablation" / "corpora" / "a" / "_manifest.json").read_text())
-    assert manifest["config"]["max_page_chars"] == 5000
+    assert manifest["config"]["length"]["max_chars"] == 5000
 
 
 def test_byte_budget_matches_text_within_one_batch():

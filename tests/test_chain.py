@@ -1,6 +1,6 @@
 """The chain as data (corpus/chain.py): a page step declared in one place runs, and counts, in
-both runners; the skeleton is enforced; what help texts, docs and reports say of the order
-comes from the list."""
+both runners; the skeleton is enforced; the planning pass fuses what it should; what help
+texts, docs and reports say of the order comes from the list."""
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
@@ -11,9 +11,12 @@ from c4forge.corpus import chain
 from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.report import manifest_stats, page_flow
+from c4forge.corpus.step import Scope, Step, page_step
+from c4forge.corpus.steps import REGISTRY
 from c4forge.corpus.verdict import drop, keep
 from c4forge.pipelines.build import counters_of
-from c4forge.pipelines.c4 import c4_pages
+from c4forge.pipelines.c4 import c4_pages, fusions
+from c4forge.pipelines.pages import BeamJob
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
@@ -21,7 +24,7 @@ DEMO_BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
 
-def _few_lines(rules, page):
+def _few_lines(settings, page):
     """The toy rule, one function and no counting code: a page of fewer than 8 lines goes; the
     rest lose their last line."""
     lines = page.text.split("\n")
@@ -30,7 +33,8 @@ def _few_lines(rules, page):
     return keep(page.replace(text="\n".join(lines[:-1])))
 
 
-TOY = chain.page_step("toy", "toy-filter", _few_lines, "toy rule")
+TOY = page_step("toy", _few_lines, "toy rule", namespace="toy-filter")
+C4 = chain.steps_of(chain.C4_CHAIN)
 
 
 def _both_runners(with_toy):
@@ -51,7 +55,7 @@ def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
     """Before URL dedup (the engine runs it where it reads), between URL dedup and line dedup
     (the engine runs it before the URL groups and counts it for the winner only) and after the
     line join: the same documents and counters from `corpus clean`'s chain and the Beam graph."""
-    with_toy = chain.with_step(TOY, after=after)
+    with_toy = chain.with_step(TOY, after=after, chain=C4)
     local, local_counters, beam_counters = _both_runners(with_toy)
     baseline = run_chain([SAMPLE], build_config("c4", badwords=DEMO_BADWORDS), Counters())
     toy_counters = {k: v for k, v in beam_counters.items() if k.startswith("toy-filter/")}
@@ -71,45 +75,69 @@ def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
 
 
 def test_the_chain_rules_are_checked():
-    no_exact = tuple(s for s in chain.C4_CHAIN if s is not chain.EXACT_DEDUP)
+    exact, url, length = REGISTRY["exact-dedup"], REGISTRY["url-dedup"], REGISTRY["length"]
+    no_exact = tuple(s for s in C4 if s is not exact)
     with pytest.raises(chain.ChainError, match="first corpus-wide"):
-        chain.with_step(chain.EXACT_DEDUP, after="length", chain=no_exact)
-    with pytest.raises(chain.ChainError, match="ends a chain"):
-        chain.check_chain((*chain.C4_CHAIN, TOY))
+        chain.with_step(exact, after="length", chain=no_exact)
+    with pytest.raises(chain.ChainError, match="after near-dedup"):
+        chain.check_chain((*C4, TOY))
     with pytest.raises(chain.ChainError, match="reads once"):
-        chain.with_step(chain.READ, after="length")
+        chain.with_step(chain.READ, after="length", chain=C4)
     with pytest.raises(chain.ChainError, match="no step named"):
-        chain.with_step(TOY, after="nope")
-    with pytest.raises(chain.ChainError, match="repeat"):
-        chain.with_step(chain.LENGTH, after="bad-words")
-    twinless = chain.Step("x", "x", chain.Scope.TEXT_GROUPS, "x")
-    with pytest.raises(chain.ChainError, match="names no twin"):
-        chain.with_step(twinless, after="clean-page", chain=no_exact)
+        chain.with_step(TOY, after="nope", chain=C4)
+    with pytest.raises(chain.ChainError, match="named twice"):
+        chain.with_step(length, after="bad-words", chain=C4)
     # without URL dedup in the chain, a corpus-wide step may come first
-    no_urls = tuple(s for s in no_exact if s is not chain.URL_DEDUP)
-    assert chain.with_step(chain.EXACT_DEDUP, after="length", chain=no_urls)[2] is chain.EXACT_DEDUP
+    no_urls = tuple(s for s in no_exact if s is not url)
+    assert chain.with_step(exact, after="length", chain=no_urls)[2] is exact
+    # a chain as the config names it: a misspelt step says what it may have meant
+    with pytest.raises(chain.ChainError, match="did you mean 'bad-words'"):
+        build_config("c4", overrides=["chain=length,bad_word"])
+    with pytest.raises(chain.ChainError, match="after near-dedup"):
+        build_config("c4", overrides=["chain=length,near-dedup,bad-words"])
+    assert build_config("c4", overrides=["chain=read,length,language-id"]).chain == ("length", "language-id")
 
 
 def test_plan_leaves_out_what_the_config_turns_off():
     full = chain.plan(build_config("c4", badwords=DEMO_BADWORDS))
     assert [s.name for s in full.first] == ["length"]
-    assert [(seg.step.name, [s.name for s in seg.after], seg.next_wide and seg.next_wide.name)
-            for seg in full.wide] == [
-        ("url-dedup", ["clean-page"], "line-dedup"),  # no paragraph filter, no exact dedup in c4
-        ("line-dedup", ["language-id", "bad-words"], "near-dedup"),
-        ("near-dedup", [], None)]
+    assert [(seg.step.name, [s.name for s in seg.after]) for seg in full.wide] == [
+        ("url-dedup", ["clean-page"]),  # no paragraph filter, no exact dedup in c4
+        ("line-dedup", ["language-id", "bad-words"]),
+        ("near-dedup", [])]
     noclean = chain.plan(build_config("c4-noclean"))
     assert [seg.step.name for seg in noclean.wide] == ["url-dedup"]
     assert [s.name for s in noclean.wide[0].after] == ["language-id"]
     exact = chain.plan(build_config("c4-noclean", dedupe_exact=True))
     assert [seg.step.name for seg in exact.wide] == ["url-dedup", "exact-dedup"]
-    assert exact.wide[0].after == () and exact.wide[0].next_wide is chain.EXACT_DEDUP
+    assert exact.wide[0].after == ()
+
+
+def test_the_planning_pass_decides_every_fusion():
+    """pipelines/c4.py ``fusions``: URL dedup's groups claim lines only for a line dedup right
+    after it, which then takes them; URL dedup runs its later page steps where it reads; the
+    stores: parked for URL dedup and near-dedup when the build has a folder, carried otherwise."""
+    def decided(config, parking=None):
+        job = BeamJob(config, parking=parking)
+        return {stage.segment.step.name: stage.fusion for stage in fusions(chain.plan(config), job)}
+
+    c4 = decided(build_config("c4", badwords=DEMO_BADWORDS), parking="/tmp/parked")
+    assert c4["url-dedup"].claim_lines and c4["url-dedup"].after_at_reader
+    assert c4["line-dedup"].lines_claimed and not c4["line-dedup"].claim_lines
+    assert c4["url-dedup"].store.parks and c4["near-dedup"].store.parks and not c4["line-dedup"].store.parks
+    assert not decided(build_config("c4", badwords=DEMO_BADWORDS))["near-dedup"].store.parks
+    gopher = decided(build_config("gopher"))  # exact dedup between URL dedup and near-dedup
+    assert not gopher["url-dedup"].claim_lines and not gopher["exact-dedup"].lines_claimed
+    lines_first = decided(build_config("c4", badwords=DEMO_BADWORDS, dedupe_urls=False))
+    assert not lines_first["line-dedup"].lines_claimed and not lines_first["line-dedup"].after_at_reader
+    assert Step is not None and Scope.PAGE  # (the record and its scopes: corpus/step.py)
 
 
 def test_help_docs_and_reports_state_the_order_of_the_list():
     from c4forge.cli.corpus import BUILD_HELP, CLEAN_HELP
 
     order = chain.describe()
+    assert order.startswith("read WET") and "bad words -> " in order
     assert order in CLEAN_HELP and order in BUILD_HELP
     from scripts.render_docs import CORPUS_DOC, rendered
 
@@ -119,3 +147,7 @@ def test_help_docs_and_reports_state_the_order_of_the_list():
     counters = {"split-wet-file/passed": 10, "too-long-filter/passed": 9,
                 "badwords-filter/passed": 3, "badwords-filter/soft-passed": 2, "near-dedup/passed": 4}
     assert page_flow(counters) == {"read": 10, "length ok": 9, "bad words": 5, "near dedup": 4}
+    # in the chain's own order: Gopher's quality before its repetition, as the chain runs them
+    gopher = {"split-wet-file/passed": 10, "gopher-repetition/passed": 5, "gopher-quality/passed": 7}
+    assert list(page_flow(gopher, chain.GOPHER_CHAIN)) == ["read", "gopher quality", "gopher repetition"]
+    assert list(page_flow(gopher, chain.FINEWEB_CHAIN)) == ["read", "gopher repetition", "gopher quality"]

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from c4forge.cli.corpus import cli
 from c4forge.core.counters import Counters
 from c4forge.corpus import clean as clean_rules
-from c4forge.corpus.classifier import ClassifierFilter, QualityClassifier, model_text
+from c4forge.corpus.classifier import ClassifierFilter, model_text
 from c4forge.corpus.config import ConfigError, build_config
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.shards import read_shard, shard_paths
@@ -41,7 +41,7 @@ def test_the_score_is_the_probability_of_the_positive_label():
     """As DCLM reads its classifier: P(hq), i.e. 1 - P(cc) for a two-label model; the page goes
     to fastText on one line, stripped."""
     model = fasttext.load_model(MODEL)
-    scorer = ClassifierFilter(QualityClassifier(on=True, model=MODEL))
+    scorer = ClassifierFilter(MODEL)
     pages = list(iter_file_documents(SAMPLE))[:40]
     for page in pages:
         labels, probs = model.predict(model_text(page.text), k=2)
@@ -56,7 +56,7 @@ def test_the_score_is_the_probability_of_the_positive_label():
 def test_the_classifier_prefers_main_text_to_the_same_pages_boilerplate():
     """What it was trained for (main text vs whole page), on pages it never saw: the shared
     crawl's pages cleaned by C4's rules score higher than the same pages as crawled."""
-    scorer = ClassifierFilter(QualityClassifier(on=True, model=MODEL))
+    scorer = ClassifierFilter(MODEL)
     raw, cleaned = [], []
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
         for page in iter_file_documents(str(path)):
@@ -74,7 +74,8 @@ def test_the_threshold_drops_and_counts_and_the_runners_agree():
     counters = Counters()
     local = run_chain([SAMPLE], config, counters)
     found = counters.as_dict()
-    scorer = ClassifierFilter(config.quality_classifier)
+    settings = config.settings_of("quality-classifier")
+    scorer = ClassifierFilter(settings.model, settings.label, settings.threshold)
     assert found["quality-classifier/filtered:low_score"] > 0 and found["quality-classifier/passed"] > 0
     assert found["quality-classifier/passed"] == len(local)
     assert all(d.quality_score == scorer.score(d.text) >= 0.5 for d in local)
@@ -131,7 +132,7 @@ def test_bad_classifier_settings_are_one_line_errors(tmp_path):
         build_config("c4", overrides=["quality_classifier.on=true", "quality_classifier.model=missing.bin"])
     with pytest.raises(ConfigError, match=r"'good' is not a label .* \(it gives cc, hq\)"):
         build_config("c4", overrides=[*classifier_settings(0.5), "quality_classifier.label=good"])
-    with pytest.raises(ConfigError, match="within"):
+    with pytest.raises(ConfigError, match="between 0 and 1"):
         build_config("c4", overrides=classifier_settings(1.5))
     result = CliRunner().invoke(cli, ["clean", SAMPLE, "-o", str(tmp_path / "o"), "--set",
                                       "quality_classifier.on=true", "-q"])

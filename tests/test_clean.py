@@ -246,19 +246,18 @@ def test_byte_counters_encode_each_text_once():
     """Regression: bytes-in/bytes-out re-encoded the text at every step (7.6% of `corpus clean`)."""
     import pickle
 
-    from c4forge.corpus import chain
-    from c4forge.corpus.config import CorpusConfig
+    from c4forge.corpus.config import build_config
     from c4forge.corpus.steploop import StepLoop
-    from c4forge.corpus.steps import ChainRules
+    from c4forge.corpus.steps import REGISTRY
 
-    steps = ChainRules(CorpusConfig(clean=False, paragraph_filter=True, min_paragraphs=1,
-                                   min_paragraph_len=5))
+    config = build_config("c4", overrides=["paragraph-filter.on=true", "paragraph-filter.min_paragraphs=1",
+                                           "paragraph-filter.min_paragraph_len=5"])
     page = Document(url="http://a.example/", text=_CountingText("Ünïcode text here.\n" * 5))
     counts = collections.Counter()
     def inc(name, n=1):
         counts[name] += n
 
-    loop = StepLoop([chain.LENGTH, chain.PARAGRAPHS], steps)
+    loop = StepLoop([REGISTRY["length"], REGISTRY["paragraph-filter"]], config)
     for _ in range(3):
         assert loop.run(page, lambda namespace: inc) is page
         page = page.replace(language="en")

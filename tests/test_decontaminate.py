@@ -13,7 +13,6 @@ from apache_beam.testing.util import assert_that, equal_to
 from c4forge.core.counters import Counters
 from c4forge.corpus.config import ConfigError, build_config
 from c4forge.corpus.decontaminate import (
-    Decontamination,
     EvalIndex,
     EvalSetError,
     decontaminate,
@@ -51,7 +50,7 @@ def eval_files(tmp_path):
 
 def index_of(tmp_path, n=13, action="drop-page"):
     sets = tuple(f"{name}={path}" for name, path in eval_files(tmp_path).items())
-    return EvalIndex.build(Decontamination(on=True, sets=sets, n=n, action=action))
+    return EvalIndex.build(tuple(sets), n)
 
 
 def real_page() -> Document:
@@ -149,7 +148,7 @@ def test_on_the_shared_crawl_the_evaluation_sets_are_indexed_and_counted():
     eval_dir = shared_path("eval")
     sets = [f"wikitext2={shared_path('clean') / 'wikitext2-test.raw'}",
             f"lambada={eval_dir / 'lambada_openai.jsonl'}", f"glue={eval_dir / 'glue'}"]
-    index = EvalIndex.build(Decontamination(on=True, sets=tuple(sets)))
+    index = EvalIndex.build(tuple(sets), 13)
     assert all(len(index.sets[name]) > 10_000 for name in ("wikitext2", "lambada", "glue"))
     pages = [p for path in sorted(shared_path("crawl").glob("*.wet.gz")) for p in iter_file_documents(str(path))]
     verdicts = [decontaminate(p, index) for p in pages]

@@ -26,7 +26,8 @@ from tests.wetfiles import renamed_copy
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 DEMO_BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
-WITHOUT = tuple(s for s in chain.C4_CHAIN if s is not chain.EXACT_DEDUP)
+EXACT = chain.step_of("exact-dedup")
+WITHOUT = tuple(s for s in chain.steps_of(chain.C4_CHAIN) if s is not EXACT)
 
 
 def mirrored(tmp_path: Path) -> list[str]:
@@ -73,7 +74,7 @@ def test_exact_dedup_anywhere_in_the_chain_gives_the_same_corpus_in_both_runners
     same; the mirror's copies are the ones it drops where line dedup has not emptied them."""
     paths = mirrored(tmp_path)
     config = build_config("c4", badwords=DEMO_BADWORDS, dedupe_exact=True, near_dedup=False)
-    local, counters = _both_runners(paths, config, chain.with_step(chain.EXACT_DEDUP, after, WITHOUT))
+    local, counters = _both_runners(paths, config, chain.with_step(EXACT, after, WITHOUT))
     assert counters["exact-dedup/bytes-in"] > 0
     if after == "clean-page":  # before line dedup: every mirrored page is an exact copy
         assert counters["exact-dedup/filtered"] >= counters["exact-dedup/groups"] > 100
@@ -88,7 +89,7 @@ def test_exact_dedup_without_line_dedup_keeps_one_page_per_text(tmp_path):
     paths = mirrored(tmp_path)
     plain = run_chain(paths, build_config("c4-noclean"), Counters())
     config = build_config("c4-noclean", dedupe_exact=True)
-    local, found = _both_runners(paths, config, chain.C4_CHAIN)
+    local, found = _both_runners(paths, config, chain.steps_of(chain.C4_CHAIN))
     texts = [text_key(d.text) for d in local]
     assert len(texts) == len(set(texts)) == len({text_key(d.text) for d in plain}) < len(plain)
     # every unique URL met it (it runs right after URL dedup here); language ID follows

@@ -72,21 +72,39 @@ def test_bad_model_path_is_a_clear_error(tmp_path):
 
 def test_presets_and_overrides(tmp_path):
     c4 = build_config("c4")
-    assert c4.clean and c4.dedupe_lines and c4.badwords_fraction == 1.0 and c4.languages == ("en",)
+    on = c4.settings_of
+    assert on("clean-page").on and on("line-dedup").on and on("bad-words").fraction == 1.0
+    assert on("language-id").languages == ("en",) and c4.runs("bad-words")
     noclean = build_config("c4-noclean")
-    assert not noclean.clean and not noclean.dedupe_lines and noclean.badwords_fraction == 0.0
-    assert noclean.dedupe_urls and noclean.max_page_chars == 1.9e5
+    assert not noclean.runs("clean-page") and not noclean.runs("line-dedup") and not noclean.runs("bad-words")
+    assert noclean.runs("url-dedup") and noclean.settings_of("length").max_chars == 1.9e5
     yaml_file = tmp_path / "c.yaml"
-    yaml_file.write_text("rules:\n  min_words_per_line: 3\nlid_threshold: 0.8\n")
-    cfg = build_config("c4", str(yaml_file), ["rules.end_marks=.,!", "max_page_chars=none"])
-    assert cfg.rules.min_words_per_line == 3 and cfg.lid_threshold == 0.8
-    assert cfg.rules.end_marks == (".", "!") and cfg.max_page_chars is None
+    yaml_file.write_text("clean-page:\n  min_words_per_line: 3\nlanguage-id: {threshold: 0.8}\n")
+    cfg = build_config("c4", str(yaml_file), ["clean-page.end_marks=.,!", "length.on=false"])
+    assert cfg.settings_of("clean-page").min_words_per_line == 3 and cfg.settings_of("language-id").threshold == 0.8
+    assert cfg.settings_of("clean-page").end_marks == (".", "!") and not cfg.runs("length")
     with pytest.raises(ConfigError, match="unknown setting"):
-        build_config("c4", overrides=["rules.nonsense=1"])
+        build_config("c4", overrides=["clean-page.nonsense=1"])
     with pytest.raises(ConfigError, match="unknown preset"):
         build_config("c5")
     with pytest.raises(ConfigError, match="true/false"):
-        build_config("c4", overrides=["clean=maybe"])
+        build_config("c4", overrides=["clean-page.on=maybe"])
+
+
+def test_the_flat_names_of_earlier_releases_are_read_as_step_settings(tmp_path):
+    """Configs written for the flat config (``rules.*``, ``lid_threshold``, ``max_page_chars``,
+    ``near_dedup``...) keep working: each name is the step setting it became."""
+    yaml_file = tmp_path / "old.yaml"
+    yaml_file.write_text("rules:\n  min_words_per_line: 3\nlid_threshold: 0.8\nminhash: {threshold: 0.7}\n")
+    old = build_config("c4", str(yaml_file), ["rules.end_marks=.,!", "max_page_chars=none", "near_dedup=false",
+                                             "badwords_fraction=0.5", "languages=en,de", "dedupe_lines=false"])
+    new = build_config("c4", overrides=["clean-page.min_words_per_line=3", "language-id.threshold=0.8",
+                                        "near-dedup.threshold=0.7", "clean-page.end_marks=.,!", "length.on=false",
+                                        "near-dedup.on=false", "bad-words.fraction=0.5",
+                                        "language-id.languages=en,de", "line-dedup.on=false"])
+    assert old == new
+    assert build_config("c4", overrides=["gopher_quality.on=true"]) == \
+        build_config("c4", overrides=["gopher-quality.on=true"])
 
 
 def sample_crawl(tmp_path):

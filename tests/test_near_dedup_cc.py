@@ -123,8 +123,7 @@ def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buck
     shared = 5  # the smallest id: both crawls link their neighbours to it
     texts += [base[12], base[12] + " again", base[13], base[13] + " again"]
     ids += [shared, 99_991, shared, 99_997]
-    config = build_config("c4")
-    config = dataclasses.replace(config, minhash=dataclasses.replace(config.minhash, threshold=threshold))
+    settings = dataclasses.replace(build_config("c4").settings_of("near-dedup"), threshold=threshold)
     hasher = MinHasher(MinHashConfig())
     expected_buckets: dict[bytes, list] = {}
     for node, signature in zip(ids, hasher.signatures(texts)):
@@ -140,6 +139,6 @@ def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buck
 
     with beam.Pipeline(runner=fn_runner.FnApiRunner()) as pipeline:
         keyed = pipeline | beam.Create([(n, Document(text=t)) for n, t in zip(ids, texts)])
-        _ = (band_edges(keyed, config, buckets, batch=5, batch_bytes=batch_bytes)
+        _ = (band_edges(keyed, settings, buckets, batch=5, batch_bytes=batch_bytes)
              | beam.Map(dump))
     assert sorted(tuple(e) for e in map(json.loads, out.read_text().splitlines())) == expected

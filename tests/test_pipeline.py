@@ -154,29 +154,34 @@ def test_clean_and_build_write_the_same_bytes_from_relative_paths(tmp_path, monk
         for a, b in zip(built, cleaned):
             assert open(a, "rb").read() == open(b, "rb").read(), a
     manifest = read_manifest("build")
-    assert manifest["config"]["badwords"] == "words"
+    assert manifest["config"]["bad-words"]["lists"] == "words"
     assert shard_info(shard_paths("build", "train")[0])["config_hash"] == manifest["config_hash"] \
         == read_manifest("clean")["config_hash"]
     assert {d["source"] for d in iter_corpus_documents("build", "train")} == {"sample.warc.wet.gz"}
 
 
-def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path):
+def test_rerun_refuses_then_overwrites_and_failures_leave_output(tmp_path, monkeypatch):
     out = tmp_path / "corpus"
     run_build([str(SAMPLE)], str(out), config(near_dedup=False), log=lambda *_: None,
               beam_args=IN_MEMORY)
     first = read_manifest(str(out))
     with pytest.raises(BuildError, match="already holds a c4forge corpus"):
         run_build([str(SAMPLE)], str(out), config(), log=lambda *_: None, beam_args=IN_MEMORY)
-    # A failing pipeline (a bad LID model path) leaves the old corpus as it was.
-    bogus = tmp_path / "bogus.bin"
-    bogus.write_bytes(b"not a model")
-    with pytest.raises(BuildError, match="unchanged"):
-        run_build([str(SAMPLE)], str(out), config(lid_model=str(bogus)), overwrite=True,
-                  log=lambda *_: None, beam_args=IN_MEMORY)
+    # A pipeline that fails in a worker (a rule raising) leaves the old corpus as it was.
+    from c4forge.corpus.steps import clean_page as clean_step
+
+    def broken(page, rules):
+        raise RuntimeError("a rule failed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(clean_step, "clean_page", broken)
+        with pytest.raises(BuildError, match="unchanged"):
+            run_build([str(SAMPLE)], str(out), config(), overwrite=True, log=lambda *_: None,
+                      beam_args=IN_MEMORY)
     assert read_manifest(str(out)) == first
     assert sum(1 for _ in iter_corpus_documents(str(out))) == first["splits"]["train"]["documents"]
     run_build([str(SAMPLE)], str(out), config(), overwrite=True, log=lambda *_: None, beam_args=IN_MEMORY)
-    assert read_manifest(str(out))["config"]["near_dedup"] is True
+    assert read_manifest(str(out))["config"]["near-dedup"]["on"] is True
     assert not list(out.glob(".c4forge-staging-*"))  # the failed run's staging is cleaned up too
 
 

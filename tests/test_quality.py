@@ -1,4 +1,5 @@
-"""Today's rule sets (corpus/quality.py, url_filter.py, pii.py) and the presets built on them:
+"""Today's rule sets (corpus/steps/gopher_*.py, fineweb_quality.py, c4_quality.py, url_filter.py,
+pii.py, quality_classifier.py) and the presets built on them:
 each rule on texts worked out by hand; the `gopher` and `fineweb` presets giving the same
 documents and counters in both runners (and on Flink, in make test-slow); and, in make test-slow,
 every verdict equal to datatrove 0.10's own on every page of the shared crawl."""
@@ -14,12 +15,13 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from c4forge.core.counters import Counters
 from c4forge.corpus import quality
-from c4forge.corpus.classifier import ClassifierFilter, QualityClassifier
+from c4forge.corpus.classifier import ClassifierFilter
 from c4forge.corpus.config import ConfigError, build_config
 from c4forge.corpus.document import Document
 from c4forge.corpus.local import run_chain
-from c4forge.corpus.pii import PiiSettings, format_pii
-from c4forge.corpus.url_filter import UrlBlocklist, UrlFilter, UrlListsUnavailable, load_lists, parse_list
+from c4forge.corpus.pii import format_pii
+from c4forge.corpus.steps import c4_quality, fineweb_quality, gopher_quality, gopher_repetition
+from c4forge.corpus.url_filter import UrlBlocklist, UrlListsUnavailable, load_lists, parse_list
 from c4forge.corpus.wet import iter_file_documents
 from c4forge.corpus.words import count_sentences, split_into_words
 from c4forge.pipelines.build import counters_of
@@ -31,7 +33,7 @@ LISTS = str(ROOT / "tests" / "data" / "url-lists")
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 CLASSIFIER = str(ROOT / "tests" / "data" / "quality-classifier.ftz")
-TEST_LISTS = [f"url_filter.lists={LISTS}", "url_filter.categories=adult"]
+TEST_LISTS = [f"url-filter.lists={LISTS}", "url-filter.categories=adult"]
 
 PROSE = ("The committee met on Tuesday to discuss the proposal. Members of the public were invited "
          "to share their views, and many did so with care. The chair thanked everyone for coming "
@@ -53,66 +55,65 @@ def test_words_are_spacys_tokens_stripped():
 
 
 def test_gopher_quality_each_rule():
-    assert quality.gopher_quality_reason(PROSE, quality.GopherQuality()) is None
-    assert quality.gopher_quality_reason("Too short to count.", quality.GopherQuality()) == "gopher_short_doc"
+    assert gopher_quality.gopher_quality_reason(PROSE, gopher_quality.GopherQuality()) is None
+    assert gopher_quality.gopher_quality_reason("Too short to count.", gopher_quality.GopherQuality()) == "gopher_short_doc"
     long_words = " ".join(["extraordinarily"] * 60) + " the and"
-    assert quality.gopher_quality_reason(long_words, quality.GopherQuality()) == "gopher_above_avg_threshold"
+    assert gopher_quality.gopher_quality_reason(long_words, gopher_quality.GopherQuality()) == "gopher_above_avg_threshold"
     hashes = PROSE + " #" * 40
-    assert quality.gopher_quality_reason(hashes, quality.GopherQuality()) == "gopher_too_many_hashes"
+    assert gopher_quality.gopher_quality_reason(hashes, gopher_quality.GopherQuality()) == "gopher_too_many_hashes"
     bullets = "\n".join(f"- item {i} of the list with the words" for i in range(20))
-    assert quality.gopher_quality_reason(bullets, quality.GopherQuality()) == "gopher_too_many_bullets"
+    assert gopher_quality.gopher_quality_reason(bullets, gopher_quality.GopherQuality()) == "gopher_too_many_bullets"
     no_stop = " ".join(["data science model training"] * 20)
-    assert quality.gopher_quality_reason(no_stop, quality.GopherQuality()) == "gopher_enough_stop_words"
+    assert gopher_quality.gopher_quality_reason(no_stop, gopher_quality.GopherQuality()) == "gopher_enough_stop_words"
     # a rule switched off (None) lets its pages through to the next rule
-    off = quality.GopherQuality(min_doc_words=None, min_stop_words=None)
-    assert quality.gopher_quality_reason("Too short to count.", off) is None
+    off = gopher_quality.GopherQuality(min_doc_words=None, min_stop_words=None)
+    assert gopher_quality.gopher_quality_reason("Too short to count.", off) is None
 
 
 def test_gopher_repetition_each_rule():
-    rules = quality.GopherRepetition()
-    assert quality.gopher_repetition_reason(VARIED, rules) is None
-    assert quality.gopher_repetition_reason("same line\n" * 10 + "other", rules) == "dup_line_frac"
+    rules = gopher_repetition.GopherRepetition()
+    assert gopher_repetition.gopher_repetition_reason(VARIED, rules) is None
+    assert gopher_repetition.gopher_repetition_reason("same line\n" * 10 + "other", rules) == "dup_line_frac"
     paragraphs = "\n\n".join(["a paragraph repeated"] * 4 + ["x", "y", "z", "w"])
-    assert quality.gopher_repetition_reason(paragraphs, rules) == "dup_para_frac"
+    assert gopher_repetition.gopher_repetition_reason(paragraphs, rules) == "dup_para_frac"
     assert quality.duplicated_ngram_chars("a b c d e a b c d e".split(), 5) == 5
     assert quality.top_ngram_chars("to be or not to be".split(), 2) == len("to be") * 2
-    assert quality.gopher_repetition_reason("", rules) == "empty"
+    assert gopher_repetition.gopher_repetition_reason("", rules) == "empty"
 
 
 def test_fineweb_quality_each_rule():
-    rules = quality.FineWebQuality()
-    assert quality.fineweb_quality_reason(VARIED, rules) is None
-    assert quality.fineweb_quality_reason(VARIED + " ", rules) == "line_punct_ratio"  # lines are not stripped
-    assert quality.fineweb_quality_reason("no punctuation here at all\n" * 3, rules) == "line_punct_ratio"
+    rules = fineweb_quality.FineWebQuality()
+    assert fineweb_quality.fineweb_quality_reason(VARIED, rules) is None
+    assert fineweb_quality.fineweb_quality_reason(VARIED + " ", rules) == "line_punct_ratio"  # lines are not stripped
+    assert fineweb_quality.fineweb_quality_reason("no punctuation here at all\n" * 3, rules) == "line_punct_ratio"
     short = "\n".join([f"Short {i}." for i in range(5)] + [VARIED])
-    assert quality.fineweb_quality_reason(short, rules) == "short_line_ratio"
-    assert quality.fineweb_quality_reason("\n \n", rules) == "empty"
+    assert fineweb_quality.fineweb_quality_reason(short, rules) == "short_line_ratio"
+    assert fineweb_quality.fineweb_quality_reason("\n \n", rules) == "empty"
 
 
 def test_c4_quality_as_fineweb_ran_it():
-    kept = quality.c4_quality(Document(text=PROSE + "\nnav\nSee our privacy policy here now."),
-                              quality.C4Quality())
+    kept = c4_quality.c4_quality(c4_quality.C4Quality(), Document(text=PROSE + "\nnav\nSee our privacy policy here now."))
     assert kept.page.text == PROSE.strip()
-    assert quality.c4_quality(Document(text=PROSE + "\nvar x = {a: 1} in code"),
-                              quality.C4Quality()).outcome == "filtered:curly_bracket"
-    assert quality.c4_quality(Document(text="One sentence only here."),
-                              quality.C4Quality()).outcome == "filtered:too_few_sentences"
+    assert c4_quality.c4_quality(c4_quality.C4Quality(),
+                                 Document(text=PROSE + "\nvar x = {a: 1} in code")).outcome == "filtered:curly_bracket"
+    assert c4_quality.c4_quality(c4_quality.C4Quality(),
+                                 Document(text="One sentence only here.")).outcome == "filtered:too_few_sentences"
 
 
 def test_pii_replaces_emails_and_public_ips_the_same_on_every_run():
     page = Document(text="Mail jane.doe@uni.edu or ops@example.net; host 8.8.8.8, lan 192.168.1.2.")
-    verdict = format_pii(page, PiiSettings(on=True))
+    verdict = format_pii(page)
     text = verdict.page.text
     assert "jane.doe@uni.edu" not in text and "ops@example.net" not in text
     assert "8.8.8.8" not in text and "192.168.1.2" in text  # private addresses stay
     assert {c.name: c.n for c in verdict.counts} == {"emails": 2, "ips": 1}
-    assert format_pii(page, PiiSettings(on=True)).page.text == text  # no state across pages
+    assert format_pii(page).page.text == text  # no state across pages
     untouched = Document(text="Nothing to replace here.")
-    assert format_pii(untouched, PiiSettings(on=True)).page is untouched
+    assert format_pii(untouched).page is untouched
 
 
 def test_url_filter_each_reason_with_the_shipped_lists():
-    lists = load_lists(UrlFilter(on=True, lists=LISTS, categories=("adult",)))
+    lists = load_lists(LISTS, ("adult",))
     block = UrlBlocklist(lists)
     assert block.reason("https://en.wikipedia.org/wiki/Cat") == "domain"
     assert block.reason("https://blog3.example.com/post/1") == "subdomain"
@@ -125,14 +126,17 @@ def test_url_filter_each_reason_with_the_shipped_lists():
     # datatrove's list grammar: '#' lines are comments, an empty line is the empty word
     assert parse_list(["#x\n", "Foo-Bar\n", "\n"]) == {"foobar", ""}
     with pytest.raises(UrlListsUnavailable, match="no block list"):
-        load_lists(UrlFilter(on=True, lists=str(ROOT / "docs")))
+        load_lists(str(ROOT / "docs"))
 
 
 def test_the_presets_name_their_chain_and_refuse_an_unknown_one():
-    assert build_config("fineweb").chain == "fineweb" and build_config("gopher").chain == "gopher"
-    assert build_config("fineweb").lid_threshold == 0.65 and build_config("fineweb").pii.on
-    assert not build_config("c4").gopher_quality.on
-    with pytest.raises(ConfigError, match="choose c4, gopher, fineweb"):
+    from c4forge.corpus.chain import FINEWEB_CHAIN, GOPHER_CHAIN
+
+    assert build_config("fineweb").chain == FINEWEB_CHAIN and build_config("gopher").chain == GOPHER_CHAIN
+    fineweb = build_config("fineweb")
+    assert fineweb.settings_of("language-id").threshold == 0.65 and fineweb.runs("pii")
+    assert not build_config("c4").runs("gopher-quality")
+    with pytest.raises(ConfigError, match="name a chain|no step named 'refinedweb'"):
         build_config("c4", overrides=["chain=refinedweb"])
 
 
@@ -190,9 +194,9 @@ def test_every_filter_alone_equals_datatrove_on_every_real_page(tmp_path):
                    env={**os.environ, "PYTHONWARNINGS": "ignore", "HF_HOME": str(tmp_path / "hf")})
     theirs = json.loads((tmp_path / "theirs.json").read_text(encoding="utf-8"))
     ours = {
-        "gopher_quality": [quality.gopher_quality_reason(p.text, quality.GopherQuality()) for p in pages],
-        "gopher_repetition": [quality.gopher_repetition_reason(p.text, quality.GopherRepetition()) for p in pages],
-        "fineweb_quality": [quality.fineweb_quality_reason(p.text, quality.FineWebQuality()) for p in pages],
+        "gopher_quality": [gopher_quality.gopher_quality_reason(p.text, gopher_quality.GopherQuality()) for p in pages],
+        "gopher_repetition": [gopher_repetition.gopher_repetition_reason(p.text, gopher_repetition.GopherRepetition()) for p in pages],
+        "fineweb_quality": [fineweb_quality.fineweb_quality_reason(p.text, fineweb_quality.FineWebQuality()) for p in pages],
         "url_filter": _url_reasons(pages, LISTS),
         "url_filter_integrated": _url_reasons(pages, str(tmp_path / "integrated")),
     }
@@ -200,13 +204,13 @@ def test_every_filter_alone_equals_datatrove_on_every_real_page(tmp_path):
         differ = [(pages[i].url, mine[i], theirs[name][i]) for i in range(len(pages)) if mine[i] != theirs[name][i]]
         assert not differ, f"{name}: {len(differ)} pages differ, e.g. {differ[:3]}"
         assert any(r is not None for r in mine) and any(r is None for r in mine), name  # both verdicts seen
-    c4 = [quality.c4_quality(p, quality.C4Quality()) for p in pages]
+    c4 = [c4_quality.c4_quality(c4_quality.C4Quality(), p) for p in pages]
     expected = [{"text": v.page.text} if v.kept else {"reason": v.outcome.split(":", 1)[1]} for v in c4]
     differ = [p.url for p, a, b in zip(pages, expected, theirs["c4_quality"]) if a != b]
     assert not differ, f"c4_quality: {len(differ)} pages differ, e.g. {differ[:3]}"
-    changed = [format_pii(p, PiiSettings(on=True)).page.text != p.text for p in pages]
+    changed = [format_pii(p).page.text != p.text for p in pages]
     assert changed == theirs["pii_changed"] and any(changed)
-    classifier = ClassifierFilter(QualityClassifier(on=True, model=CLASSIFIER, threshold=0.5))
+    classifier = ClassifierFilter(CLASSIFIER, "hq", 0.5)
     verdicts = [classifier(p) for p in pages]
     assert [v.kept for v in verdicts] == [t["kept"] for t in theirs["classifier"]]
     assert any(v.kept for v in verdicts) and not all(v.kept for v in verdicts)
@@ -214,7 +218,7 @@ def test_every_filter_alone_equals_datatrove_on_every_real_page(tmp_path):
 
 
 def _url_reasons(pages, lists: str) -> list:
-    block = UrlBlocklist(load_lists(UrlFilter(lists=lists, categories=())))
+    block = UrlBlocklist(load_lists(lists))
     return [block.reason(page.url) for page in pages]
 
 

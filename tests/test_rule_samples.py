@@ -13,7 +13,7 @@ import pytest
 from c4forge.core.counters import Counters
 from c4forge.corpus.clean import PageRules, clean_page, line_fates
 from c4forge.corpus.config import build_config
-from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines
+from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines, sentence_check
 from c4forge.corpus.line_dedup import line_fates as dedup_fates
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.near_dedup import doc_id
@@ -82,7 +82,7 @@ def test_line_dedup_fates_agree_with_keep_owned_lines():
     global_lines = 0
     for page in pages:
         owned = owners.owned_by(page)
-        verdict = keep_owned_lines(page, owned, config.dedupe_min_sentences)
+        verdict = keep_owned_lines(page, owned, sentence_check(config))
         kept, counts = verdict.page, _counted(verdict)
         lines, fates, trigger = dedup_fates(page, owned)
         assert trigger is None

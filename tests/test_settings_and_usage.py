@@ -235,8 +235,8 @@ def test_a_list_typed_as_yaml_on_the_command_line_is_the_list_and_a_bad_label_is
     from c4forge.core.settings import ConfigError
     from c4forge.corpus.config import build_config
 
-    assert build_config("c4", overrides=["languages=[]"]).languages == ()
-    assert build_config("c4", overrides=["languages=[en, 'de']"]).languages == ("en", "de")
+    assert build_config("c4", overrides=["languages=[]"]).settings_of("language-id").languages == ()
+    assert build_config("c4", overrides=["languages=[en, 'de']"]).settings_of("language-id").languages == ("en", "de")
     with pytest.raises(ConfigError, match=r"'\[en' is not a label the language-ID model gives"):
         build_config("c4", overrides=["languages=[en"])
     result = invoke(corpus_cli, ["build", "-i", str(SAMPLE), "-o", str(tmp_path / "out"),
@@ -273,7 +273,7 @@ def test_a_label_the_language_id_model_never_gives_is_refused(tmp_path):
             build_config("c4", overrides=[f"languages=en,{word}"])
     glotlid = fasttext_dictionary_file(tmp_path / "glotlid.bin", ["eng_Latn", "deu_Latn"])
     config = build_config("c4", overrides=[f"lid_model={glotlid}", "languages=eng_Latn,deu_Latn"])
-    assert config.languages == ("eng_Latn", "deu_Latn")
+    assert config.settings_of("language-id").languages == ("eng_Latn", "deu_Latn")
     with pytest.raises(ConfigError, match="'en' is not a label"):
         build_config("c4", overrides=[f"lid_model={glotlid}", "languages=en"])
     result = invoke(corpus_cli, ["clean", str(SAMPLE), "--jsonl", str(tmp_path / "x.jsonl"), "--set", "languages=null"])
