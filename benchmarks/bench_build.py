@@ -258,7 +258,7 @@ def text_size(files: list[str]):
 def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
                digests: dict[str, set]) -> dict[str, float]:
     """One run of ``engine`` on ``inputs``; the digest of its output is added to ``digests``."""
-    from c4forge.pipelines.worker_pool import local_portable_services
+    from c4forge.pipelines.engines.worker_pool import local_portable_services
 
     with tempfile.TemporaryDirectory() as tmp:
         if engine == "clean":  # the same output as `corpus build`: shards, manifest, rule samples

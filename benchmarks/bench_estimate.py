@@ -32,7 +32,7 @@ import distinct_inputs  # noqa: E402
 import harness  # noqa: E402
 
 from c4forge.corpus.config import build_config  # noqa: E402
-from c4forge.pipelines.estimate import EngineRun, draw_sample, estimate, project, run_engine  # noqa: E402
+from c4forge.corpus.estimate import EngineRun, draw_sample, estimate, project, run_engine  # noqa: E402
 
 
 def one(inputs: list[str], config, rounds: int, runner: str = "DirectRunner") -> dict:

@@ -75,7 +75,7 @@ import c4forge.pipelines.c4
 from c4forge.corpus.config import build_config
 from c4forge.corpus.steps import ChainRules
 from c4forge.corpus import sentences
-from c4forge.pipelines import worker_fork
+from c4forge.pipelines.engines import worker_fork
 from c4forge.pipelines.dofns import load_worker_models
 config = build_config("c4", badwords=sys.argv[1])
 worker_fork.prepare(lambda: load_worker_models(config.for_workers()))
@@ -110,7 +110,7 @@ def startup_seconds(badwords: str, beam: bool) -> float:
 
 
 def forked_seconds(badwords: str) -> float:
-    """CPU seconds of a worker forked from a warm fork server (pipelines/worker_fork.py, the
+    """CPU seconds of a worker forked from a warm fork server (pipelines/engines/worker_fork.py, the
     managed engines' workers) until it can take a page: the same set-up on the server's caches."""
     out = subprocess.run([sys.executable, "-c", FORKED, badwords], capture_output=True, text=True,
                          check=True)
@@ -307,7 +307,7 @@ def main() -> int:
               f"Beam's SDK worker harness alone (`import apache_beam.runners.worker.sdk_worker_main`, "
               f"paid by any Beam worker) {harness.spread(harness_only, '{:.2f}')}, so ours in a Beam "
               f"worker {harness.spread([w - h for w, h in zip(startup['with Beam (a `corpus build` worker)'], harness_only)], '{:.2f}')}. "
-              f"A managed engine's worker forked from its build's fork server (pipelines/worker_fork.py: "
+              f"A managed engine's worker forked from its build's fork server (pipelines/engines/worker_fork.py: "
               f"imports, models and kernels loaded once per build) {harness.spread(forked, '{:.2f}')}."]
     harness.publish("stages", lines, args.write and not args.quick, machine)
     return 0

@@ -88,6 +88,12 @@ def step_of(ref: str) -> Step:
     return _USER_STEPS[ref]
 
 
+def resolved(ref: str) -> Optional[Step]:
+    """The step ``ref`` names if it is built in or already imported, else None (reports never
+    import anyone's code)."""
+    return REGISTRY.get(ref) or _USER_STEPS.get(ref)
+
+
 def steps_of(names: Iterable[str]) -> tuple[Step, ...]:
     """``read`` and the steps ``names`` name, checked (``check_chain``)."""
     return check_chain((READ, *(step_of(name) for name in names)))
@@ -217,7 +223,7 @@ def provenance(config: Any) -> list[dict]:
     for step in plan(config).steps():
         module = step.origin.partition(":")[0] if step.origin else MODULE_OF[step.name]
         out.append({"step": step.name, "namespace": step.namespace, "flow": step.flow,
-                    "module": module, "sha256": source_sha256(module)})
+                    "passed": list(step.passed), "module": module, "sha256": source_sha256(module)})
     return out
 
 

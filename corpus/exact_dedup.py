@@ -15,9 +15,8 @@ from collections.abc import Iterable
 
 from c4forge.core.counters import IncFn
 from c4forge.corpus.document import Document
-from c4forge.corpus.line_dedup import url_rank
 from c4forge.corpus.samples import Reservoir, dropped_page
-from c4forge.corpus.urls import page_record_id
+from c4forge.corpus.urls import page_record_id, url_rank
 from c4forge.corpus.verdict import count_group_member
 from c4forge.corpus.wide import WideJob
 

@@ -23,7 +23,8 @@ crosses the shuffles is one bytes object per batch instead of a tuple per line.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -32,6 +33,36 @@ from c4forge.corpus.digest_records import by_bucket, group_ends, group_starts
 CLAIM = np.dtype([("key0", "<u8"), ("key1", "<u8"), ("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
 OWNER = np.dtype([("rank0", "<u8"), ("rank1", "<u8"), ("index", "<u4")])
 DIGEST_BYTES = 16
+
+
+def line_key(line: str) -> bytes:
+    """tfds' key of a line (``_hash_text`` of the stripped, lower-cased line): the definition."""
+    return hashlib.md5(line.strip().lower().encode("utf-8")).digest()
+
+
+def text_line_keys(text: str) -> Iterator[bytes]:
+    r"""``map(line_key, text.split("\n"))``, lower-casing the text once instead of line by line
+    (one call per page, not one per line). The same keys: ``str.lower`` never makes or removes a
+    ``\n`` or a whitespace character, and its one context rule (Greek final sigma) looks
+    across case-ignorable characters only, which neither ``\n`` nor whitespace is; so lowering
+    the whole text then splitting and stripping gives each line's ``strip().lower()``
+    (tests/test_dedup_urls_badwords.py checks every code point and mixed texts)."""
+    return map(_lowered_line_key, text.lower().split("\n"))
+
+
+def _lowered_line_key(lowered: str) -> bytes:
+    return hashlib.md5(lowered.strip().encode("utf-8")).digest()
+
+
+def pack_keys(keys: Iterable[bytes]) -> bytes:
+    """A page's line keys as one bytes object (16 bytes each, in line order): computed where
+    the page is cleaned and carried to the URL groups, which claim the winners' lines without
+    the text."""
+    return b"".join(keys)
+
+
+def unpack_keys(packed: bytes) -> list[bytes]:
+    return [packed[i:i + 16] for i in range(0, len(packed), 16)]
 
 
 def page_claims(ranks: Sequence[bytes], packed_keys: Sequence[bytes]) -> np.ndarray:

@@ -15,41 +15,19 @@ hashed a second time where it meets them (:func:`keep_lines_at`).
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from typing import Optional
 
 from c4forge.core.counters import IncFn
 from c4forge.corpus import sentences
 from c4forge.corpus.document import Document
+from c4forge.corpus.line_claims import line_key, pack_keys, text_line_keys, unpack_keys
 from c4forge.corpus.samples import Reservoir, step_samples
+from c4forge.corpus.urls import url_rank
 from c4forge.corpus.verdict import Verdict, count_verdict, drop, keep, line_counts
 from c4forge.corpus.wide import WideJob
 
 NS_LINES = "dedupe-lines"  # tfds' counter namespace
-
-
-def line_key(line: str) -> bytes:
-    """tfds' key of a line (``_hash_text`` of the stripped, lower-cased line): the definition."""
-    return hashlib.md5(line.strip().lower().encode("utf-8")).digest()
-
-
-def text_line_keys(text: str) -> Iterator[bytes]:
-    r"""``map(line_key, text.split("\n"))``, lower-casing the text once instead of line by line
-    (one call per page, not one per line). The same keys: ``str.lower`` never makes or removes a
-    ``\n`` or a whitespace character, and its one context rule (Greek final sigma) looks
-    across case-ignorable characters only, which neither ``\n`` nor whitespace is; so lowering
-    the whole text then splitting and stripping gives each line's ``strip().lower()``
-    (tests/test_dedup_urls_badwords.py checks every code point and mixed texts)."""
-    return map(_lowered_line_key, text.lower().split("\n"))
-
-
-def _lowered_line_key(lowered: str) -> bytes:
-    return hashlib.md5(lowered.strip().encode("utf-8")).digest()
-
-
-def url_rank(url: str) -> bytes:
-    return hashlib.md5(url.encode("utf-8")).digest()
 
 
 def line_keys(page: Document) -> Iterator[bytes]:
@@ -69,17 +47,6 @@ def claim_keys(owners: dict[bytes, bytes], rank: bytes, keys: Iterable[bytes]) -
         current = owners.get(key)
         if current is None or rank < current:
             owners[key] = rank
-
-
-def pack_keys(keys: Iterable[bytes]) -> bytes:
-    """A page's line keys as one bytes object (16 bytes each, in line order): computed where
-    the page is cleaned and carried to the URL groups, which claim the winners' lines without
-    the text."""
-    return b"".join(keys)
-
-
-def unpack_keys(packed: bytes) -> list[bytes]:
-    return [packed[i:i + 16] for i in range(0, len(packed), 16)]
 
 
 def owner_of(urls: Iterable[str]) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Optional
 
-from c4forge.corpus.chain import C4_CHAIN, CHAINS
+from c4forge.corpus.chain import C4_CHAIN, CHAINS, resolved
 from c4forge.corpus.step import step_name_of
-from c4forge.corpus.steps import REGISTRY
 from c4forge.corpus.wet import NS_READ, STRICT_SKIPS
 
 
@@ -20,13 +19,19 @@ class Shown(NamedTuple):
     passed: tuple[str, ...] = ("passed",)
 
 
-def shown_steps(chain: Sequence[str] = C4_CHAIN) -> tuple[Shown, ...]:
-    """The steps of ``chain`` (step references, a manifest's ``chain``) as reports show them,
-    reading first. A user's ``module:function`` is shown by its name without importing it (a
-    report never runs anyone's code)."""
+Chain = Sequence  # step references (a config's or manifest's ``chain``), or Shown records
+
+
+def shown_steps(chain: Chain = C4_CHAIN) -> tuple[Shown, ...]:
+    """The steps of ``chain`` as reports show them, reading first: Shown records as they are
+    (a manifest's ``steps``), step references looked up. A user's ``module:function`` not
+    imported in this process is shown by its name (a report never runs anyone's code)."""
     shown = [Shown(NS_READ, "read")]
     for ref in chain:
-        step = REGISTRY.get(ref)
+        if isinstance(ref, Shown):
+            shown.append(ref)
+            continue
+        step = resolved(ref)
         if step is not None:
             shown.append(Shown(step.namespace, step.flow, step.passed))
         elif ":" in ref:
@@ -35,13 +40,18 @@ def shown_steps(chain: Sequence[str] = C4_CHAIN) -> tuple[Shown, ...]:
     return tuple(shown)
 
 
-def chain_of(manifest: Mapping) -> tuple[str, ...]:
-    """The chain a manifest's corpus was built with (C4's for corpora built before chains were
-    recorded as lists)."""
-    chain = (manifest.get("config") or {}).get("chain", "c4")
-    if isinstance(chain, str):
-        return CHAINS.get(chain, C4_CHAIN)
-    return tuple(chain)
+def chain_of(manifest: Mapping) -> tuple:
+    """The chain a manifest's corpus was built with: the steps it records (Shown), else its
+    config's chain (C4's for corpora built before chains were recorded as lists)."""
+    if manifest.get("steps"):
+        return tuple(Shown(s["namespace"], s.get("flow"), tuple(s.get("passed") or ("passed",)))
+                     for s in manifest["steps"])
+    return _chain_refs(manifest)
+
+
+def _chain_refs(manifest: Mapping) -> tuple[str, ...]:
+    chain = (manifest.get("config") or {}).get("chain") or "c4"
+    return CHAINS.get(chain, C4_CHAIN) if isinstance(chain, str) else tuple(chain)
 
 
 def _stage_key(name: str, order: Sequence[str]) -> tuple:
@@ -52,16 +62,16 @@ def _stage_key(name: str, order: Sequence[str]) -> tuple:
     return (len(order), namespace.split("-badwords")[0], name)
 
 
-def namespace_order(chain: Sequence[str] = C4_CHAIN) -> tuple[str, ...]:
+def namespace_order(chain: Chain = C4_CHAIN) -> tuple[str, ...]:
     return tuple(dict.fromkeys(step.namespace for step in shown_steps(chain)))
 
 
-def rule_order(name: str, chain: Sequence[str] = C4_CHAIN) -> tuple:
+def rule_order(name: str, chain: Chain = C4_CHAIN) -> tuple:
     """A ``namespace/counter`` name's place in the chain (reports list rules in it)."""
     return _stage_key(name, namespace_order(chain))
 
 
-def counter_table(counters: Mapping[str, int], chain: Sequence[str] = C4_CHAIN) -> str:
+def counter_table(counters: Mapping[str, int], chain: Chain = C4_CHAIN) -> str:
     """``| step | counter | count |`` rows in the chain's order."""
     order = namespace_order(chain)
     rows = ["| step | counter | count |", "|---|---|---:|"]
@@ -73,7 +83,7 @@ def counter_table(counters: Mapping[str, int], chain: Sequence[str] = C4_CHAIN) 
     return "\n".join(rows)
 
 
-def page_flow(counters: Mapping[str, int], chain: Sequence[str] = C4_CHAIN) -> dict[str, int]:
+def page_flow(counters: Mapping[str, int], chain: Chain = C4_CHAIN) -> dict[str, int]:
     """Pages entering each step of ``chain``, in its order, derived from the counters (for a
     one-line summary)."""
     c = counters.get
@@ -119,7 +129,7 @@ def manifest_stats(manifest: dict) -> dict:
     build = manifest.get("build", {})
     return {
         "created": manifest.get("created"), "preset": manifest["config"].get("preset"),
-        "chain": list(chain),
+        "chain": list(_chain_refs(manifest)),
         "inputs": len(manifest.get("inputs", [])), "input_bytes": build.get("input_bytes", 0),
         "seconds": build.get("seconds"), "shard_format": manifest.get("shard_format"),
         "splits": {split: {"documents": info["documents"], "bytes": info["bytes"],

@@ -26,6 +26,7 @@ import dataclasses
 import io
 import os
 import re
+import shutil
 import tarfile
 import urllib.error
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from typing import Optional
 import ahocorasick
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import put_in_place, staging_beside
 from c4forge.corpus.document import Document
 from c4forge.corpus.downloads import cache_dir, cached_download
 from c4forge.corpus.verdict import Verdict, drop, keep
@@ -126,15 +128,18 @@ def _download(url: str) -> bytes:
 
 def _unpack(data: bytes, target: str) -> None:
     """A .tar.gz of lists unpacked into ``target`` (its one top folder, if it has one, dropped),
-    completely or not at all."""
-    staging = f"{target}.partial"
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-        archive.extractall(staging, filter="data")
-    entries = os.listdir(staging)
-    inner = os.path.join(staging, entries[0]) if len(entries) == 1 and os.path.isdir(
-        os.path.join(staging, entries[0])) else staging
+    completely or not at all: filled beside it, then put in place (c4forge.core.io)."""
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    os.replace(inner, target)
+    staging = staging_beside(target)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            archive.extractall(staging, filter="data")
+        entries = os.listdir(staging)
+        inner = os.path.join(staging, entries[0]) if len(entries) == 1 and os.path.isdir(
+            os.path.join(staging, entries[0])) else staging
+        put_in_place(inner, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class UrlBlocklist:

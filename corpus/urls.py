@@ -114,3 +114,9 @@ def doc_id(normalized_url: str) -> int:
     """Deterministic 63-bit document id (fits a signed int64 column): near-dedup labels
     clusters with it and shard assignment hashes it."""
     return int.from_bytes(hashlib.md5(normalized_url.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def url_rank(url: str) -> bytes:
+    """md5(url) as 16 raw bytes: the rank that picks a line's owner (tfds) and keys a page's
+    join bucket."""
+    return hashlib.md5(url.encode("utf-8")).digest()

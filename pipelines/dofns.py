@@ -208,7 +208,7 @@ WARM_TEXT = "A short text of a few words, enough for one shingle or more."
 def load_worker_models(config: CorpusConfig) -> None:
     """Load into this process's caches what the graph's DoFns load in a worker before their
     first page (what the chain's steps load, numba's compiled MinHash kernels): the warm-up of
-    the process SDK workers are forked from (pipelines/worker_fork.py)."""
+    the process SDK workers are forked from (pipelines/engines/worker_fork.py)."""
     layout = plan(config)
     for step in layout.steps():
         loaded(step, config)

@@ -22,16 +22,9 @@ import apache_beam as beam
 from c4forge.corpus import digest_records, line_claims
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size
-from c4forge.corpus.line_claims import ClaimBuffer
-from c4forge.corpus.line_dedup import (
-    NS_LINES,
-    dedupe_page_at,
-    pack_keys,
-    page_owning_nothing,
-    sentence_check,
-    text_line_keys,
-    url_rank,
-)
+from c4forge.corpus.line_claims import ClaimBuffer, pack_keys, text_line_keys
+from c4forge.corpus.line_dedup import NS_LINES, dedupe_page_at, page_owning_nothing, sentence_check
+from c4forge.corpus.urls import url_rank
 from c4forge.corpus.verdict import count_verdict
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS, BucketBatchingFn, in_global_window
 from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages

@@ -22,9 +22,9 @@ from apache_beam.pvalue import PCollection
 
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.document import Document, from_bytes, to_bytes
-from c4forge.corpus.line_dedup import url_rank
 from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.step import Step
+from c4forge.corpus.urls import url_rank
 from c4forge.corpus.wet import NS_READ, iter_file_documents
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS, BucketBatchingFn, StepsFn, digest_bucket
 from c4forge.pipelines.progress import ProgressReporter

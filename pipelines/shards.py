@@ -23,8 +23,8 @@ from c4forge.corpus.shards import (
 )
 from c4forge.corpus.urls import split_of
 from c4forge.pipelines.dofns import Counting
-from c4forge.pipelines.store import PageRef, PageStore, StoreReader
 from c4forge.pipelines.progress import ProgressReporter
+from c4forge.pipelines.store import PageRef, PageStore, StoreReader
 
 NS_OUTPUT = "output"
 

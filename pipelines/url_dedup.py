@@ -27,12 +27,11 @@ import apache_beam as beam
 
 from c4forge.corpus.chain import Segment
 from c4forge.corpus.document import Document, to_bytes
-from c4forge.corpus.line_claims import ClaimBuffer
-from c4forge.corpus.line_dedup import pack_keys, text_line_keys, url_rank
+from c4forge.corpus.line_claims import ClaimBuffer, pack_keys, text_line_keys
 from c4forge.corpus.samples import Sample, SampleList, SampleOptions, url_duplicates
 from c4forge.corpus.step import Step
 from c4forge.corpus.url_dedup import NS_URL
-from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id
+from c4forge.corpus.urls import UrlCandidate, count_url_group, page_record_id, url_rank
 from c4forge.pipelines.dofns import (
     DEFAULT_BUCKETS,
     Batcher,

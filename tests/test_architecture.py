@@ -184,3 +184,88 @@ def test_lazy_imports_of_our_own_modules_are_few_and_say_why():
     unexplained = [where for where, source in lazy if "# lazy:" not in source]
     assert not unexplained, "in-function imports without a '# lazy:' reason:\n" + "\n".join(unexplained)
     assert len(lazy) <= MAX_LAZY_IMPORTS, "\n".join(where for where, _ in lazy)
+
+
+STEPS = "c4forge.corpus.steps"
+# each corpus-wide step's two twins (corpus/steps/ declares the step; pipelines/c4.py TWINS)
+TWIN_NAMES = ("url_dedup", "exact_dedup", "line_dedup", "near_dedup")
+TWINS = {f"c4forge.{side}.{name}" for side in ("corpus", "pipelines") for name in TWIN_NAMES}
+
+
+def test_a_step_module_imports_nothing_from_other_steps():
+    """A step is one module (corpus/step.py): its settings, what it loads, its function. What
+    two steps share lives outside corpus/steps/ (corpus/quality.py, words.py, ...)."""
+    bad = [f"{module} imports {target}" for module, targets in graph().items()
+           if module.startswith(STEPS + ".") for target in targets
+           if target.startswith(STEPS) and not module.startswith(target)]
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_the_registry_holds_every_step_module_and_no_other():
+    from c4forge.corpus.steps import MODULES, REGISTRY
+
+    files = {path.stem for path in (ROOT / "corpus" / "steps").glob("*.py") if path.stem != "__init__"}
+    assert {module.__name__.rsplit(".", 1)[1] for module in MODULES} == files
+    assert len(REGISTRY) == len(MODULES)
+
+
+def test_no_twin_reads_another_twins_state():
+    """A twin imports no other step's twin (its own other half aside: the Beam twin uses its
+    one-process twin's pieces), and what it is handed is the page handle and its own segment
+    (the step and the page steps after it): the fusions between steps are decided by the
+    planning pass in pipelines/c4.py, never by a twin looking at its neighbours."""
+    from c4forge.corpus.chain import Segment
+    from c4forge.pipelines.pages import Fusion
+
+    edges = graph()
+    bad = []
+    for twin in TWINS:
+        own = twin.rsplit(".", 1)[1]
+        bad += [f"{twin} imports {target}" for target in edges[twin]
+                if target in TWINS and target.rsplit(".", 1)[1] != own]
+    assert not bad, "\n".join(sorted(bad))
+    assert Segment._fields == ("step", "after")
+    for twin in TWINS:
+        source = modules()[twin].read_text(encoding="utf-8")
+        assert "next_wide" not in source and "job.parking" not in source, twin
+    assert "c4forge.pipelines.c4" in {m for m, targets in edges.items() if "c4forge.pipelines.pages" in targets}
+    assert {field.name for field in __import__("dataclasses").fields(Fusion)} == {
+        "after_at_reader", "claim_lines", "lines_claimed", "store"}
+
+
+def _renames(path: Path) -> list[str]:
+    """Calls that rename files in ``path``: os.replace/os.rename/shutil.move, and any other
+    ``.rename(...)`` unless handed to c4forge.core as an argument (a lambda: a store's rename,
+    Beam's FileSystems, that c4forge.core.io.write_then_rename calls)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    in_lambda = {id(node) for lam in ast.walk(tree) if isinstance(lam, ast.Lambda) for node in ast.walk(lam)}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
+        if (owner in ("os", "shutil") and node.func.attr in ("replace", "rename", "renames", "move")) or \
+                (node.func.attr == "rename" and id(node) not in in_lambda):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_files_are_renamed_into_place_only_in_the_shared_floor():
+    """Atomic writes have one mechanism (c4forge/core/io.py); every other module calls it."""
+    bad = [where for name, path in modules().items() if not name.startswith("c4forge.core")
+           for where in _renames(path)]
+    assert not bad, "renames outside c4forge/core:\n" + "\n".join(bad)
+    assert _renames(ROOT / "c4forge" / "core" / "io.py")  # the check sees a rename where there is one
+
+
+def test_the_engines_process_management_is_one_package():
+    """Everything that starts, forks or talks to the engines' processes lives in
+    pipelines/engines/, which imports nothing of pipelines/ above it."""
+    for name in ("worker_fork", "worker_fork_client", "worker_pool", "worker_boot", "sdk_harness", "job_service"):
+        assert f"c4forge.pipelines.engines.{name}" in modules()
+        assert f"c4forge.pipelines.{name}" not in modules()
+    bad = [f"{module} imports {target}" for module, targets in graph().items()
+           if module.startswith("c4forge.pipelines.engines") for target in targets
+           if target.startswith("c4forge.pipelines") and not target.startswith("c4forge.pipelines.engines")]
+    assert not bad, "\n".join(sorted(bad))
+    assert "c4forge.corpus.estimate" in modules()  # it measures the corpus stage and uses no Beam

@@ -144,7 +144,7 @@ def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, di
 def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
     """`corpus build --runner flink-local` stopped while its forked SDK workers run (Ctrl-C: exit
     130 after its clean-up; SIGKILL: no clean-up runs): the job server, the fork server, the
-    workers and the engine's worker commands all end (pipelines/worker_fork.py)."""
+    workers and the engine's worker commands all end (pipelines/engines/worker_fork.py)."""
     crawl = shared_path("crawl", "web-trafilatura.warc.wet.gz")
     proc = subprocess.Popen([sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", str(crawl),
                              "-o", str(tmp_path / "out"), "--runner", "flink-local", "--workers", "2",
@@ -239,10 +239,10 @@ def test_spark_cluster_build_equals_the_pinned_fingerprint(tmp_path, pinned, dir
 def test_spark_embedded_build_equals_the_direct_runner(tmp_path):
     """--runner spark-local on the sample crawl: the DirectRunner's documents and counters. The
     DirectRunner leaves threads running in this process, so the SDK workers' server starts
-    fresh instead of forked from it (pipelines/worker_fork.py's fork_hazard)."""
+    fresh instead of forked from it (pipelines/engines/worker_fork.py's fork_hazard)."""
     from c4forge.corpus.config import build_config
     from c4forge.pipelines.build import run_build
-    from c4forge.pipelines.worker_fork import fork_hazard
+    from c4forge.pipelines.engines.worker_fork import fork_hazard
     from tests.build_golden import corpus_fingerprint
 
     sample = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]

@@ -15,9 +15,7 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
 from c4forge.corpus.config import build_config
-from c4forge.corpus.records import iter_records
-from c4forge.corpus.urls import normalize_url
-from c4forge.pipelines.estimate import (
+from c4forge.corpus.estimate import (
     EngineRun,
     PartCost,
     Sample,
@@ -28,6 +26,8 @@ from c4forge.pipelines.estimate import (
     run_engine,
     unit_hash,
 )
+from c4forge.corpus.records import iter_records
+from c4forge.corpus.urls import normalize_url
 from tests.conftest import ROOT, shared_path
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"

@@ -266,11 +266,14 @@ def check_settings(spec: AblationSpec) -> None:
 
 
 def variant_config(spec: AblationSpec, name: str):
+    """A variant's corpus config: its preset and ``set:`` block; the spec's ``badwords`` lists
+    go to the variants whose chain runs the bad-words step (Gopher's and FineWeb's do not)."""
     variant = spec.variants[name]
     settings = {"validation_per_mille": spec.validation_per_mille}
-    if spec.badwords:
-        settings["badwords"] = spec.badwords
-    return build_config(variant.preset, updates=nest(variant.set), **settings)
+    config = build_config(variant.preset, updates=nest(variant.set), **settings)
+    if spec.badwords and "bad-words" in {step.name for step in config.chain_steps()}:
+        config = build_config(variant.preset, updates=nest(variant.set), badwords=spec.badwords, **settings)
+    return config
 
 
 def locate(spec: AblationSpec, path: str) -> str:

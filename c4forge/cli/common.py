@@ -149,7 +149,7 @@ def group(func):
 
 class ForkSafeThread(threading.Thread):
     """A thread that holds nothing a forked copy of this process uses (it only moves bytes
-    between file descriptors): pipelines/worker_fork.py's ``fork_hazard`` does not count it."""
+    between file descriptors): pipelines/engines/worker_fork.py's ``fork_hazard`` does not count it."""
 
     fork_safe = True
 

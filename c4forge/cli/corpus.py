@@ -28,6 +28,7 @@ from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env
 from c4forge.corpus.chain import describe, load_steps
 from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
 from c4forge.corpus.config import PRESETS, build_config
+from c4forge.corpus.estimate import estimate, report
 from c4forge.corpus.extract import EXTRACTORS
 from c4forge.corpus.inputs import expand_inputs
 from c4forge.corpus.local import run_chain
@@ -45,7 +46,6 @@ from c4forge.corpus.sniff import check_input_formats
 from c4forge.corpus.urls import split_of
 from c4forge.corpus.wet import STRICT_SKIPS
 from c4forge.pipelines.engines.java import java_executable
-from c4forge.pipelines.estimate import estimate, report
 
 STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
                "or cut short: the counters split-wet-file/" + ", ".join(STRICT_SKIPS) + ". By "

@@ -103,6 +103,13 @@ def restore_set_aside(aside: str, target: str) -> None:
     os.replace(aside, target)
 
 
+def put_in_place(written: str, target: str) -> None:
+    """A file or directory written whole beside ``target`` by someone else (a JVM's class
+    archive at its exit, a list unpacked from an archive) renamed into place: readers see no
+    part of it. ``target`` must not be a directory that exists (use :func:`swap_in`)."""
+    os.replace(written, target)
+
+
 def current_umask() -> int:
     """The process umask (mkstemp creates 0600 files; ours get the user's usual mode)."""
     mask = os.umask(0)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from c4forge.core.io import put_in_place
+
 ARCHIVE_MIN_JAVA = 13  # dynamic archives (ArchiveClassesAtExit) came with JDK 13
 SWITCH_ENV = "C4FORGE_CLASS_SHARING"  # 0: start the job server without an archive
 
@@ -42,7 +44,7 @@ class ClassArchive:
         whole = returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
         try:
             if whole and self.pending.is_file() and self.pending.stat().st_size > 0:
-                os.replace(self.pending, self.target)
+                put_in_place(str(self.pending), str(self.target))
             else:
                 self.pending.unlink(missing_ok=True)
         except OSError:  # a cache we cannot write: the next build starts without an archive

@@ -24,7 +24,7 @@ PR_SET_PDEATHSIG = 1
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:
     """Get ``sig`` when the parent process ends (Linux; elsewhere nothing). Runs in a child
-    between fork and exec, and in the forked SDK workers' server (pipelines/worker_fork.py)."""
+    between fork and exec, and in the forked SDK workers' server (pipelines/engines/worker_fork.py)."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)

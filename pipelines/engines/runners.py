@@ -49,8 +49,8 @@ from c4forge.pipelines.engines.jars import (
 )
 from c4forge.pipelines.engines.processes import Services, free_port, get_json, port_open
 from c4forge.pipelines.engines.spark import SPARK_VERSION
-from c4forge.pipelines.worker_boot import PIN_ENV, ROOT_ENV
-from c4forge.pipelines.worker_fork import ForkServer, client_command, forking_available
+from c4forge.pipelines.engines.worker_boot import PIN_ENV, ROOT_ENV
+from c4forge.pipelines.engines.worker_fork import ForkServer, client_command, forking_available
 
 FLINK, SPARK = "FlinkRunner", "SparkRunner"
 FLINK_LOCAL, SPARK_LOCAL = "flink-local", "spark-local"
@@ -148,13 +148,13 @@ def check_engine_options(runner: str, args: Sequence[str], workers: Optional[int
 
 def boot_command(folder: str, forked: bool = False) -> str:
     """An executable that boots one SDK worker of this installation (PROCESS environment):
-    pipelines/worker_boot.py with this interpreter, its folders under ``folder``; ``forked``:
-    forked by the fork server listening in ``folder`` (pipelines/worker_fork.py)."""
+    pipelines/engines/worker_boot.py with this interpreter, its folders under ``folder``; ``forked``:
+    forked by the fork server listening in ``folder`` (pipelines/engines/worker_fork.py)."""
     path = os.path.join(folder, "c4forge-worker-boot")
     workers = os.path.join(folder, "workers")
     os.makedirs(workers, exist_ok=True)
     start = (client_command(folder) if forked else
-             f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"")
+             f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.engines.worker_boot \"$@\"")
     with open(path, "w") as handle:
         pin = f"export {PIN_ENV}=${{{PIN_ENV}-{shlex.quote(workers)}}}\n"
         handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n{pin}{start}\n")
@@ -266,7 +266,7 @@ def flink_slots(master: str) -> int:
 
 
 def _fork_server(services: Services, folder: str, warm: Optional[Callable[[], None]]) -> bool:
-    """Start the fork server SDK workers are forked from (pipelines/worker_fork.py), stopped
+    """Start the fork server SDK workers are forked from (pipelines/engines/worker_fork.py), stopped
     after the engine (which stops the workers first); whether it runs. Started before the job
     server, it warms while the JVM starts."""
     if not forking_available(folder):
@@ -295,7 +295,7 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
     removed on success; after a failure the logs stay and their place is said.
 
     SDK workers of this installation (no ``--environment_type`` given) are forked from a fork
-    server that ran ``warm`` (pipelines/worker_fork.py), where forking is available."""
+    server that ran ``warm`` (pipelines/engines/worker_fork.py), where forking is available."""
     java = java_executable(f"--runner {runner}")
     folder = tempfile.mkdtemp(prefix=f"c4forge-{engine_of(runner)}-")
     services = Services(os.path.join(folder, "logs"))

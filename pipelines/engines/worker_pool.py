@@ -1,7 +1,7 @@
 """An external SDK worker pool for portable runners, whose workers boot as Beam's container does
-(pipelines/worker_boot.py: staged packages fetched and installed per worker).
+(pipelines/engines/worker_boot.py: staged packages fetched and installed per worker).
 
-    python -m c4forge.pipelines.worker_pool --port 50000
+    python -m c4forge.pipelines.engines.worker_pool --port 50000
 
 then submit with ``--runner PortableRunner --job_endpoint HOST:PORT --environment_type EXTERNAL
 --environment_config localhost:50000 --setup_file ./setup.py`` (README, "Runners"). It is
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from c4forge.core.io import atomic_write
-from c4forge.pipelines.worker_boot import ROOT_ENV
+from c4forge.pipelines.engines.worker_boot import ROOT_ENV
 
 # The project to stage: Beam builds its sdist (`python setup.py sdist`; setup.py defers to
 # pyproject.toml) and workers install it.
@@ -33,11 +33,11 @@ SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 
 
 def boot_launcher(folder: str) -> str:
-    """An executable that runs c4forge.pipelines.worker_boot with this interpreter (the pool runs the
+    """An executable that runs c4forge.pipelines.engines.worker_boot with this interpreter (the pool runs the
     container executable directly, with the container's flags)."""
     path = os.path.join(folder, "c4forge-worker-boot")
     with open(path, "w") as handle:
-        handle.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m c4forge.pipelines.worker_boot \"$@\"\n")
+        handle.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m c4forge.pipelines.engines.worker_boot \"$@\"\n")
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
@@ -90,7 +90,7 @@ def _wait_for_port(path: str, process, what: str, timeout: float = 60.0) -> str:
 
 @contextlib.contextmanager
 def local_portable_services(folder: str, workers: int = 2) -> Iterator[list[str]]:
-    """The job service (pipelines/job_service.py) and this worker pool as two processes on this machine; yields the
+    """The job service (pipelines/engines/job_service.py) and this worker pool as two processes on this machine; yields the
     Beam arguments that submit a job to them (PortableRunner, EXTERNAL environment, the project
     staged from its setup.py). Both are stopped on exit. Used by the tests and
     benchmarks/bench_build.py; README, "Runners", gives the same as shell commands."""
@@ -103,11 +103,11 @@ def local_portable_services(folder: str, workers: int = 2) -> Iterator[list[str]
     processes = []
     try:
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "c4forge.pipelines.job_service", "--port", "0", "--port-file",
+            [sys.executable, "-m", "c4forge.pipelines.engines.job_service", "--port", "0", "--port-file",
              job_port], stdout=logs[0], stderr=subprocess.STDOUT,
             env=env, cwd=folder))
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "c4forge.pipelines.worker_pool", "--port", "0", "--port-file",
+            [sys.executable, "-m", "c4forge.pipelines.engines.worker_pool", "--port", "0", "--port-file",
              pool_port], stdout=logs[1], stderr=subprocess.STDOUT, env=env, cwd=folder))
         job = _wait_for_port(job_port, processes[0], "the Beam job service")
         pool = _wait_for_port(pool_port, processes[1], "the worker pool")

@@ -10,15 +10,47 @@ heap per running bundle: flink-local at 2 slots on 64x distinct input (342,464 p
 ``OutOfMemoryError: Java heap space`` (heap 1,792 MB) in the stage after the line-dedup join.
 With 1 MB messages the heap holds at most about 100 MB per bundle and the same build completes.
 
-pipelines/worker_boot.py starts this module where Beam's boot starts ``sdk_worker_main``.
+pipelines/engines/worker_boot.py starts this module where Beam's boot starts ``sdk_worker_main``.
+
+The cap changes private defaults of Beam's, so it applies only to the releases it was measured
+on (``MEASURED_RELEASES``) and only where those names still mean what it assumes
+(``internals_problem``; tests/test_sdk_harness.py fails loudly when they do not). On any other
+release the harness stands aside and says so in the worker's log (``-v``).
 """
 from __future__ import annotations
 
+import inspect
+import logging
 import sys
 
+import apache_beam
 from apache_beam.runners.worker import data_plane, sdk_worker_main
 
 OUTBOUND_MESSAGE_BYTES = 1 << 20
+MEASURED_RELEASES = ("2.62.0",)
+STREAMS = (data_plane.SizeBasedBufferingClosableOutputStream,
+           data_plane.TimeBasedBufferingClosableOutputStream)
+
+
+def internals_problem() -> str | None:
+    """What no longer holds of the private names the cap changes (None: all of it): the module
+    default ``_DEFAULT_SIZE_FLUSH_THRESHOLD`` (10 MB in 2.62), and each output stream taking a
+    ``size_flush_threshold`` argument whose default is that value."""
+    default = getattr(data_plane, "_DEFAULT_SIZE_FLUSH_THRESHOLD", None)
+    if not isinstance(default, int) or default <= 0:
+        return "apache_beam.runners.worker.data_plane._DEFAULT_SIZE_FLUSH_THRESHOLD is gone"
+    for stream in STREAMS:
+        parameter = inspect.signature(stream.__init__).parameters.get("size_flush_threshold")
+        if parameter is None or parameter.default != default:
+            return f"{stream.__name__}.__init__ has no size_flush_threshold defaulting to it"
+    return None
+
+
+def applies(release: str = apache_beam.__version__) -> str | None:
+    """Why the cap stands aside on ``release`` (None: it applies)."""
+    if release not in MEASURED_RELEASES:
+        return f"apache-beam {release} is not a release it was measured on ({', '.join(MEASURED_RELEASES)})"
+    return internals_problem()
 
 
 def cap_outbound_messages(limit: int = OUTBOUND_MESSAGE_BYTES) -> None:
@@ -37,7 +69,11 @@ def cap_outbound_messages(limit: int = OUTBOUND_MESSAGE_BYTES) -> None:
 
 
 def main() -> None:
-    cap_outbound_messages()
+    why_not = applies()
+    if why_not is None:
+        cap_outbound_messages()
+    else:
+        logging.getLogger(__name__).info("outbound data messages not capped: %s", why_not)
     sdk_worker_main.main(sys.argv)
 
 

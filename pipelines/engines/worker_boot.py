@@ -8,7 +8,7 @@ fresh interpreter; where nothing was staged, as on the managed engines, in this 
 
 Beam's external worker pool (``apache_beam.runners.worker.worker_pool_main``) calls a boot
 program with the container's flags when given ``--container_executable``; ``python -m
-pipelines.worker_pool`` does that with this module. The pipeline code a worker runs is then the
+pipelines.engines.worker_pool`` does that with this module. The pipeline code a worker runs is then the
 staged copy, not the checkout the job was submitted from: pickled functions, staging and worker
 start-up are exercised as on a cluster (tests/test_portable.py).
 """
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from typing import Optional
 
-from c4forge.pipelines import sdk_harness
+from c4forge.pipelines.engines import sdk_harness
 
 INSTALLABLE = (".tar.gz", ".whl", ".zip")
 ROOT_ENV = "C4FORGE_WORKER_ROOT"  # where workers make their folders (default: the temp folder)
@@ -146,9 +146,9 @@ def main(argv=None) -> int:
     if os.environ.get(PIN_ENV):
         pin_to_free_core(os.environ[PIN_ENV])
     os.chdir(work)  # nothing of the submitting checkout is importable from here
-    # Beam's harness, its data messages capped (pipelines/sdk_harness.py says why)
+    # Beam's harness, its data messages capped (pipelines/engines/sdk_harness.py says why)
     if installed:  # the staged packages must shadow this installation: a fresh interpreter
-        os.execve(sys.executable, [sys.executable, "-m", "c4forge.pipelines.sdk_harness"], env)
+        os.execve(sys.executable, [sys.executable, "-m", "c4forge.pipelines.engines.sdk_harness"], env)
     run_harness_here(env, work)
     return 0
 

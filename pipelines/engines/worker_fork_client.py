@@ -1,12 +1,12 @@
 """The command a managed engine runs for each SDK worker when workers are forked
-(pipelines/worker_fork.py): hand this process's arguments, environment, working folder and
+(pipelines/engines/worker_fork.py): hand this process's arguments, environment, working folder and
 standard streams to the fork server, forward SIGTERM/SIGINT/SIGHUP to the worker it forks, and
 exit with the worker's status, so that the engine starts, watches and stops this process as
 it would the worker itself.
 
 Run as ``python -I -S worker_fork_client.py SOCKET ARGS...``: the standard library only (about
 15 ms to start). Where the server cannot be reached, the worker starts cold in this process's
-place (``python -m c4forge.pipelines.worker_boot ARGS...``), so a build never depends on it.
+place (``python -m c4forge.pipelines.engines.worker_boot ARGS...``), so a build never depends on it.
 """
 import json
 import os
@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 
-COLD_BOOT = "c4forge.pipelines.worker_boot"
+COLD_BOOT = "c4forge.pipelines.engines.worker_boot"
 LENGTH_BYTES = 8
 
 

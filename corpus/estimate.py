@@ -47,10 +47,10 @@ import yaml
 
 from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
+from c4forge.corpus.chain import load_steps
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.records import iter_records
-from c4forge.corpus.chain import load_steps
 from c4forge.corpus.urls import normalize_url
 from c4forge.corpus.warc import WarcRecord
 

@@ -12,9 +12,9 @@ Here the submitting process forks, before the engine starts, a *fork server*: a 
 load (``warm``: the chain's models, MinHash's kernels), moves those objects out of the
 garbage collector's reach (``gc.freeze``: a worker's collections then never walk, or write to,
 the 200,000 objects it shares with the server), and forks one worker per request. The engine
-runs pipelines/worker_fork_client.py as the environment's command; the client hands the server
+runs pipelines/engines/worker_fork_client.py as the environment's command; the client hands the server
 its arguments, environment, working folder and standard streams, forwards signals to the
-worker and exits with its status. The worker then runs pipelines/worker_boot.py as a cold one
+worker and exits with its status. The worker then runs pipelines/engines/worker_boot.py as a cold one
 would, in the client's environment and folder.
 
 Forking a process whose other threads hold state the child needs hangs the child: a Beam
@@ -55,7 +55,7 @@ from typing import NoReturn, Optional
 
 from apache_beam.portability import api as beam_api
 
-from c4forge.pipelines import worker_boot
+from c4forge.pipelines.engines import worker_boot
 from c4forge.pipelines.engines.processes import die_with_parent
 
 FORK_ENV = "C4FORGE_FORK_WORKERS"  # 0: every SDK worker starts cold
@@ -69,13 +69,13 @@ STOP_TIMEOUT_S = 5.0
 WORKER_MODULES = ("apache_beam.runners.worker.sdk_worker_main",
                   "apache_beam.runners.worker.bundle_processor",
                   "apache_beam.runners.worker.operations",
-                  "c4forge.pipelines.sdk_harness")
+                  "c4forge.pipelines.engines.sdk_harness")
 WORKER_API_MODULES = ("beam_provision_api_pb2_grpc", "beam_artifact_api_pb2_grpc")
 # How gRPC's core names its threads (Linux truncates names to 15 characters)
 GRPC_THREAD_NAMES = ("grpc", "default-executo", "resolver-execut", "event_engine", "lifeguard")
 # A fresh server reads its sys.path before it can import c4forge, then the rest (serve_fresh)
 FRESH_SERVER = ("import pickle, sys; fresh = pickle.load(sys.stdin.buffer); sys.path[:] = fresh['path']; "
-                "from c4forge.pipelines.worker_fork import serve_fresh; sys.exit(serve_fresh(fresh))")
+                "from c4forge.pipelines.engines.worker_fork import serve_fresh; sys.exit(serve_fresh(fresh))")
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Beam's local job service (the portable job API that Flink's and Spark's job servers also
 speak), running each job on as many SDK workers as the job asks for.
 
-    python -m c4forge.pipelines.job_service --port 8099
+    python -m c4forge.pipelines.engines.job_service --port 8099
 
 Beam's own ``local_job_service_main`` runs every job on one SDK worker: its BeamJob builds an
 FnApiRunner whose worker count is read from ``--direct_num_workers`` only on the in-process
@@ -18,7 +18,7 @@ from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
-from c4forge.pipelines.worker_pool import serve_until_stopped
+from c4forge.pipelines.engines.worker_pool import serve_until_stopped
 
 
 class ParallelBeamJob(local_job_service.BeamJob):
