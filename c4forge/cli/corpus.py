@@ -80,7 +80,7 @@ def config_options(func):
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                      help="Override any setting, e.g. --set clean-page.min_words_per_line=3 "
                           "--set language-id.languages=en,de, or the chain: --set chain=fineweb, "
-                          "--set chain=length,language-id,my_filters:mostly_digits (repeatable)."),
+                          "--set chain=length,language-id,my_filters:mostly_digits."),
         click.option("--badwords", default=None, metavar="DIR|URL",
                      help="Bad-word lists: a directory with one file per language (en, de, ...) "
                           "or a URL template with {lang}. Default: the LDNOOBW commits C4 pins, "
