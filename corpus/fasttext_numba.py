@@ -188,6 +188,63 @@ def labels_of(data: bytes) -> list[str]:
     return [w.decode("utf-8", "replace") for w, t in zip(dictionary.words, dictionary.types.tolist()) if t == 1]
 
 
+def check_layout(data) -> None:
+    """``FastText::loadModel``'s reads, by size only: a ValueError saying what does not fit
+    where ``data`` (bytes, or an mmap of the file) is not one whole fastText model, so that
+    fastText is never handed it (it allocates what a cut or foreign file's numbers say: a
+    truncated .ftz took 7-12 GB in under a minute). Reads nothing it does not need."""
+    read = _Reader(data)
+    try:
+        _version, args = _read_head(read)
+        dim = args[0]
+        if not 0 < dim <= 1 << 16:
+            raise ValueError(f"dimension {dim}")
+        size, nwords, nlabels = read.unpack("iii")
+        _ntokens, pruneidx_size = read.unpack("qq")
+        if min(size, nwords, nlabels) < 0 or nwords + nlabels != size:
+            raise ValueError(f"a dictionary of {size} entries, {nwords} words and {nlabels} labels")
+        offset = read.offset
+        for _ in range(size):
+            end = data.find(b"\0", offset)
+            if end < 0:
+                raise ValueError("the dictionary ends early")
+            offset = end + 10
+        read.offset = offset
+        _skip(read, 8 * max(pruneidx_size, 0))
+        _skip_matrix(read)  # the input matrix
+        _skip_matrix(read)  # the output matrix
+    except struct.error:
+        raise ValueError("the file ends early") from None
+    if read.offset != len(data):
+        raise ValueError("the file ends early" if read.offset > len(data)
+                         else f"{len(data) - read.offset:,} bytes follow the model")
+
+
+def _skip(read: _Reader, nbytes: int) -> None:
+    if nbytes < 0 or read.offset + nbytes > len(read.data):
+        raise ValueError("the file ends early" if nbytes >= 0 else "a negative size")
+    read.offset += nbytes
+
+
+def _skip_matrix(read: _Reader) -> None:
+    """A ``DenseMatrix`` or ``QuantMatrix`` (with its product quantizers), skipped."""
+    if not read.unpack("?"):
+        rows, cols = read.unpack("qq")
+        if rows < 0 or cols < 0:
+            raise ValueError(f"a {rows} x {cols} matrix")
+        _skip(read, rows * cols * 4)
+        return
+    qnorm = read.unpack("?")
+    rows, _cols, codesize = read.unpack("qqi")
+    _skip(read, codesize)
+    pq_dim = read.unpack("4i")[0]
+    _skip(read, pq_dim * KSUB * 4)
+    if qnorm:
+        _skip(read, rows)
+        norm_dim = read.unpack("4i")[0]
+        _skip(read, norm_dim * KSUB * 4)
+
+
 def _read_head(read: _Reader) -> tuple[int, tuple]:
     """``FastText::checkModel`` and ``Args::load``: (version, the twelve int args); t skipped."""
     magic, version = read.unpack("ii")

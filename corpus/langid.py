@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import mmap
 import os
 import struct
 import threading
@@ -52,8 +53,22 @@ def default_model_path() -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], "resources", "lid.176.ftz")
 
 
+def check_model_file(path: str) -> None:
+    """A LangidError naming ``path`` unless it is one whole fastText model file (its layout
+    read by size, corpus/fasttext_numba.py ``check_layout``): fastText allocates whatever a
+    cut or foreign file's numbers say, so it is never handed one."""
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            fasttext_numba.check_layout(data)
+    except FileNotFoundError:
+        raise LangidError(f"no such fastText model file {shown_path(path)}") from None
+    except (OSError, ValueError) as exc:  # mmap of an empty file is a ValueError too
+        raise LangidError(f"{shown_path(path)} is not a whole fastText model file ({exc})") from None
+
+
 def load_model(path: Optional[str] = None):
-    """The fastText model at ``path`` (default: the bundled lid.176.ftz), cached per process."""
+    """The fastText model at ``path`` (default: the bundled lid.176.ftz), cached per process;
+    checked whole first (:func:`check_model_file`)."""
     path = path or default_model_path()
     model = _MODELS.get(path)
     if model is None:
@@ -62,6 +77,7 @@ def load_model(path: Optional[str] = None):
             if model is None:
                 import fasttext
 
+                check_model_file(path)
                 try:
                     model = fasttext.load_model(path)
                 except ValueError as exc:

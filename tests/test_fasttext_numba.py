@@ -158,6 +158,36 @@ def test_models_it_does_not_cover_go_to_fasttext(tmp_path, options):
     assert fasttext.load_model(path).predict("the fox", k=1)[0]  # fastText itself loads them
 
 
+LAYOUTS = [{}, {"quant": True, "dim": 5, "dsub": 2}, {"quant": True, "qnorm": False, "dim": 8, "dsub": 4},
+           {"quant": True, "dim": 4, "prune": {b: r for r, b in enumerate(range(3, 97, 5))}},
+           {"loss": 2}, {"quant": True, "qout": True}, {"nlabels": 2, "loss": 3}]
+
+
+@pytest.mark.parametrize("options", LAYOUTS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items() if k != "prune")
+                         or "dense")
+def test_a_whole_model_passes_the_layout_check_and_any_cut_of_it_fails(tmp_path, options):
+    """check_layout (what langid.load_model asks before fastText sees a file) walks every
+    layout fastText loads, ours and those it leaves to fastText, and refuses a file cut at any
+    point or with bytes after the model, in bounded memory (it allocates nothing by size)."""
+    data = open(write_model(tmp_path / "model.bin", **options), "rb").read()
+    fasttext_numba.check_layout(data)
+    for cut in sorted({1, 8, 20, 60, len(data) // 3, len(data) // 2, len(data) - 4, len(data) - 1}):
+        with pytest.raises(ValueError):
+            fasttext_numba.check_layout(data[:cut])
+    with pytest.raises(ValueError, match="bytes follow the model"):
+        fasttext_numba.check_layout(data + b"\0\0")
+    fasttext_numba.check_layout(open(langid.default_model_path(), "rb").read())
+
+
+def test_a_cut_or_foreign_model_is_a_one_line_error_before_fasttext_loads_it(tmp_path):
+    whole = open(langid.default_model_path(), "rb").read()
+    (tmp_path / "cut.ftz").write_bytes(whole[: len(whole) * 2 // 3])
+    (tmp_path / "notes.txt").write_text("a text file, not a model\n")
+    for name, says in (("cut.ftz", "the file ends early"), ("notes.txt", "not a fastText model")):
+        with pytest.raises(langid.LangidError, match=f"{name} is not a whole fastText model file .*{says}"):
+            langid.load_model(str(tmp_path / name))
+
+
 def test_not_a_model_is_left_to_fasttext(tmp_path):
     (tmp_path / "junk.bin").write_bytes(b"not a model at all")
     assert fasttext_numba.load(str(tmp_path / "junk.bin")) is None

@@ -66,7 +66,7 @@ def test_shown_path_is_never_absolute(tmp_path, monkeypatch):
 def test_bad_model_path_is_a_clear_error(tmp_path):
     bogus = tmp_path / "lid.bin"
     bogus.write_bytes(b"not a model")
-    with pytest.raises(RuntimeError, match="cannot load the fastText model"):
+    with pytest.raises(RuntimeError, match="lid.bin is not a whole fastText model file"):
         langid.load_model(str(bogus))
 
 

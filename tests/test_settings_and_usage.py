@@ -246,15 +246,17 @@ def test_a_list_typed_as_yaml_on_the_command_line_is_the_list_and_a_bad_label_is
 
 
 def fasttext_dictionary_file(path, labels, words=("the", "a")):
-    """The head of a fastText model file (magic, version, args, dictionary): what model_labels
-    reads; enough to name a model's labels in a config, not to predict with."""
+    """A whole fastText model file (magic, version, args, dictionary, an empty input matrix, a
+    zero output matrix): what model_labels reads and the layout check accepts; enough to name a
+    model's labels in a config, not to predict with."""
     import struct
 
     entries = [(w, 0) for w in words] + [(f"__label__{label}", 1) for label in labels]
-    head = struct.pack("<ii", 0x2F4F16BA, 12) + struct.pack("<12i", *range(12)) + struct.pack("<d", 1e-4)
+    head = struct.pack("<ii", 0x2F4F16BA, 12) + struct.pack("<12i", 2, *range(1, 12)) + struct.pack("<d", 1e-4)
     head += struct.pack("<iiiqq", len(entries), len(words), len(labels), 100, -1)
     for word, kind in entries:
         head += word.encode() + b"\0" + struct.pack("<qb", 1, kind)
+    head += struct.pack("<?qq", False, 0, 2) + struct.pack("<?qq", False, len(labels), 2) + bytes(8 * len(labels))
     path.write_bytes(head)
     return path
 

@@ -7,10 +7,16 @@ import dataclasses
 import re
 from typing import Any, Optional
 
-from c4forge.core.io import shown_path
 from c4forge.core.settings import UNIT_INTERVAL, ConfigError, setting
 from c4forge.corpus.document import Document
-from c4forge.corpus.langid import DEFAULT_THRESHOLD, LanguageFilter, model_labels, preload
+from c4forge.corpus.langid import (
+    DEFAULT_THRESHOLD,
+    LangidError,
+    LanguageFilter,
+    check_model_file,
+    model_labels,
+    preload,
+)
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict
 
@@ -34,12 +40,14 @@ _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 def check(settings: LanguageId, config: Any) -> None:
     """Every kept language is a label the model gives (``en``; ``eng_Latn`` for GlotLID/OpenLID
     models): any other word (``null``, a typo) would silently keep no page."""
-    if settings.model and not settings.model.strip():
-        raise ConfigError("language-id.model: empty; leave it unset for the bundled lid.176.ftz")
+    if settings.model is not None:
+        if not settings.model.strip():
+            raise ConfigError("language-id.model: empty; leave it unset for the bundled lid.176.ftz")
+        try:
+            check_model_file(settings.model)
+        except LangidError as exc:
+            raise ConfigError(f"language-id.model: {exc}") from None
     known = model_labels(settings.model) if settings.languages else frozenset()
-    if settings.model and settings.languages and not known:
-        raise ConfigError(f"language-id.model={shown_path(settings.model)}: not a fastText model "
-                          "file (no labels in its dictionary)")
     for label in settings.languages:
         if not _LABEL.fullmatch(label) or (known and label not in known):
             example = "en, de or eng_Latn" if not known else ", ".join(sorted(known)[:3]) + ", ..."

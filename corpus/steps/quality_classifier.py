@@ -11,7 +11,7 @@ from c4forge.core.io import shown_path
 from c4forge.core.settings import UNIT_INTERVAL, ConfigError, setting
 from c4forge.corpus.classifier import ClassifierFilter
 from c4forge.corpus.document import Document
-from c4forge.corpus.langid import model_labels
+from c4forge.corpus.langid import LangidError, check_model_file, model_labels
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict
 
@@ -36,6 +36,10 @@ def check(settings: QualityClassifier, config: Any) -> None:
                           "(e.g. DCLM's openhermes_reddit_eli5_vs_rw_v2_bigram_200k_train.bin)")
     if not os.path.isfile(settings.model):
         raise ConfigError(f"quality-classifier.model: no such file {shown_path(settings.model)}")
+    try:
+        check_model_file(settings.model)
+    except LangidError as exc:
+        raise ConfigError(f"quality-classifier.model: {exc}") from None
     labels = model_labels(settings.model)
     if labels and settings.label not in labels:
         raise ConfigError(f"quality-classifier.label={settings.label!r} is not a label of "
