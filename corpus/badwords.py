@@ -20,8 +20,9 @@ from typing import Optional
 import ahocorasick
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import shown_path
 from c4forge.corpus.document import Document
-from c4forge.corpus.downloads import cached_download
+from c4forge.corpus.downloads import cached_download, text_list
 from c4forge.corpus.urls import md5_int
 from c4forge.corpus.verdict import Count, Verdict, drop, keep
 
@@ -42,12 +43,12 @@ class BadwordsUnavailable(C4forgeError, RuntimeError):
 def _fetch(url: str, timeout: float = 30.0) -> bytes:
     """Download once into the cache (corpus/downloads.py), then read from the cache."""
     try:
-        return cached_download(url, "badwords", timeout)
+        return cached_download(url, "badwords", timeout, check=text_list)
     except (urllib.error.URLError, OSError) as exc:
         raise BadwordsUnavailable(
             f"could not download the bad-words list {url} ({exc}). Offline? Pass a local copy "
             "with --badwords DIR (one file per language code, e.g. DIR/en), or switch the "
-            "filter off with --badwords-fraction 0."
+            "filter off with --set bad-words.on=false."
         ) from exc
 
 
@@ -65,7 +66,11 @@ def _read(source: str, lang: str) -> Optional[bytes]:
         if not path.is_dir():
             raise BadwordsUnavailable(f"--badwords {source}: not a directory of per-language lists")
         file = path / lang
-        return file.read_bytes() if file.is_file() else None
+        try:
+            return file.read_bytes() if file.is_file() else None
+        except OSError as exc:
+            raise BadwordsUnavailable(f"cannot read the bad-words list {shown_path(str(file))} "
+                                      f"({exc.strerror or exc})") from None
     try:
         return _fetch(url)
     except BadwordsUnavailable as exc:
@@ -104,7 +109,11 @@ def load_badwords(source: str, languages: Iterable[str]) -> dict[str, set[str]]:
         if data is None:
             continue
         base = lang.split("-")[0]
-        entries = {line.strip() for line in data.decode("utf-8").splitlines()}
+        try:
+            entries = {line.strip() for line in data.decode("utf-8").splitlines()}
+        except UnicodeDecodeError as exc:
+            raise BadwordsUnavailable(f"the bad-words list for {lang!r} of {source} is not UTF-8 text "
+                                      f"(byte {exc.start})") from None
         words.setdefault(base, set()).update(w for w in entries if w)
     for lang, allowed in ALLOWLIST.items():
         if lang in words:

@@ -40,7 +40,6 @@ from c4forge.core.settings import (
     parse_overrides,
     setting,
     unknown_key_message,
-    worker_path,
     worker_paths,
 )
 from c4forge.corpus.chain import C4_CHAIN, CHAINS, chain_names, chains_with, plan, step_of
@@ -143,8 +142,7 @@ class CorpusConfig:
         path): a portable runner's workers start in folders of their own, where a relative
         path names nothing."""
         steps = StepSettings.of({name: worker_paths(value) for name, value in self.steps.items})
-        return dataclasses.replace(self, steps=steps, read=dataclasses.replace(
-            self.read, urls_from=worker_path(self.read.urls_from) or ""))
+        return dataclasses.replace(self, steps=steps, read=worker_paths(self.read))
 
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -31,6 +31,7 @@ from typing import Optional
 import numpy as np
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import shown_path
 from c4forge.corpus.document import Document
 from c4forge.corpus.minhash import shingle_hashes, word_hashes
 from c4forge.corpus.verdict import Count, Verdict, drop, keep, line_counts
@@ -73,14 +74,25 @@ def _strings(value) -> Iterator[str]:
 
 
 def read_units(path: str) -> Iterator[str]:
-    """The text units of a file or of every file under a folder (module doc)."""
+    """The text units of a file or of every file under a folder (module doc); a file that
+    cannot be read or decoded is an EvalSetError naming it."""
     if os.path.isdir(path):
         for root, _, files in sorted(os.walk(path)):
             for name in sorted(files):
                 yield from read_units(os.path.join(root, name))
         return
     if not os.path.isfile(path):
-        raise EvalSetError(f"decontaminate.sets: {path} is not a file or folder")
+        raise EvalSetError(f"decontaminate.sets: {shown_path(path)} is not a file or folder")
+    try:
+        yield from _file_units(path)
+    except (OSError, EOFError, ValueError) as exc:  # gzip/bz2 errors, a cut archive, I/O errors
+        if isinstance(exc, EvalSetError):
+            raise
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise EvalSetError(f"decontaminate.sets: cannot read {shown_path(path)} ({why})") from None
+
+
+def _file_units(path: str) -> Iterator[str]:
     stem = path.removesuffix(".gz").removesuffix(".bz2")
     with _open_text(path) as handle:
         for number, line in enumerate(handle, 1):
@@ -88,7 +100,7 @@ def read_units(path: str) -> Iterator[str]:
                 try:
                     yield from _strings(json.loads(line))
                 except json.JSONDecodeError as exc:
-                    raise EvalSetError(f"{path}:{number}: not JSON ({exc.msg})") from None
+                    raise EvalSetError(f"{shown_path(path)}:{number}: not JSON ({exc.msg})") from None
             elif line.strip():
                 yield line
 
@@ -140,6 +152,9 @@ class EvalIndex:
             if units:
                 parts.append(ngram_hashes(units, n)[0])
             found[name] = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+            if not len(found[name]):
+                raise EvalSetError(f"decontaminate.sets: {name}={shown_path(path)} holds no text of "
+                                   f"{n} words or more (no {n}-gram), so it would remove nothing")
         return cls(n, found)
 
     def matches(self, hashes: np.ndarray) -> dict[str, np.ndarray]:

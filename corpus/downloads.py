@@ -7,8 +7,11 @@ import hashlib
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Optional
 
+from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write_bytes
 
 
@@ -16,15 +19,47 @@ def cache_dir() -> Path:
     return Path(os.environ.get("C4FORGE_CACHE", Path.home() / ".cache" / "c4forge"))
 
 
-def cached_download(url: str, kind: str, timeout: float = 30.0) -> bytes:
-    """``url``'s bytes, from ``cache_dir()/kind`` once downloaded. Raises urllib's error (the
-    caller says what to do instead, in its own words)."""
+class BadDownload(C4forgeError, ValueError):
+    """What a URL served is not what it should be (an HTML error page for a word list, a cut
+    archive), fetched twice."""
+
+
+def cached_download(url: str, kind: str, timeout: float = 30.0,
+                    check: Optional[Callable[[bytes], None]] = None) -> bytes:
+    """``url``'s bytes, from ``cache_dir()/kind`` once downloaded. ``check(data)`` raises
+    (ValueError, OSError or EOFError) where the bytes are not what they should be: a download enters the cache only
+    once it passes, and a cached copy that does not pass (written by an older release, or
+    damaged) is fetched again once; what still does not pass is a BadDownload naming the URL.
+    Raises urllib's error for the network (the caller says what to do instead)."""
     target = cache_dir() / kind / hashlib.sha1(url.encode()).hexdigest()
     if target.exists():
-        return target.read_bytes()
+        data = target.read_bytes()
+        if _problem(data, check) is None:
+            return data
     with urllib.request.urlopen(url, timeout=timeout) as response:
         data = response.read()
+    problem = _problem(data, check)
+    if problem is not None:
+        raise BadDownload(f"{url} did not serve what it should ({problem}); nothing was cached")
     atomic_write_bytes(str(target), data)
     return data
+
+
+def _problem(data: bytes, check: Optional[Callable[[bytes], None]]) -> Optional[str]:
+    if check is None:
+        return None
+    try:
+        check(data)
+    except (ValueError, OSError, EOFError) as exc:  # a check that opens an archive may raise these
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def text_list(data: bytes) -> None:
+    """A word list: UTF-8 text, not an HTML page (a server's error or login page)."""
+    head = data[:512].lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")):
+        raise ValueError("an HTML page, not a list")
+    data.decode("utf-8")
 
 

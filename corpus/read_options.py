@@ -5,6 +5,15 @@ from __future__ import annotations
 import dataclasses
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.settings import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    PATH,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT_INTERVAL,
+    setting,
+)
 
 DEFAULT_MAX_RECORD_BYTES = 16 << 20
 DEFAULT_MAX_MEMBER_BYTES = 8 << 30
@@ -44,17 +53,17 @@ class ReadOptions:
     timeout: seconds to connect to a remote server and between bytes of its response.
     """
 
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+    max_record_bytes: int = setting(DEFAULT_MAX_RECORD_BYTES, POSITIVE_INT)
+    max_member_bytes: int = setting(DEFAULT_MAX_MEMBER_BYTES, POSITIVE_INT)
     keep_metadata_like_lines: bool = False
-    binary_control_share: float = BINARY_CONTROL_SHARE
+    binary_control_share: float = setting(BINARY_CONTROL_SHARE, UNIT_INTERVAL)
     input_format: str = "wet"
     extractor: str = "cascade"
-    extract_timeout: float = 10.0
-    max_slow_share: float = 1.0
-    max_html_bytes: int = 4 << 20
-    urls_from: str = ""
-    retries: int = 8
-    retry_seconds: float = 300.0
-    retry_backoff: float = 1.0
-    timeout: float = 60.0
+    extract_timeout: float = setting(10.0, NON_NEGATIVE)
+    max_slow_share: float = setting(1.0, UNIT_INTERVAL)
+    max_html_bytes: int = setting(4 << 20, POSITIVE_INT)
+    urls_from: str = setting("", path=PATH)
+    retries: int = setting(8, NON_NEGATIVE_INT)
+    retry_seconds: float = setting(300.0, NON_NEGATIVE)
+    retry_backoff: float = setting(1.0, NON_NEGATIVE)
+    timeout: float = setting(60.0, POSITIVE)

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Optional, Protocol
 
+from c4forge.core.settings import NON_NEGATIVE_INT, UNIT_INTERVAL, setting
 from c4forge.corpus.document import Document
 
 FILE = "_rule-samples.json"
@@ -53,9 +54,9 @@ class SampleOptions:
     seed: the hash's seed (another seed, another sample).
     """
 
-    per_rule: int = 20
-    rate: float = 0.125
-    seed: int = 0
+    per_rule: int = setting(20, NON_NEGATIVE_INT)
+    rate: float = setting(0.125, UNIT_INTERVAL)
+    seed: int = setting(0, NON_NEGATIVE_INT)
 
     @property
     def on(self) -> bool:

@@ -11,10 +11,17 @@ The lists (``url_filter.lists``), read once per worker:
   ``banned_subwords.txt``, ``soft_banned_words.txt`` (datatrove's file names), and, for each of
   ``url_filter.categories``, the UT1 layout ``<category>/domains`` and ``<category>/urls`` (the
   Université Toulouse 1 lists RefinedWeb filtered with: adult, phishing, dating...);
-- ``datatrove-0.10``: datatrove's integrated lists at the v0.10.0 commit (FineWeb's), downloaded
-  once and cached (corpus/downloads.py), as the bad-word lists are;
+- ``datatrove-0.10``: datatrove's integrated lists (FineWeb's), as datatrove 0.10.1's wheel
+  ships them, taken from that wheel on the package index (corpus/package_index.py: PyPI or the
+  ``PIP_INDEX_URL`` mirror, sha256-pinned), unpacked once into the cache;
 - an http(s) URL of such a directory as a ``.tar.gz`` (e.g. UT1's ``blacklists.tar.gz``),
-  downloaded once, cached and unpacked.
+  downloaded once, checked to open as one, cached and unpacked.
+
+A blank line in a list is read as datatrove reads it, the empty string, and said once as a
+warning: in ``banned_words.txt`` it drops every URL that ends in a character other than a letter
+or digit, in ``domains`` every URL whose host has no registered domain (an IP address). In
+``banned_subwords.txt`` it would match every URL (datatrove fails on it): it is left out, and
+said. A category that is not a folder of the lists is an error naming those that are.
 
 Domains are split into registered domain and host by tldextract with the public suffix list it
 ships (never fetched: the same answer offline and on every worker; datatrove fetches the live
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import os
 import re
 import shutil
@@ -35,14 +43,16 @@ from typing import Optional
 import ahocorasick
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.io import put_in_place, staging_beside
+from c4forge.core.io import put_in_place, shown_path, staging_beside
 from c4forge.corpus.document import Document
 from c4forge.corpus.downloads import cache_dir, cached_download
+from c4forge.corpus.package_index import IndexUnavailable, PinnedWheel, wheel_member
 from c4forge.corpus.verdict import Verdict, drop, keep
 
 DATATROVE_LISTS = "datatrove-0.10"
-DATATROVE_ASSETS = ("https://raw.githubusercontent.com/huggingface/datatrove/"
-                    "7024aecca2f9ffb7b7cf0d02c0c823b8b24cf664/src/datatrove/assets/")
+DATATROVE_WHEEL = PinnedWheel("datatrove", "datatrove-0.10.1-py3-none-any.whl",
+                              "b0846fc28482b25c9dbeaa09445066ff68266b58d762e9344c64fe5f6d92d14c")
+DATATROVE_ASSETS = "datatrove/assets/"
 DATATROVE_TARBALL = "url_filterblacklistsv0_3_0.tar.gz"
 WORD_FILES = ("banned_words.txt", "banned_subwords.txt", "soft_banned_words.txt")
 
@@ -75,9 +85,14 @@ class UrlLists:
 
 
 def load_lists(source: str, categories: tuple[str, ...] = ()) -> UrlLists:
-    """The lists ``source`` names (``url_filter.lists``), merged (UT1 categories' domains and
+    """The lists ``source`` names (``url-filter.lists``), merged (UT1 categories' domains and
     URLs added)."""
     directory = _lists_directory(source)
+    missing = [c for c in categories if not os.path.isdir(os.path.join(directory, c))]
+    if missing:
+        have = sorted(n for n in os.listdir(directory) if os.path.isdir(os.path.join(directory, n)))
+        raise UrlListsUnavailable(f"url-filter.categories: {', '.join(map(repr, missing))} is not a folder of "
+                                  f"url-filter.lists={_shown(source)} (its folders: {', '.join(have) or 'none'})")
     found = UrlLists(set(), set(), set(), set(), set())
     for folder in ("", *categories):
         found.domains |= _read_list(os.path.join(directory, folder, "domains"), normalise=False)
@@ -85,27 +100,49 @@ def load_lists(source: str, categories: tuple[str, ...] = ()) -> UrlLists:
     found.banned_words = _read_list(os.path.join(directory, WORD_FILES[0]))
     found.banned_subwords = _read_list(os.path.join(directory, WORD_FILES[1]))
     found.soft_banned_words = _read_list(os.path.join(directory, WORD_FILES[2]))
-    if not any(vars(found).values()):  # (astuple would deep-copy millions of domains)
-        raise UrlListsUnavailable(f"url-filter.lists={source}: no block list found there "
+    found.banned_subwords.discard("")  # (said where it was read)
+    if not any(entry for entries in vars(found).values() for entry in entries):
+        raise UrlListsUnavailable(f"url-filter.lists={_shown(source)}: no block list entry found there "
                                   f"(domains, urls, {', '.join(WORD_FILES)}, or <category>/domains)")
     return found
+
+
+def _shown(source: str) -> str:
+    return source if "://" in source or source == DATATROVE_LISTS else shown_path(source)
+
+
+BLANK_LINE_EFFECT = {
+    "banned_words.txt": "it drops every URL that ends in a character other than a letter or digit, as in datatrove",
+    "soft_banned_words.txt": "it counts as a soft-banned word in every URL that ends in a character other "
+                             "than a letter or digit, as in datatrove",
+    "banned_subwords.txt": "it would match every URL (datatrove fails on it): left out",
+    "domains": "it drops every URL whose host has no registered domain (an IP address), as in datatrove",
+    "urls": "it matches no URL",
+}
 
 
 def _read_list(path: str, normalise: bool = True) -> set[str]:
     if not os.path.isfile(path):
         return set()
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return parse_list(handle, normalise)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            entries = parse_list(handle, normalise)
+    except OSError as exc:
+        raise UrlListsUnavailable(f"cannot read the URL block list {shown_path(path)} "
+                                  f"({exc.strerror or exc})") from None
+    if "" in entries:
+        logging.getLogger(__name__).warning(
+            "%s has a blank line: %s", shown_path(path), BLANK_LINE_EFFECT[os.path.basename(path)])
+    return entries
 
 
 def _lists_directory(source: str) -> str:
-    """A local directory holding the lists named by ``source`` (downloaded and unpacked once)."""
+    """A local directory holding the lists named by ``source`` (fetched and unpacked once)."""
     if source == DATATROVE_LISTS:
         target = cache_dir() / "url-lists" / DATATROVE_LISTS
         if not (target / "domains").exists():
-            _unpack(_download(DATATROVE_ASSETS + DATATROVE_TARBALL), str(target))
-            for name in WORD_FILES:
-                (target / name).write_bytes(_download(DATATROVE_ASSETS + name))
+            _unpack(_datatrove_asset(DATATROVE_TARBALL), str(target),
+                    {name: _datatrove_asset(name) for name in WORD_FILES})
         return str(target)
     if "://" in source:
         target = cache_dir() / "url-lists" / normalize(source)
@@ -113,22 +150,40 @@ def _lists_directory(source: str) -> str:
             _unpack(_download(source), str(target))
         return str(target)
     if not os.path.isdir(source):
-        raise UrlListsUnavailable(f"url_filter.lists={source}: not a directory of block lists")
+        raise UrlListsUnavailable(f"url-filter.lists={_shown(source)}: not a directory of block lists")
     return source
+
+
+def _datatrove_asset(name: str) -> bytes:
+    try:
+        return wheel_member(DATATROVE_WHEEL, DATATROVE_ASSETS + name)
+    except IndexUnavailable as exc:
+        raise UrlListsUnavailable(f"{exc}. Offline? Give a local copy of the lists with "
+                                  "url-filter.lists=DIR, or switch the filter off with url-filter.on=false") from None
+
+
+def _tarball(data: bytes) -> None:
+    """A .tar.gz that opens and lists its members (what a download of lists must be)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            archive.getmembers()
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise ValueError(f"not a .tar.gz: {exc}") from None
 
 
 def _download(url: str) -> bytes:
     try:
-        return cached_download(url, "url-lists")
+        return cached_download(url, "url-lists", check=_tarball)
     except (urllib.error.URLError, OSError) as exc:
         raise UrlListsUnavailable(
             f"could not download the URL block list {url} ({exc}). Offline? Give a local copy "
-            "with url_filter.lists=DIR, or switch the filter off with url_filter.on=false") from exc
+            "with url-filter.lists=DIR, or switch the filter off with url-filter.on=false") from exc
 
 
-def _unpack(data: bytes, target: str) -> None:
+def _unpack(data: bytes, target: str, files: Optional[dict[str, bytes]] = None) -> None:
     """A .tar.gz of lists unpacked into ``target`` (its one top folder, if it has one, dropped),
-    completely or not at all: filled beside it, then put in place (c4forge.core.io)."""
+    with ``files`` beside them, completely or not at all: filled beside it, then put in place
+    (c4forge.core.io)."""
     os.makedirs(os.path.dirname(target), exist_ok=True)
     staging = staging_beside(target)
     try:
@@ -137,6 +192,9 @@ def _unpack(data: bytes, target: str) -> None:
         entries = os.listdir(staging)
         inner = os.path.join(staging, entries[0]) if len(entries) == 1 and os.path.isdir(
             os.path.join(staging, entries[0])) else staging
+        for name, content in (files or {}).items():
+            with open(os.path.join(inner, name), "wb") as handle:
+                handle.write(content)
         put_in_place(inner, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -171,7 +229,7 @@ class UrlBlocklist:
             return "hard_blacklisted"
         if sum(word in words for word in lists.soft_banned_words) >= self.soft_word_threshold:
             return "soft_blacklisted"
-        if lists.banned_subwords and next(self.subwords.iter(normalize(url)), False):
+        if len(self.subwords) and next(self.subwords.iter(normalize(url)), False):
             return "blacklisted_subword"
         return None
 

@@ -144,11 +144,15 @@ def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, di
 def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
     """`corpus build --runner flink-local` stopped while its forked SDK workers run (Ctrl-C: exit
     130 after its clean-up; SIGKILL: no clean-up runs): the job server, the fork server, the
-    workers and the engine's worker commands all end (pipelines/engines/worker_fork.py)."""
+    workers and the engine's worker commands all end (pipelines/engines/worker_fork.py). Its
+    folder in $TMPDIR goes with it (Ctrl-C), or with the next build's start (SIGKILL)."""
     crawl = shared_path("crawl", "web-trafilatura.warc.wet.gz")
-    proc = subprocess.Popen([sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", str(crawl),
-                             "-o", str(tmp_path / "out"), "--runner", "flink-local", "--workers", "2",
-                             "--badwords", str(ROOT / "corpus/data/demo-badwords")],
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    command = [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", str(crawl), "--runner", "flink-local",
+               "--workers", "2", "--badwords", str(ROOT / "corpus/data/demo-badwords")]
+    environment = dict(os.environ, TMPDIR=str(tmpdir))
+    proc = subprocess.Popen([*command, "-o", str(tmp_path / "out")], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     build = psutil.Process(proc.pid)
@@ -170,6 +174,18 @@ def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
     while time.monotonic() < deadline and alive(seen):
         time.sleep(0.5)
     assert not alive(seen), [p.cmdline()[:4] for p in alive(seen)]
+    left = sorted(p.name for p in tmpdir.glob("c4forge-flink-*"))
+    if sig == signal.SIGINT:
+        assert not left, left
+        return
+    assert left  # killed: nothing could clean up; the next start does, its owner being gone
+    other = tmpdir / "c4forge-flink-not-ours"
+    other.mkdir()  # a folder without the owner file is never touched
+    again = [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", str(ROOT / "corpus/data/sample.warc.wet.gz"),
+             "--runner", "flink-local", "--workers", "1", "--set", "bad-words.on=false", "-q"]
+    subprocess.run([*again, "-o", str(tmp_path / "again")], env=environment, capture_output=True, text=True,
+                   cwd=ROOT, timeout=240, check=True)
+    assert {p.name for p in tmpdir.glob("c4forge-flink-*")} == {"c4forge-flink-not-ours"}
 
 
 def test_flink_cluster_retries_a_lost_taskmanager_and_gives_the_same_corpus(tmp_path, pinned,
@@ -358,6 +374,62 @@ def test_a_missing_java_is_one_line(monkeypatch):
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")
     with pytest.raises(jars.EngineError, match="needs Java 11 or newer and none was found"):
         jars.java_executable("--runner flink-local")
+
+
+def test_an_engine_that_never_started_leaves_no_folder_and_says_nothing_of_logs(tmp_path, monkeypatch):
+    """Regression: a refused job-server jar printed 'flink logs kept in ...' for a Flink that
+    never started, and left its folder."""
+    from c4forge.pipelines.engines import runners
+
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+    def refused(*args, **kwargs):
+        raise jars.EngineError("the job server jar's sha256 is not the pinned one")
+
+    monkeypatch.setattr(runners, "_job_server", refused)
+    said = []
+    with pytest.raises(jars.EngineError, match="not the pinned"):
+        with runners.engine("flink-local", [], workers=1, log=said.append):
+            pass
+    assert not any("logs kept" in line for line in said), said
+    assert not list(tmp_path.glob("c4forge-flink-*"))
+
+
+def test_owned_folders_of_a_process_that_is_gone_are_removed_at_the_next_start(tmp_path):
+    from c4forge.pipelines.engines.processes import OWNER_FILE, disown, owned_folder
+
+    mine = owned_folder("c4forge-flink-", str(tmp_path))
+    dead = tmp_path / "c4forge-flink-dead"
+    dead.mkdir()
+    (dead / OWNER_FILE).write_text("999999999 123")  # no such process
+    kept = owned_folder("c4forge-flink-", str(tmp_path))
+    disown(kept)  # logs the user was told about
+    (kept and tmp_path / "c4forge-flink-notes").mkdir()  # not ours: no owner file
+    again = owned_folder("c4forge-flink-", str(tmp_path))
+    assert {p.name for p in tmp_path.iterdir()} == {os.path.basename(f) for f in (mine, kept, again)} | {
+        "c4forge-flink-notes"}
+
+
+def test_an_unreachable_master_is_one_line_at_once(tmp_path):
+    """Regression: --runner SparkRunner with a master that is not there took 71 s and printed
+    26 lines; now one line, before anything starts (as FlinkRunner)."""
+    from c4forge.pipelines.engines.processes import free_port
+
+    port = free_port()
+    for runner, flag, master in (("SparkRunner", "--spark_master_url", f"spark://127.0.0.1:{port}"),
+                                 ("FlinkRunner", "--flink_master", f"127.0.0.1:{port}")):
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "c4forge.cli.corpus", "build", "-i",
+                                 str(ROOT / "corpus/data/sample.warc.wet.gz"), "-o", str(tmp_path / runner),
+                                 "--runner", runner, flag, master, "--environment_type", "LOOPBACK",
+                                 "--badwords", str(ROOT / "corpus/data/demo-badwords")],
+                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode != 0 and len(lines) == 1 and "nothing answers there" in lines[0], result.stderr
+        assert time.monotonic() - started < 30 and not (tmp_path / runner).exists()
 
 
 def test_a_corrupt_jar_is_refused_and_nothing_is_kept(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from c4forge.core.settings import UNIT_INTERVAL, setting
+from c4forge.core.settings import PATH, UNIT_INTERVAL, setting
 from c4forge.corpus.badwords import DEFAULT_SOURCE, BadwordsFilter, languages_for, load_badwords
 from c4forge.corpus.document import Document
 from c4forge.corpus.step import page_step
@@ -23,7 +23,7 @@ class BadWords:
 
     on: bool = True
     fraction: float = setting(1.0, UNIT_INTERVAL)
-    lists: str = DEFAULT_SOURCE
+    lists: str = setting(DEFAULT_SOURCE, path=PATH)
 
 
 def switched_on(settings: BadWords) -> bool:

@@ -6,8 +6,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-from c4forge.core.settings import POSITIVE_INT, ConfigError, setting
-from c4forge.corpus.decontaminate import EvalIndex, EvalSetError, decontaminate, line_fates, parse_sets
+from c4forge.core.settings import NAMED_PATHS, POSITIVE_INT, ConfigError, setting
+from c4forge.corpus.decontaminate import (
+    ACTIONS,
+    EvalIndex,
+    EvalSetError,
+    decontaminate,
+    line_fates,
+    parse_sets,
+)
 from c4forge.corpus.document import Document
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict
@@ -19,12 +26,9 @@ class Decontamination:
     n-gram), ``action`` (drop-page or drop-lines)."""
 
     on: bool = False
-    sets: tuple[str, ...] = ()
+    sets: tuple[str, ...] = setting((), path=NAMED_PATHS)
     n: int = setting(13, POSITIVE_INT)
     action: str = "drop-page"
-
-
-ACTIONS = ("drop-page", "drop-lines")
 
 
 def check(settings: Decontamination, config: Any) -> None:

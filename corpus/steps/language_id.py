@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import Any, Optional
 
-from c4forge.core.settings import UNIT_INTERVAL, ConfigError, setting
+from c4forge.core.settings import PATH, UNIT_INTERVAL, ConfigError, setting
 from c4forge.corpus.document import Document
 from c4forge.corpus.langid import (
     DEFAULT_THRESHOLD,
@@ -31,7 +31,7 @@ class LanguageId:
     on: bool = True
     languages: tuple[str, ...] = ("en",)
     threshold: float = setting(DEFAULT_THRESHOLD, UNIT_INTERVAL)
-    model: Optional[str] = None
+    model: Optional[str] = setting(None, path=PATH)
 
 
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

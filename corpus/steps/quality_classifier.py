@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from c4forge.core.io import shown_path
-from c4forge.core.settings import UNIT_INTERVAL, ConfigError, setting
+from c4forge.core.settings import PATH, UNIT_INTERVAL, ConfigError, setting
 from c4forge.corpus.classifier import ClassifierFilter
 from c4forge.corpus.document import Document
 from c4forge.corpus.langid import LangidError, check_model_file, model_labels
@@ -23,7 +23,7 @@ class QualityClassifier:
     pages scoring below it are dropped (0 keeps every page and only records the score)."""
 
     on: bool = False
-    model: str = ""
+    model: str = setting("", path=PATH)
     label: str = "hq"
     threshold: float = setting(0.0, UNIT_INTERVAL)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from c4forge.core.settings import POSITIVE_INT, setting
+from c4forge.core.settings import PATH, POSITIVE_INT, setting
 from c4forge.corpus.document import Document
 from c4forge.corpus.step import page_step
 from c4forge.corpus.url_filter import DATATROVE_LISTS, UrlBlocklist, load_lists
@@ -20,7 +20,7 @@ class UrlFilter:
     ``soft_word_threshold``: soft-banned words in a URL that drop it (datatrove: 2)."""
 
     on: bool = False
-    lists: str = DATATROVE_LISTS
+    lists: str = setting(DATATROVE_LISTS, path=PATH)
     categories: tuple[str, ...] = ()
     soft_word_threshold: int = setting(2, POSITIVE_INT)
 

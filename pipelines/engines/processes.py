@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -142,6 +144,58 @@ def port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def answers(host: str, port: int, timeout: float = 3.0) -> Optional[str]:
+    """None where something listens at ``host:port``, else why not (refused, no such host...)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
+OWNER_FILE = ".c4forge-owner"  # in an engine folder: the pid and start time of the process it serves
+
+
+def _started(pid: int) -> Optional[str]:
+    """The start time of process ``pid`` (clock ticks since boot, /proc), or None if none runs."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owned_folder(prefix: str, parent: Optional[str] = None) -> str:
+    """A new temporary folder named ``prefix...`` that says which process owns it; first, the
+    folders of that name whose owner is gone (a build killed, or stopped before it could
+    clean up) are removed. A folder without the owner file is never touched: not ours, or kept
+    on purpose (:func:`disown`)."""
+    parent = parent or tempfile.gettempdir()
+    for name in os.listdir(parent):
+        folder = os.path.join(parent, name)
+        if not name.startswith(prefix) or not os.path.isfile(os.path.join(folder, OWNER_FILE)):
+            continue
+        try:
+            with open(os.path.join(folder, OWNER_FILE), encoding="ascii") as handle:
+                pid, started = handle.read().split()
+        except (OSError, ValueError):
+            continue
+        if _started(int(pid)) != started:
+            shutil.rmtree(folder, ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    with open(os.path.join(folder, OWNER_FILE), "w", encoding="ascii") as handle:
+        handle.write(f"{os.getpid()} {_started(os.getpid())}")
+    return folder
+
+
+def disown(folder: str) -> None:
+    """Keep ``folder`` when its owner is gone (logs the user was told about)."""
+    try:
+        os.remove(os.path.join(folder, OWNER_FILE))
+    except OSError:
+        pass
 
 
 def get_json(url: str) -> dict:

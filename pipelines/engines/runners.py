@@ -26,7 +26,6 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -40,6 +39,7 @@ from c4forge.pipelines.engines.flink import FLINK_VERSION, embedded_conf
 from c4forge.pipelines.engines.jars import (
     LOG_PROPERTIES,
     SPARK_OPENS,
+    EngineError,
     EngineUsageError,
     cache_dir,
     java_executable,
@@ -47,7 +47,15 @@ from c4forge.pipelines.engines.jars import (
     launcher_jar,
     load_lock,
 )
-from c4forge.pipelines.engines.processes import Services, free_port, get_json, port_open
+from c4forge.pipelines.engines.processes import (
+    Services,
+    answers,
+    disown,
+    free_port,
+    get_json,
+    owned_folder,
+    port_open,
+)
 from c4forge.pipelines.engines.spark import SPARK_VERSION
 from c4forge.pipelines.engines.worker_boot import PIN_ENV, ROOT_ENV
 from c4forge.pipelines.engines.worker_fork import ForkServer, client_command, forking_available
@@ -144,6 +152,24 @@ def check_engine_options(runner: str, args: Sequence[str], workers: Optional[int
         raise EngineUsageError(f"{master} may run SDK workers on other machines: give "
                           "--environment_type DOCKER --environment_config IMAGE (docker/dataflow) "
                                "or EXTERNAL with a worker pool on every node (docs/distributed.md)")
+
+
+def check_master_answers(runner: str, args: Sequence[str]) -> None:
+    """A cluster named by ``--spark_master_url spark://HOST:PORT`` or ``--flink_master HOST:PORT``
+    answers, or an EngineError in one line now (Beam's job server would try for a minute and
+    print its traceback)."""
+    if runner not in (FLINK, SPARK):
+        return
+    master = flag_value(list(args), "--flink_master" if runner == FLINK else "--spark_master_url") or ""
+    address = master.split("://", 1)[-1].split("/", 1)[0]
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return
+    why = answers(host, int(port))
+    if why is not None:
+        flag = "--flink_master" if runner == FLINK else "--spark_master_url"
+        raise EngineError(f"{flag} {master}: nothing answers there ({why}); start the cluster "
+                          "(`corpus cluster`, docs/distributed.md) or name the one that runs; nothing was written")
 
 
 def boot_command(folder: str, forked: bool = False) -> str:
@@ -297,9 +323,10 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
     SDK workers of this installation (no ``--environment_type`` given) are forked from a fork
     server that ran ``warm`` (pipelines/engines/worker_fork.py), where forking is available."""
     java = java_executable(f"--runner {runner}")
-    folder = tempfile.mkdtemp(prefix=f"c4forge-{engine_of(runner)}-")
+    check_master_answers(runner, args)
+    folder = owned_folder(f"c4forge-{engine_of(runner)}-")
     services = Services(os.path.join(folder, "logs"))
-    failed = True
+    outcome = "refused"  # -> "started" once the job server answers, "done" at the end
     try:
         args = list(args)
         layout = plan(runner, args, workers, folder)
@@ -309,6 +336,7 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
         forked = not environment and _fork_server(services, folder, warm)
         port = _job_server(services, layout.runner, given_jar, layout.master, folder, java,
                            layout.jvm, layout.server_args, log)
+        outcome = "started"
         beam_args = without(args, "--flink_master", "--spark_master_url", "--flink_job_server_jar",
                             "--spark_job_server_jar")
         beam_args += ["--runner=PortableRunner", f"--job_endpoint=localhost:{port}"]
@@ -335,14 +363,19 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
                 ", forked from a warm process" if forked else ""),
         }
         yield EngineRun(beam_args, description, services)
-        failed = False
+        outcome = "done"
+    except KeyboardInterrupt:
+        outcome = "interrupted"  # the user stopped it: nothing of it to keep
+        raise
     finally:
         services.stop()
         if os.environ.get(KEEP_ENV) == "1":
+            disown(folder)
             log(f"{engine_of(runner)} folder kept ({KEEP_ENV}=1): {shown_place(folder)}")
-        elif failed:
+        elif outcome == "started":  # it ran and failed: its logs say why
             for name in ("artifacts", "workers", "flink", "spark-local"):
                 shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            disown(folder)
             log(f"{engine_of(runner)} logs kept in {shown_place(folder)}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
