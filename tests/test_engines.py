@@ -9,9 +9,11 @@ They skip with the reason where Java is missing or the jars cannot be fetched (n
 CI has both."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -147,8 +149,15 @@ def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
     workers and the engine's worker commands all end (pipelines/engines/worker_fork.py). Its
     folder in $TMPDIR goes with it (Ctrl-C), or with the next build's start (SIGKILL)."""
     crawl = shared_path("crawl", "web-trafilatura.warc.wet.gz")
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
+    # short: the fork server's socket lives there, and a socket's path holds at most 107 bytes
+    tmpdir = Path(tempfile.mkdtemp(prefix="c4t-", dir="/tmp"))
+    try:
+        _stop_and_look(tmp_path, tmpdir, sig, crawl)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _stop_and_look(tmp_path, tmpdir, sig, crawl):
     command = [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", str(crawl), "--runner", "flink-local",
                "--workers", "2", "--badwords", str(ROOT / "corpus/data/demo-badwords")]
     environment = dict(os.environ, TMPDIR=str(tmpdir))
@@ -380,8 +389,6 @@ def test_an_engine_that_never_started_leaves_no_folder_and_says_nothing_of_logs(
     """Regression: a refused job-server jar printed 'flink logs kept in ...' for a Flink that
     never started, and left its folder."""
     from c4forge.pipelines.engines import runners
-
-    import tempfile
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)

@@ -369,13 +369,19 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
         raise
     finally:
         services.stop()
-        if os.environ.get(KEEP_ENV) == "1":
-            disown(folder)
-            log(f"{engine_of(runner)} folder kept ({KEEP_ENV}=1): {shown_place(folder)}")
-        elif outcome == "started":  # it ran and failed: its logs say why
-            for name in ("artifacts", "workers", "flink", "spark-local"):
-                shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-            disown(folder)
-            log(f"{engine_of(runner)} logs kept in {shown_place(folder)}")
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
+        _leave(folder, outcome, runner, log)
+
+
+def _leave(folder: str, outcome: str, runner: str, log) -> None:
+    """The engine's folder after it stopped: kept whole where asked, its logs kept where it ran
+    and failed (and said), removed otherwise (done, interrupted, or never started)."""
+    if os.environ.get(KEEP_ENV) == "1":
+        disown(folder)
+        log(f"{engine_of(runner)} folder kept ({KEEP_ENV}=1): {shown_place(folder)}")
+    elif outcome == "started":  # it ran and failed: its logs say why
+        for name in ("artifacts", "workers", "flink", "spark-local"):
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        disown(folder)
+        log(f"{engine_of(runner)} logs kept in {shown_place(folder)}")
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
