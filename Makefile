@@ -1,8 +1,9 @@
 # Two entry points on a fresh machine: `make demo` and `make test`. Both create the environments
 # they need if missing (README, "Two environments"):
 #   .venv     the Beam environment: every command, the engines (Flink, Spark), the tests' tools
-#   .venv-hf  the current-HF environment: no Beam; the trainer beside datasets 4, transformers 5,
-#             lm-eval-harness, numpy 2.3+, pyarrow 20+ (the `hf`-marked tests run there too)
+#   .venv-hf  the environment of current releases: the newest Beam (DirectRunner) and the trainer
+#             beside datasets 5, transformers 5, lm-eval-harness, numpy 2.3+, pyarrow 24+ (the
+#             tests marked `hf` or `newest_beam` run there too)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -42,10 +43,10 @@ venv-hf: $(HF_STAMP)
 # trained until they learn, the README tour, whole-crawl projections: pyproject.toml says which)
 # to stay under 15 minutes on 2 cores; `make test-slow` runs those; CI (.ci/run) runs both.
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
-HF_PYTEST := $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
+HF_PYTEST := C4FORGE_TEST_ENV=current $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
 test: $(STAMP) $(HF_STAMP) browser
 	$(PYTEST) -m "not slow" tests
-	$(HF_PYTEST) -m "hf and not slow" tests
+	$(HF_PYTEST) -m "(hf or newest_beam) and not slow" tests
 
 # Debian's chromium for the test that looks at `corpus inspect`'s report as a person would
 # (tests/test_inspect_browser.py; it skips, saying why, where this cannot install it).
@@ -142,7 +143,7 @@ clean-venv:
 # FUZZ_SECONDS=3600). A finding stops the run and leaves its input in .cache/fuzz/HARNESS-crash-*.
 FUZZ_SECONDS ?= 180
 FUZZ_RUNS ?= 1000000
-FUZZ_HARNESSES := records resync response manifests settings
+FUZZ_HARNESSES := records resync response manifests settings words
 fuzz: $(STAMP)
 	$(BIN)/pip install -q "atheris==2.3.0"
 	mkdir -p .cache/fuzz

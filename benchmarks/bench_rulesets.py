@@ -34,20 +34,20 @@ import json, sys, time
 system, name, pages_path, lists = sys.argv[1:5]
 pages = [json.loads(line) for line in open(pages_path, encoding="utf-8")]
 if system == "c4forge":
-    from c4forge.corpus import quality
     from c4forge.corpus.document import Document
-    from c4forge.corpus.pii import PiiSettings, format_pii
-    from c4forge.corpus.url_filter import UrlBlocklist, UrlFilter, load_lists
+    from c4forge.corpus.pii import format_pii
+    from c4forge.corpus.steps import c4_quality, fineweb_quality, gopher_quality, gopher_repetition
+    from c4forge.corpus.url_filter import UrlBlocklist, load_lists
     docs = [Document(url=p["url"], text=p["text"]) for p in pages]
     step = {
-        "gopher_quality": lambda d, r=quality.GopherQuality(): quality.gopher_quality(d, r),
-        "gopher_repetition": lambda d, r=quality.GopherRepetition(): quality.gopher_repetition(d, r),
-        "fineweb_quality": lambda d, r=quality.FineWebQuality(): quality.fineweb_quality(d, r),
-        "c4_quality": lambda d, r=quality.C4Quality(): quality.c4_quality(d, r),
-        "pii": lambda d, s=PiiSettings(on=True): format_pii(d, s),
+        "gopher_quality": lambda d, r=gopher_quality.GopherQuality(): gopher_quality.gopher_quality(r, d),
+        "gopher_repetition": lambda d, r=gopher_repetition.GopherRepetition(): gopher_repetition.gopher_repetition(r, d),
+        "fineweb_quality": lambda d, r=fineweb_quality.FineWebQuality(): fineweb_quality.fineweb_quality(r, d),
+        "c4_quality": lambda d, r=c4_quality.C4Quality(): c4_quality.c4_quality(r, d),
+        "pii": format_pii,
     }.get(name)
     if name == "url_filter":
-        block = UrlBlocklist(load_lists(UrlFilter(lists=lists)))
+        block = UrlBlocklist(load_lists(lists))
         step = block
     run = lambda d: step(d)
 else:

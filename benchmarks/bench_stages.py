@@ -34,6 +34,7 @@ Run: python benchmarks/bench_stages.py [--scale 4] [--repeat 3] [--write] [--qui
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import statistics
@@ -59,10 +60,10 @@ STARTUP = """
 import resource, sys
 {imports}
 from c4forge.corpus.config import build_config
-from c4forge.corpus.steps import ChainRules
+from c4forge.corpus.chain import load_steps
 from c4forge.corpus import sentences
 config = build_config("c4", badwords=sys.argv[1])
-steps = ChainRules(config).setup()
+load_steps(config)
 sentences.has_at_least("Punkt is built on first use. Like this.", 2)
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(usage.ru_utime + usage.ru_stime)
@@ -73,7 +74,7 @@ FORKED = """
 import gc, os, resource, sys
 import c4forge.pipelines.c4
 from c4forge.corpus.config import build_config
-from c4forge.corpus.steps import ChainRules
+from c4forge.corpus.chain import load_steps
 from c4forge.corpus import sentences
 from c4forge.pipelines.engines import worker_fork
 from c4forge.pipelines.dofns import load_worker_models
@@ -82,7 +83,7 @@ worker_fork.prepare(lambda: load_worker_models(config.for_workers()))
 read, write = os.pipe()
 pid = os.fork()
 if pid == 0:  # the worker: its own usage starts at zero
-    steps = ChainRules(config.for_workers()).setup()
+    load_steps(config.for_workers())
     sentences.has_at_least("Punkt is built on first use. Like this.", 2)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     os.write(write, str(usage.ru_utime + usage.ru_stime).encode())
@@ -131,32 +132,34 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     from c4forge.core.stageclock import StageClock
     from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
+    from c4forge.corpus.chain import load_steps, steps_of
     from c4forge.corpus.shards import corpus_manifest, write_corpus
-    from c4forge.corpus.steps import ChainRules
 
     config = build_config("c4", badwords=badwords)
-    steps = ChainRules(config).setup()
+    load_steps(config)
     lid_texts: list[str] = []
     minhash_texts: list[str] = []
     badword_pages: list[tuple[str, str]] = []
-    identify, badwords = steps.language, steps.badwords
+    chain = {step.name: step for step in steps_of(config.chain)}
+    identify, badwords = chain["language-id"].apply, chain["bad-words"].apply
 
-    def identify_seen(page):
+    def identify_seen(model, page):
         lid_texts.append(page.text)
-        return identify(page)
+        return identify(model, page)
 
-    def badwords_seen(page):
+    def badwords_seen(lists, page):
         badword_pages.append(((page.language or "").split("-")[0], page.text))
-        verdict = badwords(page)
+        verdict = badwords(lists, page)
         if verdict.kept:
             minhash_texts.append(page.text)
         return verdict
 
-    steps.language, steps.badwords = identify_seen, badwords_seen
+    chain["language-id"] = dataclasses.replace(chain["language-id"], apply=identify_seen)
+    chain["bad-words"] = dataclasses.replace(chain["bad-words"], apply=badwords_seen)
     clock = StageClock()
     counters = Counters()
     started = time.process_time()
-    docs = run_chain(paths, config, counters, steps, clock)
+    docs = run_chain(paths, config, counters, clock, chain=tuple(chain.values()))
     with tempfile.TemporaryDirectory() as tmp, clock.stage("write", len(docs)):
         manifest = corpus_manifest(config, paths, counters.as_dict(), "bench", ["bench"])
         write_corpus(f"{tmp}/c4", docs, manifest, validation_per_mille=config.validation_per_mille)

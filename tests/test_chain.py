@@ -50,6 +50,7 @@ def _both_runners(with_toy):
     return local, counters.as_dict(), counters_of(result)
 
 
+@pytest.mark.newest_beam
 @pytest.mark.parametrize("after", ["clean-page", "bad-words", "length"])
 def test_a_page_step_added_in_one_place_runs_and_counts_in_both_runners(after):
     """Before URL dedup (the engine runs it where it reads), between URL dedup and line dedup

@@ -1,8 +1,11 @@
-"""The current-HF environment (.venv-hf: `pip install ".[test-hf]"`, i.e. the base + [train,hf] +
-datasets 4, transformers 5, lm-eval 0.4, with no Beam): it resolves with current releases, and the
-whole training side runs in it, end to end, beside the tools users train with."""
+"""The one environment of everything current (.venv-hf: `pip install ".[test-hf]"`, i.e. the base
++ [beam,tokenizer,train,hf] + datasets 5, transformers 5, lm-eval 0.4, numpy 2.3+, pyarrow 24+): it
+resolves with `pip check` clean, and the whole loop runs in it, from `corpus build` on the
+DirectRunner of the newest Beam to lm-eval on an export, beside the tools users train with."""
 import importlib.metadata as metadata
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -10,22 +13,34 @@ from click.testing import CliRunner
 from c4forge.cli.corpus import cli as corpus_cli
 from c4forge.cli.tokenizer import cli as tokenizer_cli
 from c4forge.cli.train import cli as train_cli
-from tests.conftest import BEAM, ROOT, shared_path
+from tests.conftest import CURRENT, ROOT, shared_path
 
 pytestmark = [pytest.mark.hf,
-              pytest.mark.skipif(BEAM, reason="checks the current-HF environment (.venv-hf), which has no Beam")]
+              pytest.mark.skipif(not CURRENT, reason="checks the environment of current releases (.venv-hf)")]
 
 
 def version(name: str) -> tuple[int, ...]:
     return tuple(int(part) for part in metadata.version(name).split(".")[:2])
 
 
-def test_current_releases_and_no_beam():
-    with pytest.raises(metadata.PackageNotFoundError):
-        metadata.version("apache-beam")
-    assert version("numpy") >= (2, 3) and version("pyarrow") >= (20, 0)
-    assert version("datasets") >= (4, 0) and version("transformers") >= (5, 0)
-    assert version("lm_eval") >= (0, 4) and version("protobuf") >= (7, 0)
+def test_current_releases_in_one_environment_with_pip_check_clean():
+    assert version("apache-beam") >= (2, 77) and version("numpy") >= (2, 3) and version("pyarrow") >= (24, 0)
+    assert version("datasets") >= (5, 0) and version("transformers") >= (5, 0)
+    assert version("lm_eval") >= (0, 4)
+    check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_engines_say_which_beam_release_they_need_before_any_work(tmp_path):
+    """The job-server jars c4forge pins are 2.62.0's: on this release flink-local is one line
+    naming it, and the SDK harness's cap stands aside (pipelines/engines/sdk_harness.py)."""
+    from c4forge.pipelines.engines import sdk_harness
+
+    result = CliRunner().invoke(corpus_cli, ["build", "-i", str(ROOT / "corpus/data/sample.warc.wet.gz"),
+                                             "-o", str(tmp_path / "out"), "--runner", "flink-local"])
+    assert result.exit_code == 2 and "pip install 'apache-beam==2.62.0'" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert "not a release it was measured on" in sdk_harness.applies()
 
 
 def run(cli, *args):
@@ -34,16 +49,16 @@ def run(cli, *args):
     return result
 
 
-def test_corpus_to_lm_eval_end_to_end_without_beam(tmp_path):
-    """corpus clean -> tokenizer train/encode -> train run/eval/export -> lm-eval on the export and
-    HF datasets on a corpus shard, all in this environment."""
+def test_corpus_to_lm_eval_end_to_end_in_one_environment(tmp_path):
+    """corpus build (DirectRunner) -> tokenizer train/encode -> train run/eval/export -> lm-eval on
+    the export and HF datasets on a corpus shard, all in this environment."""
     import datasets
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
     corpus, tok, ids, runs, hf = (tmp_path / n for n in ("c4", "tok", "ids", "run", "hf"))
-    run(corpus_cli, "clean", ROOT / "corpus/data/sample.warc.wet.gz", "-o", corpus,
+    run(corpus_cli, "build", "-i", ROOT / "corpus/data/sample.warc.wet.gz", "-o", corpus,
         "--badwords", ROOT / "corpus/data/demo-badwords", "-q")
     run(tokenizer_cli, "train", "-i", corpus, "--vocab-size", "700", "-o", tok, "-q")
     run(tokenizer_cli, "encode", "-i", corpus, "--tokenizer", tok, "-o", ids, "-q")

@@ -417,6 +417,7 @@ def test_dask_runner_is_refused_before_anything_is_written(tmp_path, how):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.newest_beam
 def test_build_output_and_counters_unchanged_from_the_pinned_fingerprint(tmp_path):
     """Byte-for-byte the same rows in the same shard files, and the same counters, as the build
     recorded in tests/golden/ before the Beam wiring was batched (issue 29): the shared crawl and

@@ -24,6 +24,7 @@ SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 DEMO_BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
 IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 PROCESSES = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+pytestmark = pytest.mark.newest_beam  # also on the newest Beam (.venv-hf); flink-local in .venv
 
 MODULE = '''"""Two filters of a user's own, outside c4forge."""
 import dataclasses

@@ -8,7 +8,6 @@ import json
 import os
 from typing import Optional
 
-import sentencepiece as spm
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import file_sha256
@@ -77,6 +76,8 @@ def load_tokenizer(directory: str):
     if file_sha256(model_path) != info.get("model_sha256"):
         raise TokenizerError(f"{model_path} is not the model {CONFIG_FILE} describes (files from "
                              "different training runs?); retrain or restore the pair")
+    import sentencepiece as spm  # the [tokenizer] extra: `tokenizer --help` runs without it
+
     try:
         processor = spm.SentencePieceProcessor(model_file=model_path)
     except (RuntimeError, OSError) as exc:

@@ -144,6 +144,9 @@ BUILD_HELP = f"""Build a sharded Arrow corpus with Apache Beam: {describe()} -> 
 
 EXTRA: more input paths, and Beam pipeline options (e.g. --project P --region R
 --temp_location gs://...). An option that is neither ours nor Beam's is an error.
+
+Needs the [beam] extra: pip install 'c4forge[beam]' (Apache Beam, and a Java runtime for
+flink-local and spark-local where no system Java is found).
 """
 
 
@@ -369,7 +372,9 @@ def estimate_command(inputs, more_inputs, crawl, files, cc_base_url, fraction, g
                      runner, workers, price, as_json, **config_args) -> None:
     """Project what `corpus build` of these inputs costs (CPU core-hours, wall, peak memory,
     documents, output size, price) by timing the real pipeline on a sample of their pages,
-    with 95% intervals."""
+    with 95% intervals.
+
+    Needs the [beam] extra: pip install 'c4forge[beam]'."""
 
     if workers is not None and runner == "DirectRunner":
         raise click.UsageError("--workers applies to --runner flink-local or spark-local")

@@ -26,7 +26,9 @@ def tokenizer_config(config_file: Optional[str], overrides, **flags) -> Tokenize
 
 @group
 def cli() -> None:
-    """Train SentencePiece vocabularies from corpus shards and encode corpora into token shards."""
+    """Train SentencePiece vocabularies from corpus shards and encode corpora into token shards.
+
+    Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
 
 
 CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,

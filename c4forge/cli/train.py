@@ -51,7 +51,10 @@ def human(key: str, value) -> str:
 
 @group
 def cli() -> None:
-    """Pretrain, evaluate and export small decoder LMs on token shards."""
+    """Pretrain, evaluate and export small decoder LMs on token shards.
+
+    Needs the [train] extra: pip install 'c4forge[train]' (the [hf] extra too for HF
+    transformers and lm-eval)."""
 
 
 @cli.command("run")

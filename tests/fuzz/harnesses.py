@@ -10,7 +10,8 @@ input (bytes) and checks the contract, not just "no crash":
 - ``manifests``: corpus and token manifest readers on arbitrary JSON-ish bytes: a dict or the
   format's own error;
 - ``settings``: ``--set`` words and YAML settings files to the stage configs: a config or a
-  ConfigError.
+  ConfigError;
+- ``words``: any text to datatrove's English words (corpus/en_words.py): exactly spaCy's.
 
 Driven by atheris (``make fuzz``: coverage-guided, tests/fuzz/run.py) and by a short smoke run
 in ``make test`` (tests/test_fuzz_smoke.py: the seeds and random mutations of them).
@@ -153,9 +154,21 @@ def settings(data: bytes) -> None:
         os.unlink(handle.name)
 
 
+def words(data: bytes) -> None:
+    """Any text: the words corpus/en_words.py splits are spaCy's (corpus/words.py's reference)."""
+    from c4forge.corpus.words import english_words, spacy_words
+
+    text = data.decode("utf-8", "replace")
+    if "IS_ALPHA" in text:  # left to spaCy by design (corpus/words.py)
+        return
+    ours, theirs = english_words().words(text), spacy_words(text)
+    if ours != theirs:
+        raise ContractBroken(f"words of {text[:200]!r}: {ours[:20]} != spaCy's {theirs[:20]}")
+
+
 HARNESSES: dict[str, Callable[[bytes], None]] = {
     "records": records, "resync": resync, "response": response, "manifests": manifests,
-    "settings": settings}
+    "settings": settings, "words": words}
 
 
 _SEED_RECORDS: list[bytes] = []
@@ -197,6 +210,10 @@ def seed_inputs(name: str) -> list[bytes]:
         with open(os.path.join(root, "tests", "golden", "build-shared-crawl.json"), "rb") as handle:
             out.append(handle.read()[:4000])
         out += [b'{"format": "c4forge-tokens", "version": 1}', b"[]", b'{"splits": null}', b"\xff\xfe"]
+    if name == "words":
+        out += [b"Hello, world!  It's 3.5 km.\n\nOK", "Don't (:-) a.m. 10km 1,000 \u00a0x".encode(),
+                "See https://www.example.com/a?b=c#d, e-mail foo@bar.com; \u201cquoted\u201d\u2026".encode(),
+                "\u65e5\u672c\u8a9e\u3002 \u041f\u0440\u0438\u0432\u0435\u0442! \U0001f600\U0001f44d\U0001f3fd y'all gonna?".encode()]
     if name == "settings":
         out += [b"max_page_chars=5000 languages=en,de", b"steps: 10\nmodel:\n  d_model: 64\n",
                 b"optim.lr=abc", b"- a\n- b\n", b"a: [1, 2\n"]

@@ -1,0 +1,237 @@
+"""datatrove's English words without building spaCy Docs: spaCy 3.8's blank ``en`` tokenizer
+(``spacy/tokenizer.pyx``), step for step, over its own rules, with every whitespace-separated
+chunk tokenized once per process.
+
+What spaCy does to a text, and how this module does the same:
+
+1. **Chunks.** The text is cut into maximal runs of whitespace and of anything else
+   (``str.isspace``, as spaCy's loop); the one space right after a chunk is the chunk's trailing
+   space, any other whitespace run is a token of its own. Here: one ``re`` pass with ``\\s+``
+   (CPython's ``\\s`` is ``str.isspace``).
+2. **A chunk's tokens** (``Tokenizer._tokenize``): a special case as a whole (the 1,347 rules:
+   ``don't``, ``a.m.``, ``:-)``...); else prefixes and suffixes split off one by one
+   (``_split_affixes``: spaCy's own compiled prefix and suffix regexes, stopping at a special
+   case), then what is left is kept whole where it is a special case or a URL (``url_match``)
+   and split at its infixes otherwise (``_attach_tokens``). A chunk's tokens depend on the chunk
+   alone (spaCy caches them by the chunk's hash the same way), so each distinct chunk is worked
+   out once per process and looked up after that (``CACHE_CHUNKS``).
+3. **Special cases across tokens** (``_apply_special_cases``): spaCy's PhraseMatcher finds every
+   run of tokens equal to a special case's own tokenization (for the rules that affixes or
+   infixes would split), keeps the longest non-overlapping ones, and replaces each whose text is
+   a rule by the rule's pieces. A run that crosses whitespace is never a rule, but it can shadow
+   a shorter one it overlaps: so this runs over the whole text's tokens, as spaCy's does, and
+   only on texts holding a token a pattern starts with.
+
+datatrove then strips every token and leaves out the empty ones (the whitespace tokens).
+``tests/test_en_words.py`` checks the words are spaCy's, token for token, on every real page and
+on generated strings biased to the rules' edges; ``self_check`` does so at start on a fixed set.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Optional
+
+CACHE_CHUNKS = 1 << 20  # distinct chunks kept per process (then the table starts again)
+WHITESPACE = re.compile(r"\s+")
+IS_ALPHA = "IS_ALPHA"  # spaCy raises on this string (datatrove's workaround): left to spaCy
+
+
+class EnglishWords:
+    """spaCy's tokenizer of a ``spacy.blank("en")`` pipeline (module doc), read from it once."""
+
+    def __init__(self, tokenizer) -> None:
+        from spacy.attrs import ORTH  # lazy: spaCy's import is a second; only where words are split
+
+        self.prefix_search: Optional[Callable] = tokenizer.prefix_search
+        self.suffix_search: Optional[Callable] = tokenizer.suffix_search
+        self.infix_finditer: Optional[Callable] = tokenizer.infix_finditer
+        self.token_match: Optional[Callable] = tokenizer.token_match
+        self.url_match: Optional[Callable] = tokenizer.url_match
+        self.rules: dict[str, tuple[str, ...]] = {
+            key: tuple(spec.get(ORTH, spec.get("ORTH")) for spec in pieces)
+            for key, pieces in tokenizer.rules.items()}
+        self.cache: dict[str, tuple[str, ...]] = {}
+        self.patterns: dict[str, list[tuple[str, ...]]] = {}  # first token -> the patterns it starts
+        for key in sorted(self.rules):
+            if (not tokenizer.faster_heuristics or self._prefix(key) or self._suffix(key)
+                    or self._infixes(key) or " " in key):
+                pattern = tuple(self.text_tokens(key, specials=False))
+                self.patterns.setdefault(pattern[0], []).append(pattern)
+
+    # ------------------------------------------------------------------ one chunk
+
+    def _prefix(self, string: str) -> int:
+        match = self.prefix_search(string) if self.prefix_search is not None else None
+        return match.end() - match.start() if match is not None else 0
+
+    def _suffix(self, string: str) -> int:
+        match = self.suffix_search(string) if self.suffix_search is not None else None
+        return match.end() - match.start() if match is not None else 0
+
+    def _infixes(self, string: str) -> list:
+        return list(self.infix_finditer(string)) if self.infix_finditer is not None else []
+
+    def chunk(self, string: str, specials: bool = True) -> tuple[str, ...]:
+        """The tokens of one span between whitespace (``_tokenize``), cached per process."""
+        if specials:
+            found = self.cache.get(string)
+            if found is not None:
+                return found
+            rule = self.rules.get(string)
+            if rule is not None:
+                return rule
+        prefixes, rest, suffixes = self._split_affixes(string, specials)
+        tokens = (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
+        if specials:
+            if len(self.cache) >= CACHE_CHUNKS:
+                self.cache.clear()
+            self.cache[string] = tokens
+        return tokens
+
+    def _split_affixes(self, string: str, specials: bool) -> tuple[list[str], str, list[str]]:
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        last_size = 0
+        rules = self.rules if specials else {}
+        while string and len(string) != last_size:
+            if self.token_match is not None and self.token_match(string):
+                break
+            if string in rules:
+                break
+            last_size = len(string)
+            pre_len = self._prefix(string)
+            if pre_len:
+                prefix, minus_pre = string[:pre_len], string[pre_len:]
+                if minus_pre and minus_pre in rules:
+                    prefixes.append(prefix)
+                    string = minus_pre
+                    break
+            suf_len = self._suffix(string[pre_len:])
+            if suf_len:
+                suffix, minus_suf = string[-suf_len:], string[:-suf_len]
+                if minus_suf and minus_suf in rules:
+                    suffixes.append(suffix)
+                    string = minus_suf
+                    break
+            if pre_len and suf_len and pre_len + suf_len <= len(string):
+                string = string[pre_len:-suf_len]
+                prefixes.append(prefix)
+                suffixes.append(suffix)
+            elif pre_len:
+                string = minus_pre
+                prefixes.append(prefix)
+            elif suf_len:
+                string = minus_suf
+                suffixes.append(suffix)
+        return prefixes, string, suffixes
+
+    def _attach(self, string: str, specials: bool) -> tuple[str, ...]:
+        """What is left between the affixes (``_attach_tokens``)."""
+        if not string:
+            return ()
+        if specials and string in self.rules:
+            return self.rules[string]
+        if (self.token_match is not None and self.token_match(string)) or \
+                (self.url_match is not None and self.url_match(string)):
+            return (string,)
+        matches = self._infixes(string)
+        if not matches:
+            return (string,)
+        tokens = []
+        start = 0
+        for match in matches:
+            infix_start, infix_end = match.start(), match.end()
+            if infix_start == 0:  # spaCy: an infix at the very start is no split
+                continue
+            if infix_start != start:
+                tokens.append(string[start:infix_start])
+            if infix_start != infix_end:
+                tokens.append(string[infix_start:infix_end])
+            start = infix_end
+        if string[start:]:
+            tokens.append(string[start:])
+        return tuple(tokens)
+
+    # ------------------------------------------------------------------ a whole text
+
+    def text_tokens(self, text: str, specials: bool = True) -> list[str]:
+        """Every token spaCy's tokenizer gives ``text`` before its special-case pass, whitespace
+        tokens included (``_tokenize_affixes``)."""
+        tokens: list[str] = []
+        at = 0
+        for space in WHITESPACE.finditer(text):
+            start, end = space.span()
+            if start > at:
+                tokens.extend(self.chunk(text[at:start], specials))
+            if start > 0 and text[start] == " ":
+                start += 1  # the space after a chunk is its trailing space, not a token
+            if end > start:
+                tokens.extend(self.chunk(text[start:end], specials))
+            at = end
+        if at < len(text):
+            tokens.extend(self.chunk(text[at:], specials))
+        return tokens
+
+    def tokens(self, text: str) -> list[str]:
+        """The tokens of ``spacy.blank("en").make_doc(text)``, whitespace tokens included."""
+        tokens = self.text_tokens(text)
+        patterns = self.patterns
+        if any(token in patterns for token in tokens):
+            tokens = self._special_spans(tokens, text)
+        return tokens
+
+    def _special_spans(self, tokens: list[str], text: str) -> list[str]:
+        """spaCy's ``_apply_special_cases``: the matches of the special cases' patterns, longest
+        first (then the leftmost), each kept unless a longer or earlier one took its first or
+        last token, and a kept one replaced by its rule where its text is a rule's key."""
+        matches = []
+        for start, token in enumerate(tokens):
+            for pattern in self.patterns.get(token, ()):
+                end = start + len(pattern)
+                if tuple(tokens[start:end]) == pattern:
+                    matches.append((start, end))
+        if not matches:
+            return tokens
+        matches.sort(key=lambda m: (m[1] - m[0], -m[0]))
+        seen: set[int] = set()
+        kept = []
+        for start, end in reversed(matches):
+            if start not in seen and end - 1 not in seen:
+                kept.append((start, end))
+            seen.update(range(start, end))
+        spacing = _trailing_spaces(tokens, text)
+        out: list[str] = []
+        at = 0
+        for start, end in sorted(kept):
+            out.extend(tokens[at:start])
+            span_text = "".join(tokens[i] + (" " if spacing[i] and i < end - 1 else "") for i in range(start, end))
+            out.extend(self.rules.get(span_text, tokens[start:end]))
+            at = end
+        out.extend(tokens[at:])
+        return out
+
+    def words(self, text: str) -> tuple[str, ...]:
+        """datatrove's ``split_into_words(text, "eng")``: the tokens stripped, the empty ones left
+        out."""
+        return tuple(token for token in (t.strip() for t in self.tokens(text)) if token)
+
+
+def _trailing_spaces(tokens: list[str], text: str) -> list[bool]:
+    """Whether each token is followed by the one space spaCy keeps as its ``whitespace_`` (what
+    a span's ``.text`` puts between its tokens): the last token of a chunk that a space follows.
+    Tokens lie in the text in order, a skipped space at most between two."""
+    spaces = []
+    at = 0
+    for token in tokens:
+        if not text.startswith(token, at):
+            at += 1  # the space after the chunk before
+        at += len(token)
+        spaces.append(at < len(text) and text[at] == " " and not token.isspace())
+    return spaces
+
+
+def same_words(words: EnglishWords, reference, texts: Iterable[str]) -> list[str]:
+    """The texts whose words differ between ``words`` and ``reference`` (a function giving
+    datatrove's words with spaCy)."""
+    return [text for text in texts if words.words(text) != reference(text)]

@@ -1,0 +1,86 @@
+"""datatrove's English words without spaCy Docs (corpus/en_words.py) are spaCy's, token for token:
+on every real page of the shared crawl and crawl-extra, on held-out clean text (WikiText-2 and
+WCXB's human-reviewed main text), and on generated strings biased to the tokenizer's edges
+(punctuation runs, URLs, e-mails, emoticons, contractions, hyphens, numbers with separators and
+units, whitespace of every kind, every script the crawl holds). spaCy stays the reference
+(``words.spacy_words``)."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+
+from c4forge.corpus import words
+from c4forge.corpus.wet import iter_file_documents
+from tests.conftest import shared_path
+
+PIECES = [
+    "'", "’", "‘", '"', "“", "”", "„", "«", "»", "(", ")", "[", "]", "{", "}", "<", ">", ".", "..", "...",
+    "…", ",", ";", ":", "!", "?", "!!", "?!", "-", "--", "—", "–", "/", "\\", "@", "#", "$", "%", "&", "*",
+    "+", "=", "^", "_", "`", "~", "|", "'s", "'S", "n't", "N'T", "'ll", "'re", "'ve", "'d", "'m", "s'",
+    ":)", ":-)", ";)", ";-)", "<3", ":(", ":-(", "=)", ":P", ":p", "xD", "^_^", "-_-", ":/", "(:", "):",
+    "a.m.", "p.m.", "Mr.", "Mrs.", "Dr.", "U.S.", "e.g.", "i.e.", "etc.", "vs.", "Jan.", "Feb.", "No.",
+    "http://example.com", "https://www.example.com/a?b=c&d=e#f", "www.foo.org", "foo.bar.com/x",
+    "ftp://x.y/z", "foo@bar.com", "first.last+tag@mail.example.co.uk", "1,000", "1.000,50", "3.14", "-5",
+    "+7", "1st", "2nd", "3rd", "10th", "10km", "5kg", "3m", "100mph", "5%", "$5", "£10", "€20", "¥3", "°C",
+    "10°", "10:30", "2024-05-01", "1/2", "½", "x²", "7x", "24/7", "A4", "B-52", "don't", "can't", "won't",
+    "cannot", "gonna", "gotta", "Im", "dont", "y'all", "ma'am", "o'clock", "rock'n'roll", "'cause", "'em",
+    "e-mail", "co-operate", "well-known", "state-of-the-art", "¿", "¡", "😀", "👍🏽", "🇺🇸", "👨‍👩‍👧", "™", "©",
+    "®", "§", "†", "•", "·", "°", "±", "×", "÷", "日本語", "中文。", "東京、", "한국어", "العربية", "עברית",
+    "हिन्दी", "ไทย", "ελληνικά", "Привет", "Straße", "İstanbul", "naïve", "café", "Ω", "µ", "IS_ALPHA",
+    "the", "The", "THE", "dog", "Dog", "a", "I", "it", "x", "abc123", "123", "12", "US", "OK", "ok",
+]
+SEPARATORS = ["", "", "", " ", " ", " ", "  ", "\n", "\t", "\u00a0", " \n ", "\u2009", "\r\n", "\u200b"]
+
+
+def edge_strings(count: int, seed: int = 0):
+    """``count`` strings of 1-9 pieces joined by edge-biased separators (``make fuzz`` runs
+    the same generator at 1M)."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        parts = [rng.choice(PIECES) for _ in range(rng.randint(1, 9))]
+        yield "".join(p + rng.choice(SEPARATORS) for p in parts).rstrip(rng.choice(["", " ", "\n"]) or None)
+
+
+def _differences(texts) -> list:
+    return [(text, words.split_into_words(text), words.spacy_words(text))
+            for text in texts if words.split_into_words(text) != words.spacy_words(text)]
+
+
+def test_generated_edge_strings():
+    found = _differences(edge_strings(20_000))
+    assert not found, f"{len(found)} strings differ, e.g. {found[:3]}"
+
+
+@pytest.mark.slow
+def test_a_million_generated_edge_strings():
+    found = _differences(edge_strings(1_000_000, seed=1))
+    assert not found, f"{len(found)} strings differ, e.g. {found[:3]}"
+
+
+def real_texts():
+    for path in sorted([*shared_path("crawl").glob("*.wet.gz"), *shared_path("crawl-extra").glob("*.wet.gz")]):
+        for page in iter_file_documents(str(path)):
+            yield page.text
+    yield from shared_path("clean", "wikitext2-test.raw").read_text(encoding="utf-8").split("\n\n")
+    with gzip.open(shared_path("extraction", "wcxb-dev.jsonl.gz"), "rt", encoding="utf-8") as handle:
+        for line in handle:
+            yield json.loads(line)["main_content"]
+
+
+def test_every_real_page_and_held_out_text():
+    texts = list(real_texts())
+    assert len(texts) > 7000
+    found = _differences(texts)
+    assert not found, f"{len(found)} texts differ, e.g. {found[0][0][:200]!r}"
+
+
+def test_the_self_check_compares_with_spacy(monkeypatch):
+    assert words.self_check() == len(words.SELF_CHECK_TEXTS)
+    broken = words.english_words()
+    monkeypatch.setattr(broken, "chunk", lambda string, specials=True: (string,))
+    monkeypatch.setattr(broken, "cache", {})
+    with pytest.raises(words.WordsError, match="C4FORGE_WORDS=spacy"):
+        words.self_check()
