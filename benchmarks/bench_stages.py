@@ -130,9 +130,9 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     and MinHash saw are written to ``captured`` for the peers."""
     from c4forge.core.counters import Counters
     from c4forge.core.stageclock import StageClock
+    from c4forge.corpus.chain import load_steps, steps_of
     from c4forge.corpus.config import build_config
     from c4forge.corpus.local import run_chain
-    from c4forge.corpus.chain import load_steps, steps_of
     from c4forge.corpus.shards import corpus_manifest, write_corpus
 
     config = build_config("c4", badwords=badwords)

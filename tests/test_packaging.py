@@ -135,3 +135,10 @@ def test_the_training_image_has_no_beam_and_the_dataflow_image_has_the_pinned_on
     pinned = re.search(r"apache-beam==([\d.]+)", " ".join(extras["beam"])).group(1)
     base = re.search(r"^ARG BEAM_VERSION=([\d.]+)$", (ROOT / "docker/dataflow/Dockerfile").read_text(), re.M).group(1)
     assert base == pinned
+
+
+def test_the_portable_pool_stages_the_projects_own_setup_file():
+    """Regression: when worker_pool moved into pipelines/engines/, its setup.py path pointed at
+    pipelines/setup.py (absent), and every portable build failed inside Beam's stager."""
+    from c4forge.pipelines.engines.worker_pool import SETUP_FILE
+    assert os.path.samefile(SETUP_FILE, ROOT / "setup.py")

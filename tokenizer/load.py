@@ -8,7 +8,6 @@ import json
 import os
 from typing import Optional
 
-
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import file_sha256
 from c4forge.core.outdir import OutputError, OutputKind, resolve

@@ -29,7 +29,8 @@ from c4forge.pipelines.engines.worker_boot import ROOT_ENV
 
 # The project to stage: Beam builds its sdist (`python setup.py sdist`; setup.py defers to
 # pyproject.toml) and workers install it.
-SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SETUP_FILE = os.path.join(REPO_ROOT, "setup.py")
 
 
 def boot_launcher(folder: str) -> str:
