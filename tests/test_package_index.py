@@ -7,12 +7,13 @@ import io
 import json
 import tarfile
 import zipfile
+from collections import OrderedDict
 
 import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli as corpus_cli
-from c4forge.corpus import url_filter
+from c4forge.corpus import step, url_filter
 from c4forge.corpus.package_index import IndexUnavailable, PinnedWheel, wheel_member
 from tests.conftest import ROOT
 
@@ -53,6 +54,7 @@ def fake_index(tmp_path, monkeypatch, local_server):
     monkeypatch.setenv("C4FORGE_INDEX_URL", f"{base}/simple")
     monkeypatch.setenv("C4FORGE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(url_filter, "DATATROVE_WHEEL", PinnedWheel("datatrove", name, sha))
+    monkeypatch.setattr(step, "_LOADED", OrderedDict())  # lists an earlier test loaded in this process
     return log, served
 
 

@@ -8,7 +8,16 @@ from typing import Optional
 
 import click
 
-from c4forge.cli.common import group, guarded_main, json_option, lock_outputs, output_options, say, set_option
+from c4forge.cli.common import (
+    group,
+    guarded_main,
+    json_option,
+    lock_outputs,
+    output_options,
+    require_extra,
+    say,
+    set_option,
+)
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
@@ -59,8 +68,10 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
 @click.option("--overwrite", is_flag=True, help="Replace a tokenizer already in --output.")
 @output_options
 def train_command(corpus, output, config_file, overrides, threads, overwrite, **flags) -> None:
-    """Train a BPE or unigram vocabulary on a deterministic sample of a corpus."""
+    """Train a BPE or unigram vocabulary on a deterministic sample of a corpus.
 
+    Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
+    require_extra("sentencepiece")
     config = tokenizer_config(config_file, overrides, **flags)
     lock_outputs(output)
     info = train_tokenizer(corpus, output, config, overwrite=overwrite, num_threads=threads)
@@ -84,8 +95,10 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
 @click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")
 @output_options
 def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
-    """Encode every document (EOS appended) into token shards that keep document boundaries."""
+    """Encode every document (EOS appended) into token shards that keep document boundaries.
 
+    Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
+    require_extra("sentencepiece")
     lock_outputs(output)
     manifest = encode_corpus(corpus, tokenizer_dir, output, workers=workers,
                              max_docs_per_shard=docs_per_shard, overwrite=overwrite, log=say,
@@ -109,7 +122,10 @@ def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard,
 @output_options
 def inspect_command(given, positional, text_file, as_json) -> None:
     """Vocabulary, bytes per token, tokens per word, byte-fallback share, longest pieces and a
-    round trip."""
+    round trip.
+
+    Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
+    require_extra("sentencepiece")
     directory = given or positional
     if not directory:
         raise click.UsageError("give a tokenizer directory (-i TOKDIR or TOKDIR)")
