@@ -12,7 +12,11 @@ What spaCy does to a text, and how this module does the same:
    ``don't``, ``a.m.``, ``:-)``...); else prefixes and suffixes split off one by one
    (``_split_affixes``: spaCy's own compiled prefix and suffix regexes, stopping at a special
    case), then what is left is kept whole where it is a special case or a URL (``url_match``)
-   and split at its infixes otherwise (``_attach_tokens``). A chunk's tokens depend on the chunk
+   and split at its infixes otherwise (``_attach_tokens``). A chunk of letters only
+   (``str.isalpha``) that is no special case is one token: every prefix, suffix and infix of
+   spaCy's English needs a character that is not a letter (punctuation, a symbol, a digit
+   before a unit); tests/test_en_words.py asks spaCy so of letters from every script. A chunk's
+   tokens depend on the chunk
    alone (spaCy caches them by the chunk's hash the same way), so each distinct chunk is worked
    out once per process and looked up after that (``CACHE_CHUNKS``).
 3. **Special cases across tokens** (``_apply_special_cases``): spaCy's PhraseMatcher finds every
@@ -35,6 +39,7 @@ from typing import Optional
 
 CACHE_CHUNKS = 1 << 20  # distinct chunks kept per process (then the table starts again)
 WHITESPACE = re.compile(r"\s+")
+RUN_BREAK = re.compile(r"[^\S ]\s*| \s+")  # whitespace other than one space: a token of its own
 IS_ALPHA = "IS_ALPHA"  # spaCy raises on this string (datatrove's workaround): left to spaCy
 
 
@@ -87,7 +92,9 @@ class EnglishWords:
         if found is not None:
             return found
         tokens = self.rules.get(string)
-        if tokens is None:
+        if tokens is None and string.isalpha():
+            tokens = (string,)  # letters only: no prefix, suffix or infix of spaCy's English has one
+        elif tokens is None:
             prefixes, rest, suffixes = self._split_affixes(string, specials)
             tokens = (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
         self.cache[string] = tokens
@@ -204,8 +211,9 @@ class EnglishWords:
         first (then the leftmost), each kept unless a longer or earlier one took its first or
         last token, and a kept one replaced by its rule where its text is a rule's key."""
         matches = []
-        for start, token in enumerate(tokens):
-            for pattern in self.patterns.get(token, ()):
+        firsts = self.patterns.keys() & set(tokens)
+        for start in [i for i, token in enumerate(tokens) if token in firsts]:
+            for pattern in self.patterns[tokens[start]]:
                 end = start + len(pattern)
                 if tuple(tokens[start:end]) == pattern:
                     matches.append((start, end))
@@ -218,13 +226,19 @@ class EnglishWords:
             if start not in seen and end - 1 not in seen:
                 kept.append((start, end))
             seen.update(range(start, end))
-        spacing = _trailing_spaces(tokens, text)
+        spacing: Optional[list[bool]] = None  # worked out only for a span that could be a rule
         out: list[str] = []
         at = 0
         for start, end in sorted(kept):
             out.extend(tokens[at:start])
-            span_text = "".join(tokens[i] + (" " if spacing[i] and i < end - 1 else "") for i in range(start, end))
-            out.extend(self.rules.get(span_text, tokens[start:end]))
+            piece = tokens[start:end]
+            rule = self.rules.get("".join(piece))
+            if self.chunkwise and (rule is None or list(rule) == piece):
+                out.extend(piece)  # spaced, its text is no rule's key; unspaced, the rule is the piece
+            else:
+                spacing = spacing or _trailing_spaces(tokens, text)
+                span_text = "".join(tokens[i] + (" " if spacing[i] and i < end - 1 else "") for i in range(start, end))
+                out.extend(self.rules.get(span_text, piece))
             at = end
         out.extend(tokens[at:])
         return out
@@ -239,13 +253,38 @@ class EnglishWords:
             self.unsafe.clear()
         chunks = text.split()
         cache = self.cache
+        if not chunks:
+            return ()
         try:
-            parts = [cache[c] for c in chunks]
-        except KeyError:
-            parts = [self.chunk(c) for c in chunks]
-        if not self.chunkwise or (self.unsafe and not self.unsafe.isdisjoint(chunks)):
-            return tuple(token for token in (t.strip() for t in self.tokens(text)) if token)
+            parts = list(map(cache.__getitem__, chunks))
+        except KeyError:  # the chunks new to this process worked out once each, then looked up
+            found = {new: self.chunk(new) for new in set(chunks).difference(cache)}
+            parts = [found.get(c) or cache[c] for c in chunks]
+        if not self.chunkwise:
+            return _stripped(self.tokens(text))
+        if self.unsafe and not self.unsafe.isdisjoint(chunks):
+            return self._words_by_run(text)
         return tuple(chain.from_iterable(parts))
+
+    def _words_by_run(self, text: str) -> tuple[str, ...]:
+        """The words of a text holding a chunk that step 3 changes: step 3 over each run of
+        chunks joined by single spaces that holds one, the cached tokens elsewhere. No
+        special-case pattern crosses a whitespace token (the only pattern holding one is
+        ``(" ",)`` alone), and any other whitespace than one space between chunks is a token, so
+        step 3's matches, and which of them shadow which, stay inside a run."""
+        words: list[str] = []
+        cache, unsafe = self.cache, self.unsafe
+        for run in RUN_BREAK.split(text):
+            chunks = run.split()
+            if unsafe.isdisjoint(chunks):
+                words.extend(chain.from_iterable(map(cache.__getitem__, chunks)))
+            else:
+                words.extend(_stripped(self.tokens(run)))
+        return tuple(words)
+
+
+def _stripped(tokens: list[str]) -> tuple[str, ...]:
+    return tuple(token for token in (t.strip() for t in tokens) if token)
 
 
 def _trailing_spaces(tokens: list[str], text: str) -> list[bool]:

@@ -60,6 +60,20 @@ def test_a_million_generated_edge_strings():
     assert not found, f"{len(found)} strings differ, e.g. {found[:3]}"
 
 
+def test_a_chunk_of_letters_only_is_one_token_in_spacy():
+    """The splitter's shortcut (corpus/en_words.py, step 2), asked of spaCy itself: letters of
+    every script, 1-12 of them, alone and two by two."""
+    rng = random.Random(3)
+    letters = [chr(c) for c in range(0x30000) if chr(c).isalpha()]
+    rules = words.english_words().rules
+    for _ in range(20_000):
+        pool = letters if rng.random() < 0.5 else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        chunk = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
+        pair = f"{chunk} {chunk[::-1]}"
+        assert chunk in rules or words.spacy_words(chunk) == (chunk,), chunk
+        assert chunk in rules or chunk[::-1] in rules or words.spacy_words(pair) == (chunk, chunk[::-1]), pair
+
+
 def real_texts():
     for path in sorted([*shared_path("crawl").glob("*.wet.gz"), *shared_path("crawl-extra").glob("*.wet.gz")]):
         for page in iter_file_documents(str(path)):

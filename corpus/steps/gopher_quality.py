@@ -8,17 +8,15 @@ with ``min_doc_words`` off) this returns a verdict instead (docs/corpus.md)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Optional
 
 from c4forge.core.settings import POSITIVE, POSITIVE_INT, SHARE, ConfigError, setting
 from c4forge.corpus.document import Document
+from c4forge.corpus.page_words import PageWords, page_words
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import PUNCTUATION_SET, split_into_words
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
-_NOT_PUNCTUATION = re.compile("[^" + "".join(re.escape(c) for c in sorted(PUNCTUATION_SET)) + "]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,26 +56,26 @@ def gopher_quality(settings: GopherQuality, page: Document) -> Verdict:
 
 def gopher_quality_reason(text: str, rules: GopherQuality) -> Optional[str]:
     """Why ``GopherQualityFilter`` drops ``text``, or None (kept); its tests in its order."""
-    words = split_into_words(text)
-    n_words = len(words)
-    non_symbol = [w for w in words if _NOT_PUNCTUATION.search(w)]  # a character outside the set
-    if rules.min_doc_words and len(non_symbol) < rules.min_doc_words:
+    page = page_words(text)
+    n_words = len(page.words)
+    n_non_symbol = int(page.non_symbol.sum())  # words with a character outside the punctuation
+    if rules.min_doc_words and n_non_symbol < rules.min_doc_words:
         return "gopher_short_doc"
-    if rules.max_doc_words and len(non_symbol) > rules.max_doc_words:
+    if rules.max_doc_words and n_non_symbol > rules.max_doc_words:
         return "gopher_long_doc"
     if not n_words:  # datatrove divides by zero here (only reached with min_doc_words off)
         return "gopher_short_doc"
-    if non_symbol:  # datatrove: np.mean of nothing is nan, and nan fails no comparison
-        mean_length = sum(len(w) for w in non_symbol) / len(non_symbol)
+    if n_non_symbol:  # datatrove: np.mean of nothing is nan, and nan fails no comparison
+        mean_length = int(page.lengths[page.non_symbol].sum()) / n_non_symbol
         if rules.min_avg_word_length and mean_length < rules.min_avg_word_length:
             return "gopher_below_avg_threshold"
         if rules.max_avg_word_length and mean_length > rules.max_avg_word_length:
             return "gopher_above_avg_threshold"
-    return _symbol_and_line_reason(text, words, rules)
+    return _symbol_and_line_reason(text, page, rules)
 
 
-def _symbol_and_line_reason(text: str, words: tuple[str, ...], rules: GopherQuality) -> Optional[str]:
-    n_words = len(words)
+def _symbol_and_line_reason(text: str, page: PageWords, rules: GopherQuality) -> Optional[str]:
+    n_words = len(page.words)
     ratio = rules.max_symbol_word_ratio
     if ratio and text.count("#") / n_words > ratio:
         return "gopher_too_many_hashes"
@@ -92,10 +90,9 @@ def _symbol_and_line_reason(text: str, words: tuple[str, ...], rules: GopherQual
             s.rstrip().endswith("...") or s.rstrip().endswith("…") for s in lines) / len(lines) \
             > rules.max_ellipsis_lines_ratio:
         return "gopher_too_many_end_ellipsis"
-    if rules.max_non_alpha_words_ratio and sum(
-            any(c.isalpha() for c in w) for w in words) / n_words < rules.max_non_alpha_words_ratio:
+    if rules.max_non_alpha_words_ratio and int(page.alpha.sum()) / n_words < rules.max_non_alpha_words_ratio:
         return "gopher_below_alpha_threshold"
-    if rules.min_stop_words and len(set(rules.stop_words).intersection(words)) < rules.min_stop_words:
+    if rules.min_stop_words and len(set(rules.stop_words).intersection(page.words)) < rules.min_stop_words:
         return "gopher_enough_stop_words"  # datatrove's name for too few stop words
     return None
 

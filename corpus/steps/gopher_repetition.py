@@ -10,7 +10,8 @@ from typing import Any, Optional
 
 from c4forge.core.settings import SHARE, ConfigError, setting
 from c4forge.corpus.document import Document
-from c4forge.corpus.quality import duplicated_ngram_chars, duplicates, top_ngram_chars
+from c4forge.corpus.ngrams import ngram_counts
+from c4forge.corpus.quality import duplicates
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict, drop, keep
 from c4forge.corpus.words import split_into_words
@@ -65,11 +66,12 @@ def gopher_repetition_reason(text: str, rules: GopherRepetition) -> Optional[str
     if rules.dup_line_char_frac and chars / len(text) > rules.dup_line_char_frac:
         return "dup_line_char_frac"
     words = split_into_words(text)
+    counts = ngram_counts(words, [n for n, _ in rules.top_n_grams], [n for n, _ in rules.dup_n_grams])
     for n, largest in rules.top_n_grams:
-        if len(words) >= n and top_ngram_chars(words, n) / len(text) > largest:
+        if len(words) >= n and counts.top[n] / len(text) > largest:
             return f"top_{n}_gram"
     for n, largest in rules.dup_n_grams:
-        if duplicated_ngram_chars(words, n) / len(text) > largest:
+        if counts.duplicated[n] / len(text) > largest:
             return f"duplicated_{n}_n_grams"
     return None
 

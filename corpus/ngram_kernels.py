@@ -1,0 +1,146 @@
+"""The compiled loops of corpus/ngrams.py (numba, cached on disk): spans of a page's code
+points grouped by a polynomial hash mod 2^61 - 1, every group checked character by character.
+Imported only where numba is installed and n-grams are counted."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_BASE = 1_000_003
+_MOD = (1 << 61) - 1
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def counts(spaced, joined, lengths, ns, kinds):
+    """For each (n, kind): kind 1, the top n-gram's characters times its count over
+    ``spaced``; kind 0, the repeated n-grams' characters over ``joined``."""
+    words = lengths.shape[0]
+    starts_spaced = np.zeros(words + 1, np.int64)
+    starts_joined = np.zeros(words + 1, np.int64)
+    for i in range(words):
+        starts_joined[i + 1] = starts_joined[i] + lengths[i]
+        starts_spaced[i + 1] = starts_spaced[i] + lengths[i] + 1
+    hashes_spaced, powers_spaced = _prefix_hashes(spaced)
+    hashes_joined, powers_joined = _prefix_hashes(joined)
+    out = np.zeros(ns.shape[0], np.int64)
+    for k in range(ns.shape[0]):
+        n = ns[k]
+        grams = words - n + 1
+        if grams <= 0:
+            continue
+        begin = np.empty(grams, np.int64)
+        end = np.empty(grams, np.int64)
+        for i in range(grams):
+            if kinds[k] == 1:
+                begin[i] = starts_spaced[i]
+                end[i] = starts_spaced[i + n] - 1
+            else:
+                begin[i] = starts_joined[i]
+                end[i] = starts_joined[i + n]
+        if kinds[k] == 1:
+            ids = _first_seen(spaced, hashes_spaced, powers_spaced, begin, end)
+            out[k] = _top(ids, begin, end)
+        else:
+            ids = _first_seen(joined, hashes_joined, powers_joined, begin, end)
+            out[k] = _repeated(ids, begin, end, n)
+    return out
+
+
+@jit
+def _prefix_hashes(points):
+    size = points.shape[0]
+    hashes = np.zeros(size + 1, np.uint64)
+    powers = np.ones(size + 1, np.uint64)
+    for i in range(size):
+        hashes[i + 1] = _mulmod(hashes[i], np.uint64(_BASE)) + np.uint64(points[i] + 1)
+        hashes[i + 1] %= np.uint64(_MOD)
+        powers[i + 1] = _mulmod(powers[i], np.uint64(_BASE))
+    return hashes, powers
+
+
+@jit
+def _mulmod(a, b):
+    """a * b mod 2^61 - 1 for a, b < 2^61, in 31- and 30-bit halves (nothing above 2^64)."""
+    mask30 = np.uint64((1 << 30) - 1)
+    mask31 = np.uint64((1 << 31) - 1)
+    a_hi, a_lo = a >> np.uint64(31), a & mask31
+    b_hi, b_lo = b >> np.uint64(31), b & mask31
+    mid = a_lo * b_hi + a_hi * b_lo
+    value = (a_hi * b_hi * np.uint64(2) + (mid >> np.uint64(30)) + ((mid & mask30) << np.uint64(31))
+             + a_lo * b_lo)
+    value = (value >> np.uint64(61)) + (value & np.uint64(_MOD))
+    return value - np.uint64(_MOD) if value >= np.uint64(_MOD) else value
+
+
+@jit
+def _first_seen(points, hashes, powers, begin, end):
+    """For every span, the index of the first span with the same characters: an open-addressing
+    table of first spans by hash, every hit checked character by character."""
+    grams = begin.shape[0]
+    size = 1
+    while size < 2 * grams:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slots = np.full(size, -1, np.int64)
+    slot_keys = np.zeros(size, np.uint64)
+    ids = np.empty(grams, np.int64)
+    for i in range(grams):
+        length = end[i] - begin[i]
+        key = hashes[end[i]] + np.uint64(_MOD) - _mulmod(hashes[begin[i]], powers[length])
+        key = key % np.uint64(_MOD)
+        at = (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20) & mask
+        while True:
+            first = slots[at]
+            if first < 0:
+                slots[at] = i
+                slot_keys[at] = key
+                ids[i] = i
+                break
+            if slot_keys[at] == key and _same(points, begin[i], end[i], begin[first], end[first]):
+                ids[i] = first
+                break
+            at = (at + np.uint64(1)) & mask
+    return ids
+
+
+@jit
+def _same(points, a, a_end, b, b_end):
+    if a_end - a != b_end - b:
+        return False
+    for k in range(a_end - a):
+        if points[a + k] != points[b + k]:
+            return False
+    return True
+
+
+@jit
+def _top(ids, begin, end):
+    """Counter(grams).most_common(1): the largest count, the first seen on a tie; its characters
+    times its count."""
+    grams = ids.shape[0]
+    counts = np.zeros(grams, np.int64)
+    for i in range(grams):
+        counts[ids[i]] += 1
+    best = 0
+    for i in range(grams):
+        if counts[i] > counts[best]:
+            best = i
+    return (end[best] - begin[best]) * counts[best]
+
+
+@jit
+def _repeated(ids, begin, end, n):
+    """find_all_duplicate: a repeat's characters counted, and its words skipped."""
+    grams = ids.shape[0]
+    seen = np.zeros(grams, np.bool_)
+    repeated = 0
+    i = 0
+    while i < grams:
+        if seen[ids[i]]:
+            repeated += end[i] - begin[i]
+            i += n
+        else:
+            seen[ids[i]] = True
+            i += 1
+    return repeated
