@@ -1,17 +1,33 @@
-"""The compiled loops of corpus/ngrams.py (numba, cached on disk): spans of a page's code
-points grouped by a polynomial hash mod 2^61 - 1, every group checked character by character.
-Imported only where numba is installed and n-grams are counted."""
+"""The loops of corpus/ngrams.py, compiled by numba on first use (cached on disk): spans of a
+page's code points grouped by a polynomial hash mod 2^61 - 1, every group checked character by
+character. Plain Python until :func:`compiled` runs (numba's import is a third of a CPU second,
+paid only where n-grams are counted)."""
 from __future__ import annotations
 
-import numba
+import functools
+from typing import Optional
+
 import numpy as np
 
 _BASE = 1_000_003
 _MOD = (1 << 61) - 1
-jit = numba.njit(cache=True, nogil=True)
+_HELPERS = ("_prefix_hashes", "_mulmod", "_first_seen", "_same", "_top", "_repeated")
 
 
-@jit
+@functools.lru_cache(maxsize=1)
+def compiled() -> Optional[object]:
+    """:func:`counts` compiled, with the helpers it calls (compiled first: numba resolves them
+    as this module's globals), or None where numba is missing."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
+        return None
+    jit = numba.njit(cache=True, nogil=True)
+    for name in _HELPERS:
+        globals()[name] = jit(globals()[name])
+    return jit(counts)
+
+
 def counts(spaced, joined, lengths, ns, kinds):
     """For each (n, kind): kind 1, the top n-gram's characters times its count over
     ``spaced``; kind 0, the repeated n-grams' characters over ``joined``."""
@@ -47,7 +63,6 @@ def counts(spaced, joined, lengths, ns, kinds):
     return out
 
 
-@jit
 def _prefix_hashes(points):
     size = points.shape[0]
     hashes = np.zeros(size + 1, np.uint64)
@@ -59,7 +74,6 @@ def _prefix_hashes(points):
     return hashes, powers
 
 
-@jit
 def _mulmod(a, b):
     """a * b mod 2^61 - 1 for a, b < 2^61, in 31- and 30-bit halves (nothing above 2^64)."""
     mask30 = np.uint64((1 << 30) - 1)
@@ -73,7 +87,6 @@ def _mulmod(a, b):
     return value - np.uint64(_MOD) if value >= np.uint64(_MOD) else value
 
 
-@jit
 def _first_seen(points, hashes, powers, begin, end):
     """For every span, the index of the first span with the same characters: an open-addressing
     table of first spans by hash, every hit checked character by character."""
@@ -104,7 +117,6 @@ def _first_seen(points, hashes, powers, begin, end):
     return ids
 
 
-@jit
 def _same(points, a, a_end, b, b_end):
     if a_end - a != b_end - b:
         return False
@@ -114,7 +126,6 @@ def _same(points, a, a_end, b, b_end):
     return True
 
 
-@jit
 def _top(ids, begin, end):
     """Counter(grams).most_common(1): the largest count, the first seen on a tie; its characters
     times its count."""
@@ -129,7 +140,6 @@ def _top(ids, begin, end):
     return (end[best] - begin[best]) * counts[best]
 
 
-@jit
 def _repeated(ids, begin, end, n):
     """find_all_duplicate: a repeat's characters counted, and its words skipped."""
     grams = ids.shape[0]

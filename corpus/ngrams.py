@@ -16,12 +16,12 @@ between them.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 
+from c4forge.corpus.ngram_kernels import compiled
 from c4forge.corpus.quality import duplicated_ngram_chars, top_ngram_chars
 
 
@@ -40,7 +40,7 @@ def ngram_counts(words: Sequence[str], top: Sequence[int], duplicated: Sequence[
     where numba is missing or ``use_numba`` is false. ``top`` n larger than the page's words
     are left out, as the rule skips them."""
     top = [n for n in top if len(words) >= n]
-    kernel = _kernel() if use_numba else None
+    kernel = compiled() if use_numba else None
     if kernel is None or not words:
         return NgramCounts({n: top_ngram_chars(words, n) for n in top},
                            {n: duplicated_ngram_chars(words, n) for n in duplicated})
@@ -56,14 +56,3 @@ def ngram_counts(words: Sequence[str], top: Sequence[int], duplicated: Sequence[
 
 def _code_points(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
-
-
-@functools.lru_cache(maxsize=1)
-def _kernel() -> Optional[object]:
-    """The compiled counts (corpus/ngram_kernels.py, numba, cached on disk), or None where numba
-    is missing. Imported on first use: numba's import is a third of a CPU second."""
-    try:
-        from c4forge.corpus.ngram_kernels import counts
-    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
-        return None
-    return counts
