@@ -12,10 +12,11 @@ What spaCy does to a text, and how this module does the same:
    ``don't``, ``a.m.``, ``:-)``...); else prefixes and suffixes split off one by one
    (``_split_affixes``: spaCy's own compiled prefix and suffix regexes, stopping at a special
    case), then what is left is kept whole where it is a special case or a URL (``url_match``)
-   and split at its infixes otherwise (``_attach_tokens``). A chunk of letters only
-   (``str.isalpha``) that is no special case is one token: every prefix, suffix and infix of
-   spaCy's English needs a character that is not a letter (punctuation, a symbol, a digit
-   before a unit); tests/test_en_words.py asks spaCy so of letters from every script. A chunk's
+   and split at its infixes otherwise (``_attach_tokens``). The commonest chunks skip the regexes
+   (``_letters``): letters only (``str.isalpha``) are one token, as every prefix, suffix and
+   infix of spaCy's English needs a character that is not a letter; letters with one mark
+   that spaCy always splits off (``word,`` ``(word``) are two; tests/test_en_words.py asks
+   spaCy so of letters from every script. A chunk's
    tokens depend on the chunk
    alone (spaCy caches them by the chunk's hash the same way), so each distinct chunk is worked
    out once per process and looked up after that (``CACHE_CHUNKS``).
@@ -39,6 +40,9 @@ from typing import Optional
 
 CACHE_CHUNKS = 1 << 20  # distinct chunks kept per process (then the table starts again)
 WHITESPACE = re.compile(r"\s+")
+# one character spaCy's English splits off letters whatever they are (:meth:`EnglishWords._letters`)
+ALWAYS_SUFFIX = frozenset(',:?)!;"”\'’…]}>*')
+ALWAYS_PREFIX = frozenset('("“[\'‘{<*¿¡#$')
 RUN_BREAK = re.compile(r"[^\S ]\s*| \s+")  # whitespace other than one space: a token of its own
 IS_ALPHA = "IS_ALPHA"  # spaCy raises on this string (datatrove's workaround): left to spaCy
 
@@ -92,15 +96,37 @@ class EnglishWords:
         if found is not None:
             return found
         tokens = self.rules.get(string)
-        if tokens is None and string.isalpha():
-            tokens = (string,)  # letters only: no prefix, suffix or infix of spaCy's English has one
-        elif tokens is None:
+        if tokens is None:
+            tokens = self._letters(string)
+        if tokens is None:
             prefixes, rest, suffixes = self._split_affixes(string, specials)
             tokens = (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
         self.cache[string] = tokens
         if self._changed_inside(tokens):
             self.unsafe.add(string)
         return tokens
+
+    def _letters(self, string: str) -> Optional[tuple[str, ...]]:
+        """The tokens of the commonest chunks without the regexes: letters only (one token), or
+        letters with one punctuation mark before or after that spaCy's English always splits off
+        (``word,`` ``(word`` ``word?``; ``word.`` where the last letter is a-z and ``word`` is no
+        special case), the letters then a special case's pieces where they are one. None for
+        any other chunk (the regexes decide). tests/test_en_words.py asks spaCy so."""
+        if string.isalpha():
+            return (string,)  # no prefix, suffix or infix of spaCy's English is letters only
+        if len(string) < 2:
+            return None
+        stem, last = string[:-1], string[-1]
+        if stem.isalpha():
+            if last in ALWAYS_SUFFIX:
+                return (*self.rules.get(stem, (stem,)), last)
+            if last == "." and "a" <= stem[-1] <= "z" and stem not in self.rules:
+                return (stem, last)
+            return None
+        first, rest = string[0], string[1:]
+        if first in ALWAYS_PREFIX and rest.isalpha():
+            return (first, *self.rules.get(rest, (rest,)))
+        return None
 
     def _changed_inside(self, tokens: tuple[str, ...]) -> bool:
         """Whether any special-case pattern found among one chunk's tokens has a rule other

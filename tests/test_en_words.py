@@ -74,6 +74,28 @@ def test_a_chunk_of_letters_only_is_one_token_in_spacy():
         assert chunk in rules or chunk[::-1] in rules or words.spacy_words(pair) == (chunk, chunk[::-1]), pair
 
 
+def test_letters_with_one_mark_split_as_spacy_splits_them():
+    """The splitter's shortcut for ``word,`` ``(word`` ``word.`` (corpus/en_words.py,
+    ``_letters``), asked of spaCy itself: letters of every script and special cases' keys."""
+    from c4forge.corpus.en_words import ALWAYS_PREFIX, ALWAYS_SUFFIX
+
+    rng = random.Random(5)
+    letters = [chr(c) for c in range(0x30000) if chr(c).isalpha()]
+    splitter = words.english_words()
+    keys = [key for key in splitter.rules if key.isalpha()]
+    checked = 0
+    for _ in range(3000):
+        pool = letters if rng.random() < 0.4 else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        stem = rng.choice(keys) if rng.random() < 0.2 else "".join(rng.choice(pool) for _ in range(rng.randint(1, 10)))
+        for chunk in [stem + mark for mark in (*ALWAYS_SUFFIX, ".")] + [mark + stem for mark in ALWAYS_PREFIX]:
+            shortcut = splitter._letters(chunk)
+            if chunk in splitter.rules or shortcut is None:
+                continue
+            assert words.spacy_words(chunk) == shortcut, chunk
+            checked += 1
+    assert checked > 40_000
+
+
 def real_texts():
     for path in sorted([*shared_path("crawl").glob("*.wet.gz"), *shared_path("crawl-extra").glob("*.wet.gz")]):
         for page in iter_file_documents(str(path)):
