@@ -110,11 +110,17 @@ class EnglishWords:
         """The tokens of the commonest chunks without the regexes: letters only (one token), or
         letters with one punctuation mark before or after that spaCy's English always splits off
         (``word,`` ``(word`` ``word?``; ``word.`` where the last letter is a-z and ``word`` is no
-        special case), the letters then a special case's pieces where they are one. None for
+        special case), the letters then a special case's pieces where they are one; ASCII words
+        joined by hyphens (``state-of-the-art``), split at each. None for
         any other chunk (the regexes decide). tests/test_en_words.py asks spaCy so."""
         if string.isalpha():
             return (string,)  # no prefix, suffix or infix of spaCy's English is letters only
         if len(string) < 2:
+            return None
+        if "-" in string:  # well-known: the hyphen between ASCII letters is an infix
+            parts = string.split("-")
+            if all(part.isascii() and part.isalpha() for part in parts):
+                return tuple(piece for part in parts for piece in ("-", part))[1:]
             return None
         stem, last = string[:-1], string[-1]
         if stem.isalpha():
@@ -134,6 +140,8 @@ class EnglishWords:
         whatever surrounds it: a match across chunks holds whitespace, and no rule's key with
         whitespace is longer than that one character (``chunkwise``); and a match that
         shadows another only keeps tokens the other would have kept."""
+        if self.patterns.keys().isdisjoint(tokens):
+            return False
         for start, token in enumerate(tokens):
             for pattern in self.patterns.get(token, ()):
                 if tokens[start:start + len(pattern)] == pattern and self.rules.get("".join(pattern)) != pattern:
@@ -285,7 +293,10 @@ class EnglishWords:
             parts = list(map(cache.__getitem__, chunks))
         except KeyError:  # the chunks new to this process worked out once each, then looked up
             found = {new: self.chunk(new) for new in set(chunks).difference(cache)}
-            parts = [found.get(c) or cache[c] for c in chunks]
+            try:
+                parts = list(map(cache.__getitem__, chunks))
+            except KeyError:  # a chunk() that keeps nothing (tests replace it)
+                parts = [found.get(c) or cache[c] for c in chunks]
         if not self.chunkwise:
             return _stripped(self.tokens(text))
         if self.unsafe and not self.unsafe.isdisjoint(chunks):

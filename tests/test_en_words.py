@@ -87,7 +87,11 @@ def test_letters_with_one_mark_split_as_spacy_splits_them():
     for _ in range(3000):
         pool = letters if rng.random() < 0.4 else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
         stem = rng.choice(keys) if rng.random() < 0.2 else "".join(rng.choice(pool) for _ in range(rng.randint(1, 10)))
-        for chunk in [stem + mark for mark in (*ALWAYS_SUFFIX, ".")] + [mark + stem for mark in ALWAYS_PREFIX]:
+        ascii_words = [rng.choice(keys) if rng.random() < 0.2 else "".join(
+            rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(rng.randint(1, 8)))
+            for _ in range(rng.randint(2, 4))]
+        for chunk in [stem + mark for mark in (*ALWAYS_SUFFIX, ".")] + [mark + stem for mark in ALWAYS_PREFIX] + [
+                "-".join(ascii_words), f"{stem}-{stem}"]:
             shortcut = splitter._letters(chunk)
             if chunk in splitter.rules or shortcut is None:
                 continue
