@@ -20,6 +20,7 @@ import numpy as np
 from c4forge.corpus.words import PUNCTUATION_SET, split_into_words
 
 UNICODE = 0x110000
+BMP = 0x10000
 
 
 class PageWords(NamedTuple):
@@ -42,14 +43,25 @@ def page_words(text: str) -> PageWords:
     starts = np.zeros(len(words), np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     punctuation, letters = _tables()
+    beyond = points[points >= BMP]
+    if beyond.size:
+        _learn_letters(letters, beyond)
     return PageWords(words, lengths, np.logical_or.reduceat(~punctuation[points], starts),
-                     np.logical_or.reduceat(letters[points], starts))
+                     np.logical_or.reduceat(letters[points] == 1, starts))
 
 
 @functools.lru_cache(maxsize=1)
 def _tables() -> tuple[np.ndarray, np.ndarray]:
-    """Per code point: in datatrove's punctuation; a letter. Built once per process (0.1 s)."""
+    """Per code point: in datatrove's punctuation (bool); a letter (1, 0, or -1 not yet asked).
+    Letters are asked of ``str.isalpha`` for the Basic Multilingual Plane at once (20 ms) and
+    above it as pages bring them."""
     punctuation = np.zeros(UNICODE, np.bool_)
     punctuation[[ord(c) for c in PUNCTUATION_SET]] = True
-    letters = np.fromiter((chr(c).isalpha() for c in range(UNICODE)), dtype=np.bool_, count=UNICODE)
+    letters = np.full(UNICODE, -1, np.int8)
+    letters[:BMP] = np.fromiter((chr(c).isalpha() for c in range(BMP)), dtype=np.int8, count=BMP)
     return punctuation, letters
+
+
+def _learn_letters(letters: np.ndarray, points: np.ndarray) -> None:
+    for point in np.unique(points[letters[points] < 0]).tolist():
+        letters[point] = chr(point).isalpha()

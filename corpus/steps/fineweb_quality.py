@@ -39,11 +39,14 @@ def fineweb_quality_reason(text: str, rules: FineWebQuality) -> Optional[str]:
     lines = [line for line in text.split("\n") if line.strip() != ""]
     if not lines:
         return "empty"
-    stop_chars = rules.stop_chars or tuple(TERMINAL_PUNCTUATION)
-    ratio = sum(1 for line in lines if line.endswith(stop_chars)) / len(lines)
+    if all(len(stop) == 1 for stop in rules.stop_chars):  # one character each: the last one's set
+        ends = frozenset(rules.stop_chars) or TERMINAL_PUNCTUATION
+        ratio = sum(1 for line in lines if line[-1] in ends) / len(lines)  # (no line is empty)
+    else:
+        ratio = sum(1 for line in lines if line.endswith(rules.stop_chars)) / len(lines)
     if ratio < rules.line_punct_thr and not (ratio == 0 and rules.line_punct_exclude_zero):
         return "line_punct_ratio"
-    ratio = sum(1 for line in lines if len(line) <= rules.short_line_length) / len(lines)
+    ratio = sum(len(line) <= rules.short_line_length for line in lines) / len(lines)
     if ratio > rules.short_line_thr:
         return "short_line_ratio"
     if duplicates(lines)[1] / len(text.replace("\n", "")) > rules.char_duplicates_ratio:

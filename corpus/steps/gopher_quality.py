@@ -83,11 +83,11 @@ def _symbol_and_line_reason(text: str, page: PageWords, rules: GopherQuality) ->
         return "gopher_too_many_ellipsis"
     lines = text.splitlines()
     if rules.max_bullet_lines_ratio and sum(
-            s.lstrip().startswith("•") or s.lstrip().startswith("-") for s in lines) / len(lines) \
+            s.lstrip().startswith(("•", "-")) for s in lines) / len(lines) \
             > rules.max_bullet_lines_ratio:
         return "gopher_too_many_bullets"
     if rules.max_ellipsis_lines_ratio and sum(
-            s.rstrip().endswith("...") or s.rstrip().endswith("…") for s in lines) / len(lines) \
+            s.rstrip().endswith(("...", "…")) for s in lines) / len(lines) \
             > rules.max_ellipsis_lines_ratio:
         return "gopher_too_many_end_ellipsis"
     if rules.max_non_alpha_words_ratio and int(page.alpha.sum()) / n_words < rules.max_non_alpha_words_ratio:
