@@ -33,10 +33,19 @@ on generated strings biased to the rules' edges; ``self_check`` does so at start
 """
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from itertools import chain
-from typing import Optional
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+from c4forge.core.io import atomic_write
+
+RULES_FILE = Path(__file__).parent / "data" / "spacy-en-tokenizer.json"
 
 CACHE_CHUNKS = 1 << 20  # distinct chunks kept per process (then the table starts again)
 WHITESPACE = re.compile(r"\s+")
@@ -47,20 +56,82 @@ RUN_BREAK = re.compile(r"[^\S ]\s*| \s+")  # whitespace other than one space: a 
 IS_ALPHA = "IS_ALPHA"  # spaCy raises on this string (datatrove's workaround): left to spaCy
 
 
+class TokenizerRules(NamedTuple):
+    """What spaCy's blank English tokenizer is made of, as data (corpus/data/spacy-en-tokenizer.json
+    holds spaCy 3.8.18's, so a process that splits words need not import spaCy: 1.8 CPU s and
+    0.5 GB): its prefix, suffix, infix and URL regexes (Python ``re``, as spaCy compiles them),
+    its special cases, and spaCy's own words for the self-check texts."""
+
+    spacy: str
+    prefix: Optional[str]
+    suffix: Optional[str]
+    infix: Optional[str]
+    token_match: Optional[str]
+    url_match: Optional[str]
+    flags: int
+    faster_heuristics: bool
+    rules: dict[str, tuple[str, ...]]
+    checks: dict[str, tuple[str, ...]]
+    sentence_ends: tuple[str, ...] = ()  # the sentencizer's punctuation (``punct_chars``)
+
+
+def rules_of(tokenizer, checks: dict[str, tuple[str, ...]], sentence_ends=()) -> TokenizerRules:
+    """The rules of a live spaCy tokenizer (``spacy.blank("en").tokenizer``) and sentencizer."""
+    from spacy.attrs import ORTH  # lazy: spaCy's import is 1.8 CPU s; only to read its rules
+
+    def pattern(function) -> Optional[str]:
+        return function.__self__.pattern if function is not None else None
+
+    flags = {f.__self__.flags for f in (tokenizer.prefix_search, tokenizer.suffix_search,
+                                        tokenizer.infix_finditer, tokenizer.url_match) if f is not None}
+    if len(flags) > 1:
+        raise ValueError(f"spaCy's tokenizer regexes have different flags {flags}")
+    return TokenizerRules(
+        spacy=installed_spacy(), prefix=pattern(tokenizer.prefix_search), suffix=pattern(tokenizer.suffix_search),
+        infix=pattern(tokenizer.infix_finditer), token_match=pattern(tokenizer.token_match),
+        url_match=pattern(tokenizer.url_match), flags=flags.pop() if flags else 0,
+        faster_heuristics=bool(tokenizer.faster_heuristics),
+        rules={key: tuple(spec.get(ORTH, spec.get("ORTH")) for spec in pieces)
+               for key, pieces in tokenizer.rules.items()},
+        checks=checks, sentence_ends=tuple(sorted(sentence_ends)))
+
+
+def installed_spacy() -> Optional[str]:
+    try:
+        return importlib.metadata.version("spacy")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def load_rules(path: Path = RULES_FILE) -> TokenizerRules:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return TokenizerRules(**{**data, "rules": {k: tuple(v) for k, v in data["rules"].items()},
+                             "checks": {k: tuple(v) for k, v in data["checks"].items()},
+                             "sentence_ends": tuple(data.get("sentence_ends", ()))})
+
+
+def save_rules(rules: TokenizerRules, path: Path = RULES_FILE) -> None:
+    with atomic_write(str(path)) as handle:
+        handle.write(json.dumps(rules._asdict(), ensure_ascii=False, indent=0, sort_keys=True) + "\n")
+
+
 class EnglishWords:
-    """spaCy's tokenizer of a ``spacy.blank("en")`` pipeline (module doc), read from it once."""
+    """spaCy's tokenizer of a ``spacy.blank("en")`` pipeline (module doc), from its rules."""
 
-    def __init__(self, tokenizer) -> None:
-        from spacy.attrs import ORTH  # lazy: spaCy's import is a second; only where words are split
+    def __init__(self, rules: TokenizerRules) -> None:
+        def compiled(pattern: Optional[str]):
+            return re.compile(pattern, rules.flags) if pattern is not None else None
 
-        self.prefix_search: Optional[Callable] = tokenizer.prefix_search
-        self.suffix_search: Optional[Callable] = tokenizer.suffix_search
-        self.infix_finditer: Optional[Callable] = tokenizer.infix_finditer
-        self.token_match: Optional[Callable] = tokenizer.token_match
-        self.url_match: Optional[Callable] = tokenizer.url_match
-        self.rules: dict[str, tuple[str, ...]] = {
-            key: tuple(spec.get(ORTH, spec.get("ORTH")) for spec in pieces)
-            for key, pieces in tokenizer.rules.items()}
+        prefix, suffix, infix = compiled(rules.prefix), compiled(rules.suffix), compiled(rules.infix)
+        token_match, url_match = compiled(rules.token_match), compiled(rules.url_match)
+        self.prefix_search: Optional[Callable] = prefix.search if prefix else None
+        self.suffix_search: Optional[Callable] = suffix.search if suffix else None
+        self.infix_finditer: Optional[Callable] = infix.finditer if infix else None
+        self.token_match: Optional[Callable] = token_match.match if token_match else None
+        self.url_match: Optional[Callable] = url_match.match if url_match else None
+        self.rules: dict[str, tuple[str, ...]] = dict(rules.rules)
+        self.spacy, self.checks = rules.spacy, rules.checks  # spaCy's words for the self-check
+        self.sentence_ends = frozenset(rules.sentence_ends)
         self.cache: dict[str, tuple[str, ...]] = {}
         self.unsafe: set[str] = set()  # cached chunks a special case inside would change (step 3)
         # words chunk by chunk (:meth:`words`) hold only while no rule's key has whitespace
@@ -68,7 +139,7 @@ class EnglishWords:
         self.chunkwise = not any(len(key) > 1 and any(c.isspace() for c in key) for key in self.rules)
         self.patterns: dict[str, list[tuple[str, ...]]] = {}  # first token -> the patterns it starts
         for key in sorted(self.rules):
-            if (not tokenizer.faster_heuristics or self._prefix(key) or self._suffix(key)
+            if (not rules.faster_heuristics or self._prefix(key) or self._suffix(key)
                     or self._infixes(key) or " " in key):
                 pattern = tuple(self.text_tokens(key, specials=False))
                 self.patterns.setdefault(pattern[0], []).append(pattern)
@@ -336,6 +407,30 @@ def _trailing_spaces(tokens: list[str], text: str) -> list[bool]:
         at += len(token)
         spaces.append(at < len(text) and text[at] == " " and not token.isspace())
     return spaces
+
+
+def sentences_among(tokens: list[str], sentence_ends: frozenset) -> int:
+    """The sentences spaCy's sentencizer finds among a text's tokens (``Sentencizer.predict``):
+    after a token in its punctuation, the next token that is neither that nor punctuation
+    (``is_punct``: every character in a Unicode P category) starts a sentence; whitespace tokens
+    count as tokens, as in spaCy."""
+    if not tokens:
+        return 0
+    sentences, seen_end = 1, False
+    for token in tokens:
+        is_end = token in sentence_ends
+        if seen_end and not is_end and not _is_punct(token):
+            sentences += 1
+            seen_end = False
+        elif is_end:
+            seen_end = True
+    return sentences
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _is_punct(token: str) -> bool:
+    """spaCy's ``lex_attrs.is_punct``."""
+    return all(unicodedata.category(c).startswith("P") for c in token)
 
 
 def same_words(words: EnglishWords, reference, texts: Iterable[str]) -> list[str]:

@@ -124,3 +124,33 @@ def test_the_self_check_compares_with_spacy(monkeypatch):
     monkeypatch.setattr(broken, "cache", {})
     with pytest.raises(words.WordsError, match="C4FORGE_WORDS=spacy"):
         words.self_check()
+
+
+def test_the_stored_rules_are_the_installed_spacys():
+    """corpus/data/spacy-en-tokenizer.json (what the splitter runs on, without importing spaCy)
+    is spaCy's own tokenizer as installed: regenerate it with
+    ``python -m c4forge.corpus.words --write-rules`` after a spaCy upgrade."""
+    from c4forge.corpus.en_words import load_rules
+
+    assert load_rules() == words.spacy_rules()
+
+
+def test_splitting_words_does_not_import_spacy():
+    import subprocess
+    import sys
+
+    code = ("import sys; from c4forge.corpus import words; "
+            "print(words.split_into_words(\"Don't stop :-)\"), 'spacy' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert shown.strip() == "('Do', \"n't\", 'stop', ':-)') False"
+
+
+def test_sentences_are_the_sentencizers():
+    """datatrove's sentence counts (C4 quality as FineWeb runs it) over the splitter's tokens
+    equal spaCy's sentencizer's: on every 7th line of the shared crawl and on edge strings."""
+    lines = [line for path in sorted([*shared_path("crawl").glob("*.wet.gz"),
+                                      *shared_path("crawl-extra").glob("*.wet.gz")])
+             for page in iter_file_documents(str(path)) for line in page.text.splitlines()][::7]
+    texts = [*lines, *edge_strings(20_000, seed=4)]
+    wrong = [text for text in texts if words.count_sentences(text) != words.spacy_sentences(text)]
+    assert len(texts) > 100_000 and not wrong, wrong[:3]
