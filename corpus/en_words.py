@@ -143,6 +143,7 @@ class EnglishWords:
                     or self._infixes(key) or " " in key):
                 pattern = tuple(self.text_tokens(key, specials=False))
                 self.patterns.setdefault(pattern[0], []).append(pattern)
+        self.alone = {p[0] for found in self.patterns.values() for p in found if len(p) == 1}
 
     # ------------------------------------------------------------------ one chunk
 
@@ -211,8 +212,8 @@ class EnglishWords:
         whatever surrounds it: a match across chunks holds whitespace, and no rule's key with
         whitespace is longer than that one character (``chunkwise``); and a match that
         shadows another only keeps tokens the other would have kept."""
-        if self.patterns.keys().isdisjoint(tokens):
-            return False
+        if len(tokens) == 1 and tokens[0] not in self.alone or self.patterns.keys().isdisjoint(tokens):
+            return False  # (one token: only a one-token pattern could match it)
         for start, token in enumerate(tokens):
             for pattern in self.patterns.get(token, ()):
                 if tokens[start:start + len(pattern)] == pattern and self.rules.get("".join(pattern)) != pattern:

@@ -39,3 +39,14 @@ def test_real_pages():
             assert ngram_counts(words, TOP, DUPLICATED) == ngram_counts(words, TOP, DUPLICATED, use_numba=False)
             checked += 1
     assert checked > 300
+
+
+def test_gopher_repetitions_lines_are_datatroves_regex_split():
+    import re
+
+    from c4forge.corpus.steps.gopher_repetition import _line_runs
+
+    rng = random.Random(0)
+    for _ in range(50_000):
+        text = "".join(rng.choice(["a", "\n", "b", "\n\n", " ", "\r"]) for _ in range(rng.randint(0, 12)))
+        assert _line_runs(text) == re.split("\n+", text), text

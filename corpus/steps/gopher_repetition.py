@@ -17,7 +17,6 @@ from c4forge.corpus.verdict import Verdict, drop, keep
 from c4forge.corpus.words import split_into_words
 
 _PARAGRAPHS = re.compile(r"\n{2,}")
-_LINES = re.compile("\n+")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +58,7 @@ def gopher_repetition_reason(text: str, rules: GopherRepetition) -> Optional[str
         return "dup_para_frac"
     if rules.dup_para_char_frac and chars / len(text) > rules.dup_para_char_frac:
         return "dup_para_char_frac"
-    lines = _LINES.split(text)
+    lines = _line_runs(text)
     repeats, chars = duplicates(lines)
     if rules.dup_line_frac and repeats / len(lines) > rules.dup_line_frac:
         return "dup_line_frac"
@@ -74,6 +73,15 @@ def gopher_repetition_reason(text: str, rules: GopherRepetition) -> Optional[str
         if counts.duplicated[n] / len(text) > largest:
             return f"duplicated_{n}_n_grams"
     return None
+
+
+def _line_runs(text: str) -> list[str]:
+    """``re.split("\\n+", text)`` (datatrove's lines) by ``str.split``: the empty pieces between
+    newlines left out, a leading and a trailing one kept."""
+    pieces = text.split("\n")
+    if len(pieces) < 3:
+        return pieces
+    return [pieces[0], *filter(None, pieces[1:-1]), pieces[-1]]
 
 
 STEP = page_step("gopher-repetition", gopher_repetition, "[Gopher repetition]",
