@@ -1,6 +1,7 @@
 """The loops of corpus/ngrams.py, compiled by numba on first use (cached on disk): spans of a
-page's code points grouped by a polynomial hash mod 2^61 - 1, every group checked character by
-character. Plain Python until :func:`compiled` runs (numba's import is a third of a CPU second,
+page's code points grouped by a polynomial hash mod 2^64, every span that meets a kept one of
+the same hash checked character by character (a collision costs a comparison, never a wrong
+count). Plain Python until :func:`compiled` runs (numba's import is a third of a CPU second,
 paid only where n-grams are counted)."""
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from typing import Optional
 import numpy as np
 
 _BASE = 1_000_003
-_MOD = (1 << 61) - 1
-_HELPERS = ("_prefix_hashes", "_mulmod", "_first_seen", "_same", "_top", "_repeated")
+_HELPERS = ("_prefix_hashes", "_first_seen", "_same", "_top", "_repeated")
 
 
 @functools.lru_cache(maxsize=1)
@@ -28,15 +28,20 @@ def compiled() -> Optional[object]:
     return jit(counts)
 
 
-def counts(spaced, joined, lengths, ns, kinds):
-    """For each (n, kind): kind 1, the top n-gram's characters times its count over
-    ``spaced``; kind 0, the repeated n-grams' characters over ``joined``."""
+def counts(joined, lengths, ns, kinds):
+    """For each (n, kind): kind 1, the top n-gram's characters times its count over the words
+    with one space between them; kind 0, the repeated n-grams' characters over ``joined`` (the
+    words' code points run together)."""
     words = lengths.shape[0]
+    spaced = np.empty(joined.shape[0] + max(words - 1, 0), joined.dtype)
     starts_spaced = np.zeros(words + 1, np.int64)
     starts_joined = np.zeros(words + 1, np.int64)
     for i in range(words):
         starts_joined[i + 1] = starts_joined[i] + lengths[i]
         starts_spaced[i + 1] = starts_spaced[i] + lengths[i] + 1
+        spaced[starts_spaced[i]:starts_spaced[i] + lengths[i]] = joined[starts_joined[i]:starts_joined[i + 1]]
+        if i + 1 < words:
+            spaced[starts_spaced[i + 1] - 1] = 32
     hashes_spaced, powers_spaced = _prefix_hashes(spaced)
     hashes_joined, powers_joined = _prefix_hashes(joined)
     out = np.zeros(ns.shape[0], np.int64)
@@ -64,27 +69,14 @@ def counts(spaced, joined, lengths, ns, kinds):
 
 
 def _prefix_hashes(points):
+    """Polynomial prefix hashes of the code points, mod 2^64 (uint64 arithmetic wraps)."""
     size = points.shape[0]
     hashes = np.zeros(size + 1, np.uint64)
     powers = np.ones(size + 1, np.uint64)
     for i in range(size):
-        hashes[i + 1] = _mulmod(hashes[i], np.uint64(_BASE)) + np.uint64(points[i] + 1)
-        hashes[i + 1] %= np.uint64(_MOD)
-        powers[i + 1] = _mulmod(powers[i], np.uint64(_BASE))
+        hashes[i + 1] = hashes[i] * np.uint64(_BASE) + np.uint64(points[i]) + np.uint64(1)
+        powers[i + 1] = powers[i] * np.uint64(_BASE)
     return hashes, powers
-
-
-def _mulmod(a, b):
-    """a * b mod 2^61 - 1 for a, b < 2^61, in 31- and 30-bit halves (nothing above 2^64)."""
-    mask30 = np.uint64((1 << 30) - 1)
-    mask31 = np.uint64((1 << 31) - 1)
-    a_hi, a_lo = a >> np.uint64(31), a & mask31
-    b_hi, b_lo = b >> np.uint64(31), b & mask31
-    mid = a_lo * b_hi + a_hi * b_lo
-    value = (a_hi * b_hi * np.uint64(2) + (mid >> np.uint64(30)) + ((mid & mask30) << np.uint64(31))
-             + a_lo * b_lo)
-    value = (value >> np.uint64(61)) + (value & np.uint64(_MOD))
-    return value - np.uint64(_MOD) if value >= np.uint64(_MOD) else value
 
 
 def _first_seen(points, hashes, powers, begin, end):
@@ -99,9 +91,7 @@ def _first_seen(points, hashes, powers, begin, end):
     slot_keys = np.zeros(size, np.uint64)
     ids = np.empty(grams, np.int64)
     for i in range(grams):
-        length = end[i] - begin[i]
-        key = hashes[end[i]] + np.uint64(_MOD) - _mulmod(hashes[begin[i]], powers[length])
-        key = key % np.uint64(_MOD)
+        key = hashes[end[i]] - hashes[begin[i]] * powers[end[i] - begin[i]]
         at = (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20) & mask
         while True:
             first = slots[at]
@@ -130,14 +120,14 @@ def _top(ids, begin, end):
     """Counter(grams).most_common(1): the largest count, the first seen on a tie; its characters
     times its count."""
     grams = ids.shape[0]
-    counts = np.zeros(grams, np.int64)
+    tally = np.zeros(grams, np.int64)
     for i in range(grams):
-        counts[ids[i]] += 1
+        tally[ids[i]] += 1
     best = 0
     for i in range(grams):
-        if counts[i] > counts[best]:
+        if tally[i] > tally[best]:
             best = i
-    return (end[best] - begin[best]) * counts[best]
+    return (end[best] - begin[best]) * tally[best]
 
 
 def _repeated(ids, begin, end, n):

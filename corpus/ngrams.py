@@ -44,15 +44,10 @@ def ngram_counts(words: Sequence[str], top: Sequence[int], duplicated: Sequence[
     if kernel is None or not words:
         return NgramCounts({n: top_ngram_chars(words, n) for n in top},
                            {n: duplicated_ngram_chars(words, n) for n in duplicated})
-    spaced = _code_points(" ".join(words))
-    joined = _code_points("".join(words))
+    joined = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     ns = np.array([*top, *duplicated], dtype=np.int64)
     kinds = np.array([1] * len(top) + [0] * len(duplicated), dtype=np.int64)
-    found = kernel(spaced, joined, lengths, ns, kinds)
+    found = kernel(joined, lengths, ns, kinds)
     return NgramCounts(dict(zip(top, found[:len(top)].tolist())),
                        dict(zip(duplicated, found[len(top):].tolist())))
-
-
-def _code_points(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)

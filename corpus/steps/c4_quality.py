@@ -42,14 +42,17 @@ def c4_quality(rules: C4Quality, page: Document) -> Verdict:
     """datatrove's ``C4QualityFilter`` (lines split on line breaks): the page with its kept
     lines, or its reason (``lorem_ipsum``, ``curly_bracket``, ``too_few_sentences``)."""
     kept: list[str] = []
-    for line in page.text.splitlines():
-        line = line.strip()
-        words = line.split()
-        if rules.max_word_length != -1 and max(map(len, words), default=0) > rules.max_word_length:
-            continue
-        if rules.remove_citations and "[" in line:  # every citation pattern starts with one
-            line = _C4_CITATION.sub("", line)
+    for original in page.text.splitlines():
+        original = original.strip()
+        cited = rules.remove_citations and "[" in original  # (each citation pattern opens with one)
+        line = _C4_CITATION.sub("", original) if cited else original
+        # the line-skipping tests before the first that can drop the page, cheapest first (each
+        # only skips a line, so their order does not change the verdict): the words are the line's
+        # before citations go, the punctuation its end after
         if rules.filter_no_terminal_punct and (not line.endswith(_C4_END_PUNCTUATION) or line.endswith("...")):
+            continue
+        words = original.split()
+        if rules.max_word_length != -1 and max(map(len, words), default=0) > rules.max_word_length:
             continue
         if len(words) < rules.min_words_per_line:
             continue
