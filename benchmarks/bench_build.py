@@ -57,6 +57,8 @@ import threading
 import time
 from pathlib import Path
 
+from c4forge.corpus.config import build_config
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 CACHE = ROOT / ".cache" / "bench-build"
@@ -348,6 +350,11 @@ def datatrove_available() -> bool:
     return harness.peer_importable("datatrove")
 
 
+def _has_bad_words(preset: str) -> bool:
+    """Whether the preset's chain holds the bad-words step (``--badwords`` is refused otherwise)."""
+    return build_config(preset=preset).runs("bad-words")
+
+
 def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--datatrove-worker":
         datatrove_worker(sys.argv[2], sys.argv[3:])
@@ -376,6 +383,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true",
                         help="Two crawl files, 1x, clean and direct, one run, nothing written.")
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a corpus setting for every engine (repeatable), e.g. url-filter.on=false")
     args = parser.parse_args()
     files = sorted(glob.glob(args.input))
     if not files:
@@ -387,7 +396,8 @@ def main() -> int:
         files, args.scales, args.repeat, args.write, args.copies = files[:2], "1", 1, False, "hosts"
         engines = [e for e in engines if e in ("clean", "direct")]
     machine = harness.machine()
-    common = ["--preset", args.preset, "--badwords", args.badwords]
+    common = ["--preset", args.preset, *(["--badwords", args.badwords] if _has_bad_words(args.preset) else []),
+              *(f"--set={o}" for o in args.overrides)]
     scales = [int(s) for s in args.scales.split(",")]
     rows = []
     if args.copies == "distinct":

