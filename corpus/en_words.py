@@ -38,7 +38,7 @@ import importlib.metadata
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from itertools import chain
 from pathlib import Path
 from typing import NamedTuple, Optional
@@ -432,9 +432,3 @@ def sentences_among(tokens: list[str], sentence_ends: frozenset) -> int:
 def _is_punct(token: str) -> bool:
     """spaCy's ``lex_attrs.is_punct``."""
     return all(unicodedata.category(c).startswith("P") for c in token)
-
-
-def same_words(words: EnglishWords, reference, texts: Iterable[str]) -> list[str]:
-    """The texts whose words differ between ``words`` and ``reference`` (a function giving
-    datatrove's words with spaCy)."""
-    return [text for text in texts if words.words(text) != reference(text)]
