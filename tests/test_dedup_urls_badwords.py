@@ -10,7 +10,7 @@ from c4forge.corpus.document import Document
 from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
 from c4forge.corpus.urls import md5_int, normalize_url, select_newest_page, split_of
 from c4forge.corpus.verdict import count_verdict
-from tests.conftest import shared_path
+from tests.conftest import SHARED, shared_path
 
 
 def kept_by(rule):
@@ -159,7 +159,7 @@ def test_lines_kept_by_index_as_by_key():
     assert local >= 4
 
 
-@pytest.mark.skipif(not shared_path("crawl").is_dir(), reason="shared crawl data not present")
+@pytest.mark.skipif(not (SHARED / "crawl").is_dir(), reason=f"shared test data not found at {SHARED / 'crawl'} (set C4FORGE_SHARED_DATA)")
 def test_lines_kept_by_index_as_by_key_on_the_shared_crawl():
     """The same on every page of the shared crawl, cleaned, with line ownership crossing pages
     and sites (boilerplate lines), and with a renamed copy whose every line another page owns."""
