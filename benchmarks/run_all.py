@@ -72,6 +72,12 @@ BENCHMARKS = (
     Benchmark("remote", "bench_remote.py", ("--repeat", "5", "--write"), "../shared/data/crawl"),
     Benchmark("tokenizer", "bench_tokenizer.py", ("--repeat", "3", "--write"), "../shared/data/crawl"),
     Benchmark("rulesets", "bench_rulesets.py", ("--repeats", "3", "--write"), "../shared/data/crawl"),
+    # issue 74: the three presets through corpus clean and flink-local beside datatrove's pipeline
+    Benchmark("presets", "bench_presets.py", ("--scales", "1,4,16", "--peer-scales", "1", "--repeat", "3",
+                                              "--write"), "../shared/data/crawl-extra"),
+    Benchmark("estimate-fineweb", "bench_estimate.py", ("--preset", "fineweb", "--repeat", "3", "--rounds", "3",
+                                                        "--no-instructions", "--write"),
+              "../shared/data/crawl-extra", in_quick=False),
 )
 
 
