@@ -48,6 +48,7 @@ def one(inputs: list[str], config, rounds: int, runner: str = "DirectRunner") ->
 
 
 def build_command(inputs: list[str], out: str) -> list[str]:
+    """The c4 build the projection in instructions counts."""
     return [sys.executable, "-m", "c4forge.cli.corpus", "build", "-i", *inputs, "-o", out, "--preset",
             "c4", "--badwords", str(harness.SHARED / "badwords"), "-q", "--runner", "DirectRunner"]
 
@@ -83,11 +84,14 @@ def main() -> int:
     parser.add_argument("--runner", default="DirectRunner", choices=("DirectRunner", "flink-local", "spark-local"),
                         help="the runner estimated and built (flink-local, spark-local: 2 workers; "
                              "the projection in instructions is the DirectRunner's only)")
+    parser.add_argument("--preset", default="c4", choices=("c4", "gopher", "fineweb"),
+                        help="the preset estimated and built (c4 with the shared bad words; the "
+                             "projection in instructions is c4's only)")
     parser.add_argument("--no-instructions", dest="instructions", action="store_false",
                         help="Skip the projection in instructions (valgrind; about 4 minutes).")
     args = parser.parse_args()
     machine = harness.machine()
-    config = build_config("c4", badwords=str(harness.SHARED / "badwords"))
+    config = build_config(args.preset, badwords=str(harness.SHARED / "badwords") if args.preset == "c4" else None)
     crawl = sorted(str(p) for p in (harness.SHARED / "crawl").glob("*.wet.gz"))
     inputs = {"shared crawl (1,832 pages)": crawl}
     if args.quick:
@@ -95,10 +99,10 @@ def main() -> int:
         args.repeat, args.rounds, args.write, args.instructions = 1, 1, False, False
     else:
         inputs["crawl + crawl-extra (5,351 pages)"] = distinct_inputs.distinct_copies(1)
-    if args.runner != "DirectRunner":
+    if args.runner != "DirectRunner" or args.preset != "c4":
         args.instructions = False  # valgrind under a JVM: hours
     lines = [f"`corpus estimate` from a 25% sample ({args.rounds} interleaved rounds of its tiny and "
-             f"sample builds), then the whole `corpus build` ({args.runner}, preset c4), {args.repeat} "
+             f"sample builds), then the whole `corpus build` ({args.runner}, preset {args.preset}), {args.repeat} "
              "times per input; CPU = user + sys of every process; error = projected / measured - 1.", "",
              "| input | errors, repeat by repeat | error median (min-max) | within 20% | measured "
              "CPU within the projected interval | documents projected / built |",
@@ -122,7 +126,8 @@ def main() -> int:
                   f"{100 * counted['error']:+.1f}%."]
     elif args.instructions:
         lines += ["", "Projection in instructions skipped: valgrind is not installed."]
-    section = "estimate" if args.runner == "DirectRunner" else f"estimate-{args.runner}"
+    section = "estimate" + ("" if args.runner == "DirectRunner" else f"-{args.runner}") + (
+        "" if args.preset == "c4" else f"-{args.preset}")
     harness.publish(section, lines, args.write, machine)
     return 0
 
