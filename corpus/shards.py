@@ -78,6 +78,12 @@ MANIFEST = "_manifest.json"
 LEGACY_MANIFEST = "manifest.json"
 SPLITS = ("train", "validation")
 SHARD_FORMATS = {"arrow": ".arrow", "parquet": ".parquet"}
+# Parquet shards live in DIR/data/ (the Hugging Face Hub's layout), so that tools which scan a
+# whole folder - polars' scan_parquet(DIR/data), duckdb's read_parquet('DIR/data/*') - meet only
+# shards: neither skips a manifest or rule samples beside them. Arrow shards stay beside the
+# manifest (Hugging Face datasets reads them by name or data_dir). Corpora written before
+# 2026-11-29 hold flat Parquet shards; their manifests name them so, and they are read as listed.
+SHARD_FOLDERS = {"arrow": "", "parquet": "data"}
 DEFAULT_SHARD_FORMAT = "arrow"
 SCHEMA = pa.schema([
     ("text", pa.string()),
@@ -140,7 +146,10 @@ def check_shard_format(shard_format: str) -> str:
 
 
 def shard_name(split: str, index: int, count: int, shard_format: str = DEFAULT_SHARD_FORMAT) -> str:
-    return f"{split}-{index:05d}-of-{count:05d}{SHARD_FORMATS[check_shard_format(shard_format)]}"
+    """A shard's path inside the corpus directory, as the manifest lists it (SHARD_FOLDERS)."""
+    name = f"{split}-{index:05d}-of-{count:05d}{SHARD_FORMATS[check_shard_format(shard_format)]}"
+    folder = SHARD_FOLDERS[shard_format]
+    return f"{folder}/{name}" if folder else name
 
 
 def parse_shard_name(name: str) -> Optional[dict]:
@@ -560,6 +569,7 @@ def export_corpus(source: str, target: str, shard_format: str, overwrite: bool =
                 name = shard_name(info["split"], info["index"], info["count"], shard_format)
                 table = read_shard(path).replace_schema_metadata(
                     {METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+                os.makedirs(os.path.dirname(os.path.join(staging, name)), exist_ok=True)
                 with open(os.path.join(staging, name), "wb") as handle:
                     write_table(handle, table, shard_format)
                 extractors = (extractor_counts(table.select(["extractor"]).to_pylist())

@@ -37,6 +37,7 @@ from c4forge.corpus.samples import dumps as dump_samples
 from c4forge.corpus.shards import (
     CORPUS_KIND,
     DEFAULT_SHARD_FORMAT,
+    SHARD_FOLDERS,
     corpus_manifest,
     full_manifest,
     parse_shard_name,
@@ -511,9 +512,14 @@ def _check_counters(counters: dict, output: str, cc_rounds: int, strict: bool, l
 
 
 def _staged_shards(fs: BeamFS, staging: str) -> dict:
-    """Each shard the workers wrote to ``staging``, with the stats written beside it."""
-    return {name: json.loads(fs.read_text(FileSystems.join(staging, name + ".json")))
-            for name in fs.listdir(staging) if parse_shard_name(name)}
+    """Each shard the workers wrote to ``staging`` (or its shard folder: SHARD_FOLDERS), with
+    the stats written beside it, by the name the manifest lists."""
+    entries = fs.listdir(staging)
+    names = [name for name in entries if parse_shard_name(name)]
+    for folder in sorted(set(SHARD_FOLDERS.values()) & set(entries)):
+        names += [f"{folder}/{name}" for name in fs.listdir(FileSystems.join(staging, folder))
+                  if parse_shard_name(name)]
+    return {name: json.loads(fs.read_text(FileSystems.join(staging, name + ".json"))) for name in names}
 
 
 def _merged_samples(fs: BeamFS, staging: str, parts: Optional[str], config: CorpusConfig) -> dict:

@@ -113,7 +113,7 @@ def test_the_score_column_is_written_only_where_the_classifier_ran(tmp_path, com
     assert json.loads(tables[0].schema.metadata[b"c4forge"])["columns"] == ["quality_score"]
     # a top fraction, as docs/corpus.md selects it: Parquet shards natively, Arrow IPC streams
     # read by pyarrow (duckdb's core reads no Arrow IPC without an extension)
-    train = f"read_parquet('{scored}/train-*.parquet')" if shard_format == "parquet" else "arrow_train"
+    train = f"read_parquet('{scored}/data/train-*.parquet')" if shard_format == "parquet" else "arrow_train"
     if shard_format == "arrow":
         arrow_train = pa.concat_tables(pa.ipc.open_stream(str(p)).read_all()  # noqa: F841 (duckdb reads it)
                                        for p in sorted(scored.glob("train-*.arrow")))

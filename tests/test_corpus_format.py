@@ -5,6 +5,8 @@ import datetime
 import gzip
 import hashlib
 import json
+import os
+import shutil
 import zlib
 from pathlib import Path
 
@@ -125,26 +127,63 @@ def test_hugging_face_datasets_opens_shards_and_directory(corpora):
 
 
 def test_pyarrow_polars_and_duckdb_read_them(corpora):
+    """Each tool opens the Parquet corpus as the issue's user typed it: a folder, not a glob of
+    names (issue 75): pyarrow.dataset the corpus directory (it skips ``_`` names), polars and
+    duckdb the shards' folder ``data/``, which holds nothing else."""
     import pyarrow.dataset as ds
 
     expected = sorted(d["url"] for d in ours(corpora["arrow"]) + ours(corpora["arrow"], "validation"))
     parquet_dir = str(corpora["parquet"])
-    # The manifest's leading underscore keeps it out of directory scans.
-    assert sorted(ds.dataset(parquet_dir, format="parquet").to_table().column("url").to_pylist()) == expected
+    assert sorted(os.listdir(parquet_dir)) == ["_manifest.json", "data"]
+    assert all(name.endswith(".parquet") for name in os.listdir(f"{parquet_dir}/data"))
+    for folder in (parquet_dir, f"{parquet_dir}/data"):
+        assert sorted(ds.dataset(folder, format="parquet").to_table().column("url").to_pylist()) == expected
     stream = shard_paths(str(corpora["arrow"]), "train")[0]
     assert pa.ipc.open_stream(stream).read_all().num_rows == shard_rows(stream)
 
     pl = pytest.importorskip("polars", reason="polars is in the dev extra")
     assert pl.read_ipc_stream(stream).height == shard_rows(stream)
-    frame = pl.scan_parquet(f"{parquet_dir}/*.parquet").select("url").collect()
+    frame = pl.scan_parquet(f"{parquet_dir}/data").select("url").collect()
     assert sorted(frame["url"].to_list()) == expected
     assert frame.height == len(expected)
 
     duckdb = pytest.importorskip("duckdb", reason="duckdb is in the dev extra")
-    rows = duckdb.sql(f"SELECT url, timestamp FROM read_parquet('{parquet_dir}/*.parquet') "
+    rows = duckdb.sql(f"SELECT url, timestamp FROM read_parquet('{parquet_dir}/data/*') "
                       "ORDER BY url").fetchall()
     assert [r[0] for r in rows] == expected
     assert all(isinstance(r[1], datetime.datetime) for r in rows)
+
+
+def test_a_corpus_with_flat_parquet_shards_is_still_read_and_replaced(corpora, sample_docs, tmp_path):
+    """Parquet corpora written before the data/ folder list their shards flat: they are read as
+    listed, and an --overwrite into one replaces exactly its files (and leaves a stranger's)."""
+    flat = tmp_path / "flat"
+    shutil.copytree(corpora["parquet"], flat)
+    manifest = json.loads((flat / "_manifest.json").read_text())
+    for entry in manifest["splits"].values():
+        for name in entry["files"]:
+            os.replace(flat / name, flat / os.path.basename(name))
+        entry["files"] = [os.path.basename(name) for name in entry["files"]]
+    (flat / "data").rmdir()
+    (flat / "_manifest.json").write_text(json.dumps(manifest))
+    assert sorted(d["url"] for d in ours(flat)) == sorted(d["url"] for d in ours(corpora["parquet"]))
+    (flat / "notes.txt").write_text("mine")
+    docs = sample_docs
+    write_corpus(str(flat), docs,
+                 {"config": CONFIG, "counters": {}}, shard_format="parquet", overwrite=True)
+    assert sorted(os.listdir(flat)) == ["_manifest.json", "data", "notes.txt"]
+    assert sorted(d["url"] for s in ("train", "validation") for d in ours(flat, s)) == \
+        sorted(d.url for d in sample_docs)
+    write_corpus(str(flat), docs,
+                 {"config": CONFIG, "counters": {}}, shard_format="arrow", overwrite=True)
+    assert "data" not in os.listdir(flat)  # emptied by the swap, so removed
+    (flat / "data").mkdir()
+    (flat / "data" / "keep.txt").write_text("mine")
+    write_corpus(str(flat), docs,
+                 {"config": CONFIG, "counters": {}}, shard_format="parquet", overwrite=True)
+    write_corpus(str(flat), docs,
+                 {"config": CONFIG, "counters": {}}, shard_format="arrow", overwrite=True)
+    assert (flat / "data" / "keep.txt").read_text() == "mine"  # a folder holding a stranger's file stays
 
 
 def write_version_1(directory: Path, docs) -> None:

@@ -151,3 +151,20 @@ def test_the_portable_pool_stages_the_projects_own_setup_file():
     pipelines/setup.py (absent), and every portable build failed inside Beam's stager."""
     from c4forge.pipelines.engines.worker_pool import SETUP_FILE
     assert os.path.samefile(SETUP_FILE, ROOT / "setup.py")
+
+
+def test_the_extras_that_run_the_managed_engines_pin_the_release_of_their_jars():
+    """Regression: [bench] took [beam]'s newest release (2.77), whose job-server jars do not
+    resolve here, so `make bench`'s flink-local rows refused to start; [dev] and [bench] run the
+    managed engines and pin the Beam release the job-server locks are of."""
+    import tomllib
+
+    from c4forge.pipelines.engines.jars import load_lock
+    from c4forge.pipelines.engines.runners import JOB_SERVER_LOCKS
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    locked = {load_lock(name).beam for name in JOB_SERVER_LOCKS.values()}
+    assert len(locked) == 1
+    for extra in ("dev", "bench"):
+        pins = re.findall(r"apache-beam==([\d.]+)", " ".join(extras[extra]))
+        assert pins == list(locked), extra

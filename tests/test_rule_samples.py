@@ -224,6 +224,13 @@ def test_demo_build_samples_every_rule_that_fired_and_export_keeps_them(tmp_path
 
     scanned = pyarrow.dataset.dataset(str(tmp_path / "parquet"), format="parquet").count_rows()
     assert scanned == sum(split["documents"] for split in exported["splits"].values()) > 100
+    # polars and duckdb skip nothing in a folder: the shards' own folder holds nothing else
+    import duckdb
+    import polars
+
+    shards = str(tmp_path / "parquet" / "data")
+    assert polars.scan_parquet(shards).collect().height == scanned
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{shards}/*')").fetchall() == [(scanned,)]
     off = build_config("c4", badwords=DEMO_BADWORDS, overrides=["rule_samples.per_rule=0"])
     manifest = run_build([SAMPLE], str(tmp_path / "off"), off, log=lambda *_: None)
     assert "rule_samples" not in manifest and not (tmp_path / "off" / "_rule-samples.json").exists()

@@ -63,9 +63,25 @@ def check_name(name: str, what: str = "name") -> str:
     return name
 
 
+def check_listed(name: str, what: str = "file name") -> str:
+    """``name`` if it is safe as a file an output lists: one name, or ``folder/name`` one level
+    down (a corpus's Parquet shards live in ``data/``), each part as :func:`check_name` wants."""
+    parts = name.split("/") if isinstance(name, str) else [name]
+    if len(parts) > 2:
+        raise OutputError(f"unsafe {what} {name!r}: at most one folder level (folder/name)")
+    for part in parts:
+        check_name(part, what)
+    return name
+
+
+def folder_of(name: str) -> Optional[str]:
+    """The folder part of a listed name (``data`` of ``data/x.parquet``), None for a plain name."""
+    return name.split("/", 1)[0] if "/" in name else None
+
+
 def resolve(directory: str, manifest: dict, name: str, what: str = "file name") -> str:
     """The path of a file a manifest lists, honouring a swap in progress (``location``)."""
-    check_name(name, what)
+    check_listed(name, what)
     location = manifest.get("location")
     if location:
         if not isinstance(location, str) or not _STAGING_NAME.match(location):
@@ -194,7 +210,7 @@ def owned_files(directory: str, manifest: dict, kind: OutputKind) -> list[str]:
     superseded files of an interrupted swap. Names that are not safe are refused."""
     names = [kind.manifest]
     for name in list(kind.files_of(manifest)) + list(manifest.get("superseded") or []):
-        names.append(check_name(name, f"file name in {kind.manifest}"))
+        names.append(check_listed(name, f"file name in {kind.manifest}"))
     return sorted(set(names))
 
 
@@ -281,18 +297,21 @@ def commit(claim_: Claim, staging: str, manifest: dict,
     kind, directory = claim_.kind, claim_.directory
     hook = hook or (lambda step: None)
     staging_name = os.path.basename(staging.rstrip("/"))
-    new = [check_name(n, "output file name") for n in kind.files_of(manifest)]
+    new = [check_listed(n, "output file name") for n in kind.files_of(manifest)]
     superseded = sorted(set(claim_.old_files) - set(new) - {kind.manifest})
     target = fs.join(directory, kind.manifest)
     final = {k: v for k, v in manifest.items() if k not in ("location", "superseded")}
     hook("staged")
     fs.write_text(target, manifest_text(dict(final, location=staging_name, superseded=superseded)))
     hook("pointed")
+    for folder in sorted({folder_of(n) for n in new} - {None}):
+        fs.makedirs(fs.join(directory, folder))
     for name in new:
         fs.place(fs.join(staging, name), fs.join(directory, name))
         hook("placed")
     for name in superseded:
         fs.remove(fs.join(directory, name))
+    _remove_emptied_folders(directory, superseded, new, fs)
     hook("superseded-removed")
     fs.write_text(target, manifest_text(final))
     hook("final")
@@ -309,6 +328,15 @@ class Staging:
     path: str
     manifest: Optional[dict] = None
     result: Optional[dict] = None
+
+
+def _remove_emptied_folders(directory: str, removed: list[str], kept: list[str], fs: FileSystem) -> None:
+    """The folders the removed files lived in, where the new output has none and nothing else
+    is left in them (a folder holding anything we did not list stays)."""
+    for folder in sorted({folder_of(n) for n in removed} - {folder_of(n) for n in kept} - {None}):
+        path = fs.join(directory, folder)
+        if fs.isdir(path) and not fs.listdir(path):
+            fs.remove(path)
 
 
 @contextlib.contextmanager
