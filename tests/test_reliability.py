@@ -460,6 +460,11 @@ def test_check_name_rules():
     for name in ("..", "../x", "a/b", "a\\b", ".hidden", "", "x..y", "a b", "/abs", 7):
         with pytest.raises(outdir.OutputError):
             outdir.check_name(name)
+    # a file an output lists may sit one folder down (a corpus's data/ of Parquet shards), no deeper
+    assert outdir.check_listed("data/train-00000-of-00001.parquet") == "data/train-00000-of-00001.parquet"
+    for name in ("../x", "data/../x", "a/b/c", "/abs", "data/", "./x", "data/.hidden", "a\\b/c", 7):
+        with pytest.raises(outdir.OutputError):
+            outdir.check_listed(name)
 
 
 # --------------------------------------------------------------------------- 5. training
