@@ -74,9 +74,9 @@ def check_listed(name: str, what: str = "file name") -> str:
     return name
 
 
-def folder_of(name: str) -> Optional[str]:
-    """The folder part of a listed name (``data`` of ``data/x.parquet``), None for a plain name."""
-    return name.split("/", 1)[0] if "/" in name else None
+def folders_of(names: list[str]) -> set[str]:
+    """The folder parts of listed names (``data`` of ``data/x.parquet``); plain names have none."""
+    return {name.split("/", 1)[0] for name in names if "/" in name}
 
 
 def resolve(directory: str, manifest: dict, name: str, what: str = "file name") -> str:
@@ -304,7 +304,7 @@ def commit(claim_: Claim, staging: str, manifest: dict,
     hook("staged")
     fs.write_text(target, manifest_text(dict(final, location=staging_name, superseded=superseded)))
     hook("pointed")
-    for folder in sorted({folder_of(n) for n in new} - {None}):
+    for folder in sorted(folders_of(new)):
         fs.makedirs(fs.join(directory, folder))
     for name in new:
         fs.place(fs.join(staging, name), fs.join(directory, name))
@@ -333,7 +333,7 @@ class Staging:
 def _remove_emptied_folders(directory: str, removed: list[str], kept: list[str], fs: FileSystem) -> None:
     """The folders the removed files lived in, where the new output has none and nothing else
     is left in them (a folder holding anything we did not list stays)."""
-    for folder in sorted({folder_of(n) for n in removed} - {folder_of(n) for n in kept} - {None}):
+    for folder in sorted(folders_of(removed) - folders_of(kept)):
         path = fs.join(directory, folder)
         if fs.isdir(path) and not fs.listdir(path):
             fs.remove(path)
