@@ -287,9 +287,11 @@ def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
         return result
 
 
-def run_datatrove(inputs: list[str]) -> dict[str, float]:
-    """datatrove's reader + C4 quality + language filters + writer on ``inputs``, in a child
-    process (measured like the engines). Its reader takes one folder: the inputs are linked
+def run_datatrove(inputs: list[str], script: str = __file__, args: tuple[str, ...] = (),
+                  timeout: float | None = None) -> dict[str, float]:
+    """A datatrove pipeline on ``inputs`` in a child process of .venv-peers (measured like the
+    engines): ``script --datatrove-worker TMP *args *INPUTS``, this file's by default (reader +
+    C4 quality + language filters + writer). Its reader takes one folder: the inputs are linked
     into one."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "in")
@@ -299,11 +301,13 @@ def run_datatrove(inputs: list[str]) -> dict[str, float]:
             target = os.path.join(folder, os.path.basename(path))
             os.symlink(os.path.abspath(path), target)
             linked.append(target)
-        return measure([harness.peers_python(), __file__, "--datatrove-worker", tmp, *linked])
+        return measure([harness.peers_python(), script, "--datatrove-worker", tmp, *args, *linked],
+                       timeout=timeout)
 
 
-def datatrove_worker(out: str, inputs: list[str]) -> None:
-    """The peer's pipeline, in this process (``--datatrove-worker``)."""
+def datatrove_worker(out: str, inputs: list[str], filters: list | None = None) -> None:
+    """The peer's pipeline, in this process (``--datatrove-worker``): its reader, ``filters``
+    (default: C4 quality + language, bench_clean.py's), its JSONL writer."""
     import bench_clean
     from datatrove.pipeline.readers import WarcReader
     from datatrove.pipeline.writers import JsonlWriter
@@ -315,7 +319,8 @@ def datatrove_worker(out: str, inputs: list[str]) -> None:
     # pipeline first, which the shared fastText model cannot survive).
     data = None
     for step in [WarcReader(folder, glob_pattern="*.wet.gz", doc_progress=False),
-                 *bench_clean.datatrove_filters(), JsonlWriter(os.path.join(out, "out"))]:
+                 *(bench_clean.datatrove_filters() if filters is None else filters),
+                 JsonlWriter(os.path.join(out, "out"))]:
         data = step(data, rank=0, world_size=1)
     for _ in data or ():
         pass
@@ -350,7 +355,7 @@ def datatrove_available() -> bool:
     return harness.peer_importable("datatrove")
 
 
-def _has_bad_words(preset: str) -> bool:
+def has_bad_words(preset: str) -> bool:
     """Whether the preset's chain holds the bad-words step (``--badwords`` is refused otherwise)."""
     return build_config(preset=preset).runs("bad-words")
 
@@ -396,7 +401,7 @@ def main() -> int:
         files, args.scales, args.repeat, args.write, args.copies = files[:2], "1", 1, False, "hosts"
         engines = [e for e in engines if e in ("clean", "direct")]
     machine = harness.machine()
-    common = ["--preset", args.preset, *(["--badwords", args.badwords] if _has_bad_words(args.preset) else []),
+    common = ["--preset", args.preset, *(["--badwords", args.badwords] if has_bad_words(args.preset) else []),
               *(f"--set={o}" for o in args.overrides)]
     scales = [int(s) for s in args.scales.split(",")]
     rows = []

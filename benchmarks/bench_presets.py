@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,19 +60,12 @@ WORKERS = 2
 def preset_args(preset: str, badwords: str) -> list[str]:
     """The settings every engine runs ``preset`` with: URL filter on (datatrove's lists)."""
     return ["--preset", preset, "--set=url-filter.on=true",
-            *(["--badwords", badwords] if bench_build._has_bad_words(preset) else [])]
+            *(["--badwords", badwords] if bench_build.has_bad_words(preset) else [])]
 
 
 def run_datatrove(preset: str, inputs: list[str]) -> dict[str, float]:
-    """datatrove's pipeline for ``preset`` on ``inputs`` in a child process of .venv-peers; its
-    reader takes one folder, so the inputs are linked into one."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = os.path.join(tmp, "in")
-        os.makedirs(folder)
-        for path in inputs:
-            os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
-        return bench_build.measure([harness.peers_python(), __file__, "--datatrove-worker", preset, tmp],
-                                   timeout=7200)
+    """datatrove's pipeline for ``preset`` on ``inputs`` (bench_build.run_datatrove's child)."""
+    return bench_build.run_datatrove(inputs, __file__, (preset,), timeout=7200)
 
 
 def datatrove_filters(preset: str) -> list:
@@ -97,20 +88,6 @@ def datatrove_filters(preset: str) -> list:
     return [url, language, filters.GopherRepetitionFilter(), filters.GopherQualityFilter(),
             filters.C4QualityFilter(filter_no_terminal_punct=False), filters.FineWebQualityFilter(),
             PIIFormatter()]
-
-
-def datatrove_worker(preset: str, out: str) -> None:
-    """The peer's pipeline, chained as LocalPipelineExecutor's _run_for_rank chains it (its
-    deep copy of the pipeline is skipped: the shared fastText model cannot survive it)."""
-    from datatrove.pipeline.readers import WarcReader
-    from datatrove.pipeline.writers import JsonlWriter
-
-    data = None
-    for step in [WarcReader(os.path.join(out, "in"), glob_pattern="*.wet.gz", doc_progress=False),
-                 *datatrove_filters(preset), JsonlWriter(os.path.join(out, "out"))]:
-        data = step(data, rank=0, world_size=1)
-    for _ in data or ():
-        pass
 
 
 STAGES_WORKER = r'''
@@ -138,7 +115,7 @@ print(json.dumps({"seconds": clock.seconds, "items": clock.items, "total": time.
 def stage_seconds(preset: str, paths: list[str], badwords: str) -> dict:
     """One timed chain of ``preset`` in a fresh process: CPU seconds per stage."""
     spec = {"preset": preset, "paths": paths, "overrides": ["url-filter.on=true"],
-            "badwords": badwords if bench_build._has_bad_words(preset) else None}
+            "badwords": badwords if bench_build.has_bad_words(preset) else None}
     out = subprocess.run([sys.executable, "-c", STAGES_WORKER, json.dumps(spec)], capture_output=True,
                          text=True, check=True, timeout=7200)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -251,8 +228,8 @@ def stage_table(measured: list[dict]) -> list[str]:
 
 
 def main() -> int:
-    if len(sys.argv) > 3 and sys.argv[1] == "--datatrove-worker":
-        datatrove_worker(sys.argv[2], sys.argv[3])
+    if len(sys.argv) > 4 and sys.argv[1] == "--datatrove-worker":  # TMP PRESET INPUTS...
+        bench_build.datatrove_worker(sys.argv[2], sys.argv[4:], datatrove_filters(sys.argv[3]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,4,16")
@@ -270,9 +247,10 @@ def main() -> int:
         peer_scales = set()
     machine = harness.machine()
     if args.quick:  # the embedded sample: each kind of run once, no JVM
-        args.write, sample = False, [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
+        args.write, args.repeat, sample = False, 1, [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
         engines = ("clean",) + (("datatrove",) if peer_scales else ())
-        measured = [measure_scale(1, sample, engines, 1, str(ROOT / "corpus" / "data" / "demo-badwords"), True)]
+        measured = [measure_scale(1, sample, engines, args.repeat, str(ROOT / "corpus" / "data" / "demo-badwords"),
+                                  True)]
     else:
         measured = []
         for scale in map(int, args.scales.split(",")):
