@@ -381,3 +381,89 @@ def test_a_checkpoint_set_aside_while_rewritten_is_still_the_latest(tmp_path):
     (checkpoints / "step-000003" / "trainer.pt").unlink()
     (checkpoints / "latest").write_text("step-000004\n")
     assert latest_checkpoint(str(checkpoints)) is None  # nothing complete to fall back on
+
+
+# ------------------------------------------------------------------ a user's file at a new shard's name
+# (issue 83, point 1): --overwrite removes only what the old manifest lists, and a name the new
+# output is about to write, held by a file the old output does not list, is refused the same way:
+# one line, exit 1, nothing changed (the user's file, the old corpus, no staging folder left).
+
+USER_FILE_CASES = {
+    # old format -> new format, the user's file at the name the new output takes, extra flags
+    "arrow-to-parquet": ("arrow", "parquet", "data/train-00000-of-00001.parquet", []),
+    "arrow-to-two-arrow-shards": ("arrow", "arrow", "train-00001-of-00002.arrow", ["--num-shards", "2"]),
+    "parquet-to-arrow": ("parquet", "arrow", "train-00000-of-00001.arrow", []),
+}
+
+
+def tree_bytes(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def corpus_command(runner: str, target: Path, fmt: str, extra: list[str], overwrite: bool) -> list:
+    if runner == "clean":
+        args = ["clean", SAMPLE, "--badwords", BADWORDS, "-o", target, "--format", fmt, "-q"]
+    else:
+        args = ["build", "-i", SAMPLE, "--badwords", BADWORDS, "-o", target, "--format", fmt, "-q",
+                *extra, *({"direct": ONE_PROCESS, "flink-local": ["--runner", "flink-local",
+                                                               "--workers", "1"]}[runner])]
+    return args + (["--overwrite"] if overwrite else [])
+
+
+def check_a_users_file_at_a_new_shards_name_is_never_replaced(runner, case, tmp_path):
+    old_format, new_format, name, extra = USER_FILE_CASES[case]
+    if runner == "clean" and extra:
+        pytest.skip("corpus clean writes one shard per split (no --num-shards)")
+    target = tmp_path / "a1"
+    proc = cli_run("c4forge.cli.corpus", *corpus_command(runner, target, old_format, [], False))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mine = target / name
+    mine.parent.mkdir(exist_ok=True)
+    mine.write_bytes(b"my own file, not a shard\n")
+    before = tree_bytes(target)
+    proc = cli_run("c4forge.cli.corpus", *corpus_command(runner, target, new_format, extra, True))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in proc.stderr and len(lines) == 1, proc.stderr[-2000:]
+    assert name in lines[0] and "did not write" in lines[0], lines[0]
+    assert tree_bytes(target) == before  # the user's file, the old corpus: byte for byte
+    assert not [p for p in target.iterdir() if p.name.startswith(".c4forge-staging")]
+
+
+@pytest.mark.parametrize("case", sorted(USER_FILE_CASES))
+@pytest.mark.parametrize("runner", ["clean", "direct"])
+def test_a_users_file_at_a_new_shards_name_is_never_replaced(runner, case, tmp_path):
+    check_a_users_file_at_a_new_shards_name_is_never_replaced(runner, case, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(USER_FILE_CASES))
+def test_a_users_file_at_a_new_shards_name_is_never_replaced_on_flink_local(case, tmp_path):
+    from c4forge.pipelines.engines import jars
+
+    try:
+        jars.java_executable("the overwrite test")
+        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
+    except jars.EngineError as exc:
+        pytest.skip(f"flink unavailable here: {exc}")
+    check_a_users_file_at_a_new_shards_name_is_never_replaced("flink-local", case, tmp_path)
+
+
+def test_commit_refuses_a_stranger_at_a_new_name_before_touching_anything(tmp_path):
+    from c4forge.core.outdir import OutputError, OutputKind, write_directory
+
+    kind = OutputKind("thing", "_m.json", "thing", lambda m: list(m.get("files", [])))
+    fill = (lambda names: lambda staging: (
+        [Path(staging, n).parent.mkdir(exist_ok=True) for n in names],
+        [Path(staging, n).write_text("new\n") for n in names],
+        {"format": "thing", "files": names})[-1])
+    write_directory(str(tmp_path / "d"), kind, False, fill(["a"]))
+    (tmp_path / "d" / "b").write_text("mine\n")
+    (tmp_path / "d" / "sub").write_text("mine too\n")  # a file where the new output wants a folder
+    before = tree_bytes(tmp_path / "d")
+    for names in (["a", "b"], ["sub/c"]):
+        with pytest.raises(OutputError, match="did not write"):
+            write_directory(str(tmp_path / "d"), kind, True, fill(names))
+        assert tree_bytes(tmp_path / "d") == before
+    write_directory(str(tmp_path / "d"), kind, True, fill(["a", "c"]))  # a listed name is replaced
+    assert (tmp_path / "d" / "b").read_text() == "mine\n"

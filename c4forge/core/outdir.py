@@ -320,6 +320,24 @@ def commit(claim_: Claim, staging: str, manifest: dict,
     return final
 
 
+def refuse_strangers_at_new_names(claim_: Claim, manifest: dict, fs: FileSystem = LOCAL) -> None:
+    """Before anything is swapped: a new file's name (or its folder's) taken by something the old
+    output does not own is a user's file, which the swap would replace. Refused with one line,
+    the directory untouched (:func:`writing` then removes the staging folder)."""
+    new = [check_listed(n, "output file name") for n in claim_.kind.files_of(manifest)]
+    owned = set(claim_.old_files)
+    taken = [name for name in new if name not in owned and fs.exists(fs.join(claim_.directory, name))]
+    taken += [folder for folder in sorted(folders_of(new))
+              if fs.exists(fs.join(claim_.directory, folder))
+              and not fs.isdir(fs.join(claim_.directory, folder))]
+    if taken:
+        shown = ", ".join(taken[:3]) + (" ..." if len(taken) > 3 else "")
+        raise OutputError(
+            f"{claim_.directory} holds {shown}, which the old {claim_.kind.label} does not list "
+            f"and the new one would write over: refusing to replace a file c4forge did not "
+            f"write (nothing was changed); move it away and run again")
+
+
 @dataclass
 class Staging:
     """The staging folder of one write (:func:`writing`): the block writes files into ``path``
@@ -363,6 +381,11 @@ def writing(claim_: Claim, hook: Optional[Callable[[str], None]] = None,
     if staging.manifest is None:
         undo()
         return
+    try:
+        refuse_strangers_at_new_names(claim_, staging.manifest, fs)
+    except BaseException:
+        undo()
+        raise
     staging.result = commit(claim_, staging.path, staging.manifest, hook, fs)
 
 
