@@ -453,10 +453,14 @@ def test_commit_refuses_a_stranger_at_a_new_name_before_touching_anything(tmp_pa
     from c4forge.core.outdir import OutputError, OutputKind, write_directory
 
     kind = OutputKind("thing", "_m.json", "thing", lambda m: list(m.get("files", [])))
-    fill = (lambda names: lambda staging: (
-        [Path(staging, n).parent.mkdir(exist_ok=True) for n in names],
-        [Path(staging, n).write_text("new\n") for n in names],
-        {"format": "thing", "files": names})[-1])
+    def fill(names):
+        def write(staging):
+            for name in names:
+                Path(staging, name).parent.mkdir(exist_ok=True)
+                Path(staging, name).write_text("new\n")
+            return {"format": "thing", "files": names}
+        return write
+
     write_directory(str(tmp_path / "d"), kind, False, fill(["a"]))
     (tmp_path / "d" / "b").write_text("mine\n")
     (tmp_path / "d" / "sub").write_text("mine too\n")  # a file where the new output wants a folder

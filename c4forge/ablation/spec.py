@@ -11,6 +11,8 @@ import json
 import os
 from typing import Optional
 
+import yaml
+
 from c4forge.ablation.sequential import SPENDING
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, check_name
@@ -22,6 +24,7 @@ from c4forge.core.settings import (
     merge_settings,
     nest,
     parse_overrides,
+    read_settings_yaml,
 )
 from c4forge.corpus.config import build_config
 from c4forge.tokenizer.train import TokenizerConfig
@@ -43,11 +46,9 @@ def apply_spec_overrides(written: dict, overrides: list[str]) -> dict:
     """``--set a.b=VALUE`` on the ablation YAML, in the one ``--set`` grammar
     (:func:`c4forge.core.settings.parse_overrides`) with VALUE read as YAML (``seeds=[0,1,2]``,
     ``train.max_tokens=200000``)."""
-    import yaml
-
     def read_yaml(value: str):
         try:
-            return yaml.safe_load(value)
+            return read_settings_yaml(value)
         except yaml.YAMLError as exc:
             raise ValueError("not a YAML value") from exc
 

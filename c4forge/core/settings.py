@@ -15,6 +15,8 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional
 
+import yaml
+
 from c4forge.core.errors import C4forgeError
 
 
@@ -207,10 +209,8 @@ def _coerce_tuple(value: Any, args: tuple, key: str) -> tuple:
         text = value.strip()
         nested = text[:1] == "[" and "[" in text[1:]
         if nested:  # a list of lists, typed on the command line: read as YAML
-            import yaml  # lazy: only a nested list typed as text needs a parser
-
             try:
-                value = yaml.safe_load(text)
+                value = read_settings_yaml(text)
             except yaml.YAMLError:
                 raise ConfigError(f"{key}={value!r}: not a list ([[a, b], ...])") from None
         else:
@@ -334,15 +334,33 @@ def nest(dotted: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
+class _SettingsLoader(yaml.SafeLoader):
+    """YAML as settings files are written: a key is the name the user typed. YAML 1.1 (PyYAML)
+    reads a plain ``on``, ``off``, ``yes``, ``no`` (and ``y``, ``n``, ``true``...) as booleans, so
+    ``near-dedup: {on: false}`` would name the setting True; here such a key stays its text.
+    Values keep YAML's meaning (``on: yes`` is on = True)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            for key, _ in node.value:
+                if (isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:bool"
+                        and not key.style):
+                    key.tag = "tag:yaml.org,2002:str"
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_settings_yaml(stream) -> Any:
+    """YAML text (or a stream) read as a settings file: keys are the names written."""
+    return yaml.load(stream, Loader=_SettingsLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def load_yaml_mapping(path: str) -> dict:
     """A YAML file of settings as a dict; a syntax error, an unreadable file or a file that is
     not a mapping is a ConfigError with one line saying what and where. Every ``--config`` of
-    every command is read through here."""
-    import yaml
-
+    every command is read through here (keys as written: :class:`_SettingsLoader`)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            data = read_settings_yaml(handle)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
