@@ -15,17 +15,86 @@ that only its URL's winner keeps.
 """
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from c4forge.core.counters import IncFn
+from c4forge.core.errors import C4forgeError
 from c4forge.core.stageclock import NO_CLOCK, NoClock, StageClock
 from c4forge.corpus.document import Document
 from c4forge.corpus.samples import SampleOptions, SampleSink, step_samples, traced_key
 from c4forge.corpus.step import Step, loaded
-from c4forge.corpus.verdict import count_verdict
+from c4forge.corpus.verdict import Verdict, count_verdict
 
 IncFor = Callable[[str], IncFn]  # a namespace -> its inc
+
+_WHILE_RUNNING = re.compile(r" \[while running .*\]$")  # what Beam appends to a worker's error
+_IN_TRACEBACK = re.compile(r"^(?:[\w.]+\.)?StepFailure: (.*)$", re.M)
+
+
+class StepFailure(C4forgeError, RuntimeError):
+    """A step, built-in or a user's, raised on a page or returned something that is not a
+    decision: one line naming the step, its module, the page's URL and input file, and what went
+    wrong (the traceback is the ``__cause__``: ``C4FORGE_DEBUG=1`` shows it). Beam re-raises it
+    with "[while running ...]" appended, or as text inside a worker's traceback
+    (:func:`step_failure_in` finds the line in both)."""
+
+    exit_code = 1
+
+
+def step_failure_in(exc: BaseException) -> Optional[str]:
+    """The one line of a StepFailure that a runner reports as ``exc`` (the StepFailure itself,
+    or a failure whose text holds a worker's traceback), or None."""
+    if isinstance(exc, StepFailure):
+        found = [str(exc)]
+    else:
+        found = _IN_TRACEBACK.findall(str(exc) or "")
+    return _WHILE_RUNNING.sub("", found[-1].strip()) if found else None
+
+
+def step_origin(step: Step) -> str:
+    """Where a step's code lives, for messages: a user's ``module:function`` and its file, or
+    the built-in step's module."""
+    function = getattr(step.apply, "function", step.apply)
+    module = getattr(function, "__module__", None) or "?"
+    if step.origin:
+        path = getattr(getattr(function, "__code__", None), "co_filename", "")
+        shown = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") else path
+        return f"{step.origin}{', ' + shown if shown else ''}"
+    return module
+
+
+def failure(step: Step, page: Document, problem: str) -> StepFailure:
+    where = f"{page.source or 'unknown input'}" + (f", record at byte {page.offset}" if page.offset >= 0 else "")
+    return StepFailure(f"step {step.name} ({step_origin(step)}) failed on {page.url or '(no URL)'} "
+                       f"({where}): {' '.join(problem.split())}")
+
+
+def checked(step: Step, page: Document, verdict: Any) -> Verdict:
+    """``verdict`` if it is a decision on a page (a Verdict whose kept page is a Document with
+    text); else the StepFailure saying what the step returned."""
+    if type(verdict) is not Verdict:
+        raise failure(step, page, f"returned {type(verdict).__name__} {verdict!r:.60}, not a Verdict "
+                                  "(keep(page) or drop(reason))")
+    kept = verdict.page
+    if kept is not None and (type(kept) is not Document or type(kept.text) is not str):
+        what = (f"a page whose text is {type(kept.text).__name__}" if isinstance(kept, Document)
+                else f"{type(kept).__name__} as the page")
+        raise failure(step, page, f"returned {what}; a kept page is a Document with str text")
+    return verdict
+
+
+def decide(step: Step, bound: Any, page: Document) -> Verdict:
+    """The step's checked verdict on ``page``; any exception it raises becomes a StepFailure."""
+    try:
+        verdict = step.apply(bound, page)
+    except StepFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure of a step is the one line naming it
+        raise failure(step, page, f"{type(exc).__name__}: {exc}") from exc
+    return checked(step, page, verdict)
 
 
 class StepLoop:
@@ -55,11 +124,11 @@ class StepLoop:
         for step, bound, opens in zip(self.steps, self.bound, self.opens_stage):
             size_in = page.text_size()
             if clock is None:
-                verdict = step.apply(bound, page)
+                verdict = decide(step, bound, page)
                 count_verdict(inc_for(step.namespace), inc_for, size_in, verdict)
             else:
                 with clock.stage(step.clock_name, 1 if opens else 0):
-                    verdict = step.apply(bound, page)
+                    verdict = decide(step, bound, page)
                     count_verdict(inc_for(step.namespace), inc_for, size_in, verdict)
             if key is not None:
                 sink.extend(step_samples(step.namespace, verdict.outcome, key, page, verdict.page,

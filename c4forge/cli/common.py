@@ -61,7 +61,21 @@ def say(message: str = "") -> None:
 
 class _NoiseFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return Console.verbose or not BEAM_NOISE.search(record.getMessage())
+        if Console.verbose:
+            return True
+        message = record.getMessage()
+        if BEAM_NOISE.search(message):
+            return False
+        # A runner logging a step's failure with the worker's traceback: the build reports it
+        # as one line (corpus/steploop.py StepFailure); C4FORGE_DEBUG=1 shows the traceback.
+        return not (record.levelno >= logging.ERROR and not os.environ.get("C4FORGE_DEBUG")
+                    and "StepFailure" in message + _exception_text(record))
+
+
+def _exception_text(record: logging.LogRecord) -> str:
+    if record.exc_info and record.exc_info[1] is not None:
+        return f"{type(record.exc_info[1]).__name__} {record.exc_info[1]}"
+    return record.exc_text or ""
 
 
 def configure_logging(verbose: bool) -> None:
@@ -154,6 +168,51 @@ class ForkSafeThread(threading.Thread):
     fork_safe = True
 
 
+class TracebackBlocks:
+    """Lines of a child process's stderr, with each Python traceback held back until it ends and
+    dropped whole when it holds ``drop_if`` (a worker printing the traceback of a step's failure,
+    which the build reports as one line: corpus/steploop.py StepFailure). Every other line, and
+    every other traceback, passes through unchanged and in order."""
+
+    _START = b"Traceback (most recent call last):"
+    _CHAINED = (b"The above exception was the direct cause", b"During handling of the above exception")
+
+    def __init__(self, drop_if: Optional[str]) -> None:
+        self.drop_if = drop_if.encode() if drop_if else None
+        self.block: list[bytes] = []
+        self.ended = False  # the block's exception line was seen: a chain or its end comes next
+
+    def feed(self, line: bytes) -> list[bytes]:
+        if self.drop_if is None:
+            return [line]
+        if not self.block:
+            if line.startswith(self._START):
+                self.block = [line]
+                return []
+            return [line]
+        text = line.rstrip(b"\r\n")
+        if not self.ended:
+            if text and not text[:1].isspace() and not text.startswith(self._START):
+                self.ended = True  # the exception line
+            self.block.append(line)
+            return []
+        if not text or text.startswith(self._CHAINED) or text.startswith(self._START):
+            self.ended = self.ended and not (text.startswith(self._CHAINED) or text.startswith(self._START))
+            self.block.append(line)
+            return []
+        return self._flush() + self.feed(line)
+
+    def close(self) -> list[bytes]:
+        return self._flush()
+
+    def _flush(self) -> list[bytes]:
+        block, self.block, self.ended = self.block, [], False
+        if self.drop_if is not None and any(self.drop_if in line for line in block):
+            # the blank lines that ended it belong to it
+            return []
+        return block
+
+
 @contextlib.contextmanager
 def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
     """Drop lines matching ``noise`` from everything written to file descriptor 2 inside the
@@ -173,10 +232,14 @@ def filtered_stderr(noise: re.Pattern = BEAM_NOISE) -> Iterator[None]:
     os.close(write_fd)
 
     def pump() -> None:
+        blocks = TracebackBlocks(drop_if=None if os.environ.get("C4FORGE_DEBUG") else "StepFailure")
         with os.fdopen(read_fd, "rb") as source:
-            for line in source:
-                if not noise.search(line.decode("utf-8", "replace")):
-                    os.write(saved, line)
+            for raw in source:
+                for line in blocks.feed(raw):
+                    if not noise.search(line.decode("utf-8", "replace")):
+                        os.write(saved, line)
+            for line in blocks.close():
+                os.write(saved, line)
 
     thread = ForkSafeThread(target=pump, name="stderr-filter", daemon=True)
     thread.start()
