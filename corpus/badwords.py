@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from re import Pattern
@@ -20,6 +18,7 @@ from typing import Optional
 import ahocorasick
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.fetch import FetchError
 from c4forge.core.io import shown_path
 from c4forge.corpus.document import Document
 from c4forge.corpus.downloads import cached_download, text_list
@@ -43,10 +42,10 @@ class BadwordsUnavailable(C4forgeError, RuntimeError):
 def _fetch(url: str, timeout: float = 30.0) -> bytes:
     """Download once into the cache (corpus/downloads.py), then read from the cache."""
     try:
-        return cached_download(url, "badwords", timeout, check=text_list)
-    except (urllib.error.URLError, OSError) as exc:
+        return cached_download(url, "badwords", timeout, check=text_list, what="the bad-words list")
+    except OSError as exc:  # FetchError: what, where, why
         raise BadwordsUnavailable(
-            f"could not download the bad-words list {url} ({exc}). Offline? Pass a local copy "
+            f"{exc}. Offline? Pass a local copy "
             "with --badwords DIR (one file per language code, e.g. DIR/en), or switch the "
             "filter off with --set bad-words.on=false."
         ) from exc
@@ -75,7 +74,7 @@ def _read(source: str, lang: str) -> Optional[bytes]:
         return _fetch(url)
     except BadwordsUnavailable as exc:
         cause = exc.__cause__
-        if isinstance(cause, urllib.error.HTTPError) and cause.code == 404:
+        if isinstance(cause, FetchError) and cause.status == 404:
             return None
         raise
 

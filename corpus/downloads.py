@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.fetch import fetch
 from c4forge.core.io import atomic_write_bytes
 
 
@@ -25,19 +24,19 @@ class BadDownload(C4forgeError, ValueError):
 
 
 def cached_download(url: str, kind: str, timeout: float = 30.0,
-                    check: Optional[Callable[[bytes], None]] = None) -> bytes:
+                    check: Optional[Callable[[bytes], None]] = None, what: str = "") -> bytes:
     """``url``'s bytes, from ``cache_dir()/kind`` once downloaded. ``check(data)`` raises
     (ValueError, OSError or EOFError) where the bytes are not what they should be: a download enters the cache only
     once it passes, and a cached copy that does not pass (written by an older release, or
     damaged) is fetched again once; what still does not pass is a BadDownload naming the URL.
-    Raises urllib's error for the network (the caller says what to do instead)."""
+    Raises FetchError (an OSError: c4forge/core/fetch.py, with its deadline and tries) for the
+    network; the caller says what to do instead. ``what`` names the file in messages."""
     target = cache_dir() / kind / hashlib.sha1(url.encode()).hexdigest()
     if target.exists():
         data = target.read_bytes()
         if _problem(data, check) is None:
             return data
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        data = response.read()
+    data = fetch(url, what or f"the {kind} file", read_timeout=timeout)
     problem = _problem(data, check)
     if problem is not None:
         raise BadDownload(f"{url} did not serve what it should ({problem}); nothing was cached")

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 from html.parser import HTMLParser
 from typing import NamedTuple
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.fetch import fetch
 from c4forge.core.io import atomic_write_bytes
 from c4forge.corpus.downloads import cache_dir
 
@@ -58,9 +57,8 @@ class _Links(HTMLParser):
             self._href = ""
 
 
-def _get(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read()
+def _get(url: str, what: str, timeout: float) -> bytes:
+    return fetch(url, what, read_timeout=timeout)
 
 
 def wheel_bytes(wheel: PinnedWheel, timeout: float = 60.0) -> bytes:
@@ -74,14 +72,14 @@ def wheel_bytes(wheel: PinnedWheel, timeout: float = 60.0) -> bytes:
     page = f"{index}/{wheel.project}/"
     try:
         parser = _Links()
-        parser.feed(_get(page, timeout).decode("utf-8", "replace"))
+        parser.feed(_get(page, f"the package index's page of {wheel.project}", timeout).decode("utf-8", "replace"))
         href = parser.links.get(wheel.filename)
         if href is None:
             raise IndexUnavailable(f"{page} does not list {wheel.filename}")
-        data = _get(urllib.parse.urljoin(page, href.split("#", 1)[0]), timeout)
-    except (urllib.error.URLError, OSError) as exc:
-        raise IndexUnavailable(f"could not fetch {wheel.filename} from the package index {index} ({exc}); "
-                               f"set PIP_INDEX_URL to a mirror, or put the wheel at {target}") from exc
+        data = _get(urllib.parse.urljoin(page, href.split("#", 1)[0]), f"the wheel {wheel.filename}", timeout)
+    except OSError as exc:  # FetchError names what and where; the way out is ours to say
+        raise IndexUnavailable(f"{exc}; set PIP_INDEX_URL to a mirror of the package index {index}, "
+                               f"or put the wheel at {target}") from exc
     found = hashlib.sha256(data).hexdigest()
     if found != wheel.sha256:
         raise IndexUnavailable(f"{wheel.filename} from {index} has sha256 {found[:12]}..., not the pinned "

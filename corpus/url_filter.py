@@ -36,7 +36,6 @@ import os
 import re
 import shutil
 import tarfile
-import urllib.error
 from collections.abc import Iterable
 from typing import Optional
 
@@ -173,10 +172,10 @@ def _tarball(data: bytes) -> None:
 
 def _download(url: str) -> bytes:
     try:
-        return cached_download(url, "url-lists", check=_tarball)
-    except (urllib.error.URLError, OSError) as exc:
+        return cached_download(url, "url-lists", check=_tarball, what="the URL block lists")
+    except OSError as exc:  # FetchError: what, where, why
         raise UrlListsUnavailable(
-            f"could not download the URL block list {url} ({exc}). Offline? Give a local copy "
+            f"{exc}. Offline? Give a local copy "
             "with url-filter.lists=DIR, or switch the filter off with url-filter.on=false") from exc
 
 

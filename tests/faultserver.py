@@ -11,6 +11,7 @@ serves the second whole. Faults:
 - ``status:503:RA`` (``status:429``, ``status:500``...): that status, with ``Retry-After: RA``
   when given;
 - ``stall:T``: send half the body, then nothing for T seconds;
+- ``trickle:T``: one byte every T seconds (each read gets a byte: only a deadline ends it);
 - ``changed``: serve another version of the object (other bytes, other ETag) from now on;
 - ``norange``: ignore the Range header (send the whole object, status 200);
 - ``status:404``: permanent.
@@ -59,6 +60,7 @@ class FaultServer:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.stopped = threading.Event()  # ends a trickle when the test is done
         self.timer = threading.Timer(self.LIFETIME, self.stop)
         self.timer.daemon = True
 
@@ -75,6 +77,7 @@ class FaultServer:
         self.stop()
 
     def stop(self) -> None:
+        self.stopped.set()
         self.timer.cancel()
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -82,6 +85,8 @@ class FaultServer:
     # ------------------------------------------------------------------ one request
 
     def _body(self, path: str) -> Optional[bytes]:
+        if path.endswith("/"):  # a folder's page (a package index's simple API)
+            path += "index.html"
         file = (self.root / path.lstrip("/")).resolve()
         if self.root.resolve() not in file.parents or not file.is_file():
             return None
@@ -157,6 +162,16 @@ class FaultServer:
             request.close_connection = True
             if kind == "cut":
                 request.connection.shutdown(2)
+            return
+        if fault and fault.startswith("trickle:"):
+            pause = float(fault.split(":")[1])
+            for k in range(len(part)):
+                if self.stopped.is_set():
+                    break
+                request.wfile.write(part[k:k + 1])
+                request.wfile.flush()
+                self.stopped.wait(pause)
+            request.close_connection = True
             return
         if fault and fault.startswith("stall:"):
             half = len(part) // 2

@@ -299,14 +299,16 @@ def test_badword_lists_from_shared_dir():
     assert keep(badwords_page("I asked for assistance with my cutlass today.", "en"))
 
 
-def test_default_list_offline_names_the_flag(monkeypatch):
+def test_default_list_offline_names_the_flag(monkeypatch, tmp_path):
     import urllib.error
+    import urllib.request
 
     def refuse(*args, **kwargs):
         raise urllib.error.URLError("network unreachable")
 
-    monkeypatch.setattr(bw.urllib.request, "urlopen", refuse)
-    with pytest.raises(BadwordsUnavailable, match="--badwords"):
+    monkeypatch.setenv("C4FORGE_CACHE", str(tmp_path))
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    with pytest.raises(BadwordsUnavailable, match="could not fetch the bad-words list .*--badwords"):
         load_badwords(bw.DEFAULT_SOURCE, ["en"])
 
 

@@ -56,7 +56,7 @@ def test_a_corrupted_jar_that_cannot_be_fetched_again_is_refused(one_jar_lock):
     [path] = jars.fetch_jars(lock)
     (home / ".m2" / "repository" / JAR_PATH).unlink()  # and the repository is unreachable
     corrupt_in_place(path)
-    with pytest.raises(jars.EngineError, match="cannot fetch"):
+    with pytest.raises(jars.EngineError, match="could not fetch the engine jar"):
         jars.fetch_jars(lock)
 
 

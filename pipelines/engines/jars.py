@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
 from apache_beam.version import __version__ as BEAM_VERSION
 
+from c4forge.core.fetch import FetchError, deadline_seconds, fetch_chunks
 from c4forge.core.io import atomic_write, file_sha256, shown_place
 from c4forge.pipelines.engines.java import (  # noqa: F401 - also jars' names
     MIN_JAVA,
@@ -33,6 +33,7 @@ from c4forge.pipelines.engines.java import (  # noqa: F401 - also jars' names
 LOCKS = Path(__file__).resolve().parent / "locks"
 MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 REPOSITORY_ENV = "C4FORGE_MAVEN_REPOSITORY"  # a mirror of Maven Central (URL)
+MIN_RATE = 256 << 10  # bytes/s: a jar of hundreds of MB gets the deadline it needs at this rate
 CACHE_ENV = "C4FORGE_ENGINE_CACHE"           # where the jars go (default ~/.cache/c4forge/engines)
 # slf4j-simple (the job servers' and Flink's logger here): time-stamped lines, warnings and up
 LOG_PROPERTIES = ("-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -90,14 +91,11 @@ def _chunks(jar: dict, repository: str):
         return
     url = f"{repository.rstrip('/')}/{jar['path']}"
     try:
-        with requests.get(url, stream=True, timeout=60) as response:
-            if response.status_code != 200:
-                raise EngineError(f"cannot fetch {url}: HTTP {response.status_code} "
-                                  f"(set {REPOSITORY_ENV} to a Maven Central mirror)")
-            yield from response.iter_content(1 << 20)
-    except requests.RequestException as exc:
-        raise EngineError(f"cannot fetch {url}: {type(exc).__name__} (no network? set "
-                          f"{REPOSITORY_ENV} to a reachable mirror)") from exc
+        yield from fetch_chunks(url, f"the engine jar {os.path.basename(jar['path'])}",
+                                deadline=max(deadline_seconds(), jar["size"] / MIN_RATE))
+    except FetchError as exc:  # what, where and why; the way out is ours to say
+        raise EngineError(f"{exc} (no network? set {REPOSITORY_ENV} to a reachable Maven "
+                          "Central mirror)") from exc
 
 
 def _fetch(jar: dict, target: Path, repository: str) -> None:
