@@ -186,6 +186,8 @@ def load_steps(config: Any) -> None:
     a build's preflight, so that a file that cannot be read is the same one-line error as in
     ``corpus clean``, before any work, and the workers forked from here start with them."""
     for step in plan(config).steps():
+        if step.preflight is not None:
+            step.preflight()
         loaded(step, config)
 
 

@@ -103,8 +103,10 @@ def installed_spacy() -> Optional[str]:
         return None
 
 
-def load_rules(path: Path = RULES_FILE) -> TokenizerRules:
-    data = json.loads(path.read_text(encoding="utf-8"))
+def load_rules(path: Optional[Path] = None) -> TokenizerRules:
+    """The rules stored with the package (or in ``path``); raises OSError, ValueError (JSON),
+    KeyError or TypeError (a file of another shape): corpus/words.py says which file."""
+    data = json.loads((path or RULES_FILE).read_text(encoding="utf-8"))
     return TokenizerRules(**{**data, "rules": {k: tuple(v) for k, v in data["rules"].items()},
                              "checks": {k: tuple(v) for k, v in data["checks"].items()},
                              "sentence_ends": tuple(data.get("sentence_ends", ()))})

@@ -70,7 +70,9 @@ class Step:
     ``enabled``: whether its settings switch it on (a plan leaves a step that is off out);
     ``check(settings, config)``: what its settings' field rules cannot say alone (a file that
     must exist, a label the model gives), raising ConfigError; ``origin``: a user's step as the
-    config names it (``module:function``), empty for a built-in one."""
+    config names it (``module:function``), empty for a built-in one; ``preflight()``: a check
+    that needs no settings, run once in the submitting process before any work (the word
+    splitter's rules and self-check), so that its failure is one line there, not in a worker."""
 
     name: str
     namespace: str
@@ -89,6 +91,7 @@ class Step:
     contract: str = ""  # corpus-wide steps: what both twins do
     drops_pages: bool = True  # False: a step that only rewrites (PII), allowed after near-dedup
     origin: str = ""
+    preflight: Optional[Callable[[], Any]] = None  # what the submitting process checks first
 
     @property
     def clock_name(self) -> str:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 
 from c4forge.core.errors import C4forgeError
+from c4forge.core.io import shown_path
+from c4forge.corpus import en_words
 from c4forge.corpus.en_words import (
     IS_ALPHA,
     EnglishWords,
@@ -100,8 +103,14 @@ def english_words() -> EnglishWords:
     from the rules stored with the package (corpus/data/spacy-en-tokenizer.json, spaCy 3.8.18's)
     without importing spaCy, checked against the words spaCy gave when they were stored; where
     another spaCy is installed, from that spaCy's live rules, checked against it."""
-    stored = load_rules()
-    splitter = EnglishWords(stored if installed_spacy() in (stored.spacy, None) else spacy_rules())
+    try:
+        stored = load_rules()
+        splitter = EnglishWords(stored if installed_spacy() in (stored.spacy, None) else spacy_rules())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, re.error) as exc:
+        shown = shown_path(str(en_words.RULES_FILE))
+        raise WordsError(f"the word splitter's rules file {shown} is damaged ({type(exc).__name__}: "
+                         f"{str(exc)[:120]}); reinstall c4forge, or rewrite it with python -m "
+                         f"c4forge.corpus.words --write-rules where spaCy is installed") from None
     _check(splitter)
     return splitter
 

@@ -161,3 +161,43 @@ def test_worker_tracebacks_of_a_step_failure_are_held_back_and_others_pass():
     assert shown == [b"before\n", b"after\n", *other, b"last\n"]
     debug = TracebackBlocks(None)
     assert [line for raw in stream for line in debug.feed(raw)] + debug.close() == stream
+
+
+# ------------------------------------------------------------------ checks of the submitting process
+# (issue 83, point 6): the word splitter's rules file and self-check are loaded in the preflight of
+# every runner, so a damaged file is one line naming it before any work, not a worker's traceback.
+
+DAMAGED_RULES = {"not JSON": "{\"rules\": [", "no rules": "{}", "a bad regex": None}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_RULES))
+@pytest.mark.parametrize("command", ["clean", "build", "estimate"])
+def test_a_damaged_word_rules_file_is_one_line_before_any_work(command, damage, tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli
+    from c4forge.corpus import en_words, words
+
+    text = DAMAGED_RULES[damage]
+    if text is None:
+        data = json.loads(en_words.RULES_FILE.read_text(encoding="utf-8"))
+        data["prefix"] = "(unclosed"
+        text = json.dumps(data)
+    rules = tmp_path / "spacy-en-tokenizer.json"
+    rules.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(en_words, "RULES_FILE", rules)
+    words.english_words.cache_clear()
+    try:
+        args = {"clean": ["clean", SAMPLE, "-o", str(tmp_path / "out")],
+                "build": ["build", "-i", SAMPLE, "-o", str(tmp_path / "out"), "--runner=DirectRunner",
+                          "--direct_running_mode=in_memory", "--direct_num_workers=1"],
+                "estimate": ["estimate", SAMPLE]}[command]
+        result = CliRunner().invoke(cli, [*args, "--preset", "gopher", "--set", "url-filter.on=false", "-q"])
+    finally:
+        words.english_words.cache_clear()
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1, result.output[-3000:]
+    assert "the word splitter's rules file" in lines[0] and "spacy-en-tokenizer.json" in lines[0], lines[0]
+    assert "is damaged" in lines[0] and not (tmp_path / "out").exists()

@@ -12,7 +12,7 @@ from c4forge.core.settings import NON_NEGATIVE_INT, OFF_OR_NON_NEGATIVE_INT, OFF
 from c4forge.corpus.document import Document
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import count_sentences
+from c4forge.corpus.words import count_sentences, english_words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,4 +86,4 @@ def _holds_sentences(lines: list[str], needed: int) -> bool:
 
 
 STEP = page_step("c4-quality", c4_quality, "[C4 quality, datatrove's]", settings=C4Quality,
-                 flow="c4 quality")
+                 flow="c4 quality", preflight=english_words)

@@ -11,7 +11,7 @@ from c4forge.corpus.document import Document
 from c4forge.corpus.quality import duplicates
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import TERMINAL_PUNCTUATION, split_into_words
+from c4forge.corpus.words import TERMINAL_PUNCTUATION, english_words, split_into_words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,4 +58,4 @@ def fineweb_quality_reason(text: str, rules: FineWebQuality) -> Optional[str]:
 
 
 STEP = page_step("fineweb-quality", fineweb_quality, "[FineWeb quality]", settings=FineWebQuality,
-                 flow="fineweb quality")
+                 flow="fineweb quality", preflight=english_words)

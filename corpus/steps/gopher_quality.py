@@ -15,6 +15,7 @@ from c4forge.corpus.document import Document
 from c4forge.corpus.page_words import PageWords, page_words
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict, drop, keep
+from c4forge.corpus.words import english_words
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
@@ -98,4 +99,4 @@ def _symbol_and_line_reason(text: str, page: PageWords, rules: GopherQuality) ->
 
 
 STEP = page_step("gopher-quality", gopher_quality, "[Gopher quality]", settings=GopherQuality,
-                 check=check, flow="gopher quality")
+                 check=check, flow="gopher quality", preflight=english_words)

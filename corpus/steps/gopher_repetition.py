@@ -14,7 +14,7 @@ from c4forge.corpus.ngrams import ngram_counts
 from c4forge.corpus.quality import duplicates
 from c4forge.corpus.step import page_step
 from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import split_into_words
+from c4forge.corpus.words import english_words, split_into_words
 
 _PARAGRAPHS = re.compile(r"\n{2,}")
 
@@ -85,4 +85,4 @@ def _line_runs(text: str) -> list[str]:
 
 
 STEP = page_step("gopher-repetition", gopher_repetition, "[Gopher repetition]",
-                 settings=GopherRepetition, check=check, flow="gopher repetition")
+                 settings=GopherRepetition, check=check, flow="gopher repetition", preflight=english_words)
