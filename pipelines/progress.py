@@ -39,6 +39,7 @@ from c4forge.core.io import atomic_write
 FOLDER = ".progress"
 INTERVAL_S = 0.5
 LOG_EVERY_S = 10.0  # a log line this often when no bar is shown
+JOIN_S = 5.0  # the longest the build waits for a progress thread at its end
 KEYS = ("files", "pages", "bytes", "written")
 ADDRESS_ENV = "C4FORGE_PROGRESS_ADDRESS"
 FILE_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner")
@@ -173,7 +174,7 @@ class ProgressSink:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.thread.join()
+        self.thread.join(timeout=JOIN_S)
 
     def __enter__(self) -> ProgressSink:
         return self
@@ -296,5 +297,7 @@ class ProgressBoard:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         if self._thread:
-            self._thread.join()
+            # bounded: a poll may sit in a runner's metrics call (gRPC, no deadline) to a job
+            # server that is busy cancelling the job after a Ctrl-C; the thread is a daemon
+            self._thread.join(timeout=JOIN_S)
         self.bar.close()

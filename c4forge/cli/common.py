@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Optional
 
@@ -281,6 +282,25 @@ def require_extra(module: str) -> None:
         raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
+EXIT_AFTER_INTERRUPT_S = 10.0
+
+
+def exit_within(seconds: float, code: int = 130) -> None:
+    """After a Ctrl-C, once the command's own clean-up has run: end the process within
+    ``seconds`` even where the interpreter's shutdown would wait on a thread that does not end
+    (a library's non-daemon thread blocked in a call to an engine that is going away: Python
+    joins every such thread at exit, without a timeout). Exits normally if it can."""
+
+    def end() -> None:
+        time.sleep(seconds)
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+            sys.stdout.flush()
+        os._exit(code)
+
+    threading.Thread(target=end, name="exit-after-interrupt", daemon=True).start()
+
+
 def report_error(exc: BaseException) -> Optional[int]:
     """The one translation of a failure into what the user sees: prints the line and returns the
     exit code, or None for exceptions that are not ours to explain (they propagate)."""
@@ -336,10 +356,13 @@ def guarded_main(cli: click.Command, argv: Optional[Sequence[str]], prog_name: s
     configure_logging(verbose=False)
     try:
         cli.main(args=argv, prog_name=prog_name, standalone_mode=True)
-    except SystemExit:
+    except SystemExit as exc:
+        if exc.code == 130:  # interrupted, reported by the command: its clean-up has run
+            exit_within(EXIT_AFTER_INTERRUPT_S)
         raise
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
+        exit_within(EXIT_AFTER_INTERRUPT_S)
         sys.exit(130)
     except Exception as exc:  # the last line of defence, see the module docstring
         if os.environ.get("C4FORGE_DEBUG"):
