@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import Optional
+from typing import Any, Optional
 
 from c4forge.core import progress
 from c4forge.core.errors import C4forgeError
@@ -153,7 +153,7 @@ def _one_try(url: str, what: str, ends: float, read_timeout: float) -> list[byte
     return chunks
 
 
-def _socket_of(response) -> Optional[socket.socket]:
+def _socket_of(response: Any) -> Optional[socket.socket]:
     """The response's socket, so that each read waits at most until the deadline (http.client
     keeps it on its buffered reader's raw SocketIO); None for other schemes (file://)."""
     raw = getattr(getattr(response, "fp", None), "raw", None)

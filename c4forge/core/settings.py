@@ -340,7 +340,7 @@ class _SettingsLoader(yaml.SafeLoader):
     ``near-dedup: {on: false}`` would name the setting True; here such a key stays its text.
     Values keep YAML's meaning (``on: yes`` is on = True)."""
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
             for key, _ in node.value:
                 if (isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:bool"
@@ -349,7 +349,7 @@ class _SettingsLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def read_settings_yaml(stream) -> Any:
+def read_settings_yaml(stream: Any) -> Any:
     """YAML text (or a stream) read as a settings file: keys are the names written."""
     return yaml.load(stream, Loader=_SettingsLoader)  # noqa: S506 - a SafeLoader subclass
 
