@@ -75,11 +75,11 @@ def failure(step: Step, page: Document, problem: str) -> StepFailure:
 def checked(step: Step, page: Document, verdict: Any) -> Verdict:
     """``verdict`` if it is a decision on a page (a Verdict whose kept page is a Document with
     text); else the StepFailure saying what the step returned."""
-    if type(verdict) is not Verdict:
+    if not isinstance(verdict, Verdict):
         raise failure(step, page, f"returned {type(verdict).__name__} {verdict!r:.60}, not a Verdict "
                                   "(keep(page) or drop(reason))")
     kept = verdict.page
-    if kept is not None and (type(kept) is not Document or type(kept.text) is not str):
+    if kept is not None and (not isinstance(kept, Document) or not isinstance(kept.text, str)):
         what = (f"a page whose text is {type(kept.text).__name__}" if isinstance(kept, Document)
                 else f"{type(kept).__name__} as the page")
         raise failure(step, page, f"returned {what}; a kept page is a Document with str text")

@@ -44,7 +44,7 @@ from c4forge.corpus.shards import (
     samples_entry,
     split_summary,
 )
-from c4forge.corpus.steploop import StepFailure, step_failure_in
+from c4forge.corpus.steploop import step_failure_in
 from c4forge.pipelines.c4 import build_graph
 from c4forge.pipelines.dofns import load_worker_models, merge_sample_parts, shuffle_buckets
 from c4forge.pipelines.engines.runners import (
@@ -482,7 +482,7 @@ def _run_graph(inputs: Sequence[str], output: str, config: CorpusConfig, options
             raise KeyboardInterrupt from exc
         failed_step = step_failure_in(exc)
         if failed_step:
-            raise StepFailure(f"{failed_step}; {output} is unchanged") from exc
+            raise BuildError(f"{failed_step}; {output} is unchanged") from exc
         message = str(exc).strip().splitlines()
         raise BuildError(f"pipeline failed ({type(exc).__name__}: {message[-1] if message else ''}); "
                          f"{output} is unchanged") from exc
