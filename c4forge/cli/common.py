@@ -181,6 +181,7 @@ class TracebackBlocks:
     def __init__(self, drop_if: Optional[str]) -> None:
         self.drop_if = drop_if.encode() if drop_if else None
         self.block: list[bytes] = []
+        self.header: list[bytes] = []  # a worker's "ERROR:logger:message" line: a traceback may follow
         self.ended = False  # the block's exception line was seen: a chain or its end comes next
 
     def feed(self, line: bytes) -> list[bytes]:
@@ -188,9 +189,13 @@ class TracebackBlocks:
             return [line]
         if not self.block:
             if line.startswith(self._START):
-                self.block = [line]
+                self.block, self.header = self.header + [line], []
                 return []
-            return [line]
+            held, self.header = self.header, []
+            if line.startswith(b"ERROR:"):  # logged with its traceback on the next lines
+                self.header = [line]
+                return held
+            return held + [line]
         text = line.rstrip(b"\r\n")
         if not self.ended:
             if text and not text[:1].isspace() and not text.startswith(self._START):
@@ -204,7 +209,8 @@ class TracebackBlocks:
         return self._flush() + self.feed(line)
 
     def close(self) -> list[bytes]:
-        return self._flush()
+        held, self.header = self.header, []
+        return self._flush() + held
 
     def _flush(self) -> list[bytes]:
         block, self.block, self.ended = self.block, [], False
