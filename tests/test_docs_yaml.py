@@ -19,7 +19,7 @@ SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 FENCED = re.compile(r"^```yaml\n(.*?)^```", re.S | re.M)
-INLINE = re.compile(r"YAML `([^`]+)`")
+INLINE = re.compile(r"YAML `([\w.-]+:[^`]*)`")  # YAML `key: value`
 
 
 def yaml_examples() -> list[tuple[str, str]]:
