@@ -67,6 +67,18 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def flink_local_or_skip(purpose: str) -> None:
+    """Skip, saying why, where flink-local cannot run here: no Java 11+, or its job-server jars
+    cannot be had (a test of a Flink behaviour, run in make test-slow)."""
+    from c4forge.pipelines.engines import jars  # Beam's venv only: conftest loads everywhere
+
+    try:
+        jars.java_executable(purpose)
+        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
+    except jars.EngineError as exc:
+        pytest.skip(f"flink unavailable here: {exc}")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
     """Downloads (bad-word lists) go to a per-test cache, never the user's."""

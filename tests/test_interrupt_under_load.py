@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from c4forge.pipelines.progress import JOIN_S, ProgressBoard
-from tests.conftest import ROOT
+from tests.conftest import ROOT, flink_local_or_skip
 
 HANGING_COMMAND = '''
 import threading, time
@@ -71,13 +71,7 @@ def burners(count: int, seconds: float) -> list[subprocess.Popen]:
 
 @pytest.mark.slow
 def test_ctrl_c_stops_a_flink_local_build_on_a_busy_machine(tmp_path):
-    from c4forge.pipelines.engines import jars
-
-    try:
-        jars.java_executable("the interrupt test")
-        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
-    except jars.EngineError as exc:
-        pytest.skip(f"flink unavailable here: {exc}")
+    flink_local_or_skip("the interrupt test")
     tmpdir = Path(tempfile.mkdtemp(prefix="c4i-", dir="/tmp"))  # short: the fork server's socket
     load = burners(max(2, os.cpu_count() or 2), 300)
     try:

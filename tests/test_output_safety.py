@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from c4forge.cli.corpus import cli as corpus_cli
 from c4forge.cli.tokenizer import cli as tokenizer_cli
 from c4forge.cli.train import cli as train_cli
-from tests.conftest import ROOT, shared_path
+from tests.conftest import ROOT, flink_local_or_skip, shared_path
 from tests.test_train_loop import settings
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
@@ -439,13 +439,7 @@ def test_a_users_file_at_a_new_shards_name_is_never_replaced(runner, case, tmp_p
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(USER_FILE_CASES))
 def test_a_users_file_at_a_new_shards_name_is_never_replaced_on_flink_local(case, tmp_path):
-    from c4forge.pipelines.engines import jars
-
-    try:
-        jars.java_executable("the overwrite test")
-        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
-    except jars.EngineError as exc:
-        pytest.skip(f"flink unavailable here: {exc}")
+    flink_local_or_skip("the overwrite test")
     check_a_users_file_at_a_new_shards_name_is_never_replaced("flink-local", case, tmp_path)
 
 

@@ -26,7 +26,7 @@ from c4forge.corpus.wet import iter_file_documents
 from c4forge.corpus.words import count_sentences, split_into_words
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
-from tests.conftest import ROOT, shared_path
+from tests.conftest import ROOT, flink_local_or_skip, shared_path
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 LISTS = str(ROOT / "tests" / "data" / "url-lists")
@@ -227,13 +227,7 @@ def _url_reasons(pages, lists: str) -> list:
 def test_presets_on_flink_give_the_one_process_corpus(tmp_path, preset):
     from c4forge.corpus.shards import read_manifest, read_shard, shard_paths
     from c4forge.pipelines.build import run_build
-    from c4forge.pipelines.engines import jars
-
-    try:
-        jars.java_executable("the preset engine test")
-        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
-    except jars.EngineError as exc:
-        pytest.skip(f"flink unavailable here: {exc}")
+    flink_local_or_skip("the preset engine test")
     paths = [SAMPLE, *sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))]
     config = build_config(preset, overrides=TEST_LISTS)
     counters = Counters()

@@ -18,7 +18,7 @@ from c4forge.corpus.document import Document
 from c4forge.corpus.step import page_step
 from c4forge.corpus.steploop import StepFailure, StepLoop, step_failure_in
 from c4forge.corpus.verdict import keep
-from tests.conftest import ROOT
+from tests.conftest import ROOT, flink_local_or_skip
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 BAD_URL = "https://mirror.example.net/river-cleanup"  # the sample's third record
@@ -96,13 +96,7 @@ def test_a_failing_step_is_one_line_naming_step_module_and_page(runner, function
 @pytest.mark.slow
 @pytest.mark.parametrize("function", ["boom", "none_text"])
 def test_a_failing_step_is_one_line_on_flink_local(function, users_folder):
-    from c4forge.pipelines.engines import jars
-
-    try:
-        jars.java_executable("the step failure test")
-        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
-    except jars.EngineError as exc:
-        pytest.skip(f"flink unavailable here: {exc}")
+    flink_local_or_skip("the step failure test")
     before = old_corpus(users_folder)
     proc = corpus(users_folder, *RUNNERS["flink-local"], "--set",
                   f"chain=length,language-id,bad_steps:{function}", "-o", "out", "--overwrite", "-q")

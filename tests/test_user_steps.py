@@ -18,7 +18,7 @@ from c4forge.corpus.config import build_config
 from c4forge.corpus.local import run_chain
 from c4forge.corpus.shards import iter_corpus_documents, read_manifest
 from c4forge.pipelines.build import run_build
-from tests.conftest import ROOT
+from tests.conftest import ROOT, flink_local_or_skip
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
 DEMO_BADWORDS = str(ROOT / "corpus" / "data" / "demo-badwords")
@@ -152,13 +152,7 @@ train: {{model_preset: tiny, max_tokens: 1000}}
 
 @pytest.mark.slow
 def test_a_users_steps_on_flink_local(tmp_path, user_module):
-    from c4forge.pipelines.engines import jars
-
-    try:
-        jars.java_executable("the user-step engine test")
-        jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
-    except jars.EngineError as exc:
-        pytest.skip(f"flink unavailable here: {exc}")
+    flink_local_or_skip("the user-step engine test")
     counters = Counters()
     local = run_chain([SAMPLE], config(), counters)
     out = tmp_path / "flink"
