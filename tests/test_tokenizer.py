@@ -145,7 +145,7 @@ def test_tokenizer_dirs_that_do_not_fit(sample_corpus, tmp_path):
         encode_corpus(str(corpus), str(tmp_path / "a"), str(tmp_path / "ids"), log=lambda *_: None)
     assert not (tmp_path / "ids").exists()
     # not a tokenizer at all (a corpus directory)
-    with pytest.raises(TokenizerError, match="not a tokenizer directory"):
+    with pytest.raises(TokenizerError, match="holds no tokenizer c4forge knows"):
         encode_corpus(str(corpus), str(corpus), str(tmp_path / "ids"), log=lambda *_: None)
     # re-encoding into a directory made with another tokenizer needs --overwrite
     encode_corpus(str(corpus), str(tmp_path / "b"), str(tmp_path / "ids"), workers=1, log=lambda *_: None)

@@ -20,6 +20,7 @@ from c4forge.cli.common import (
 )
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
 from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.kinds import TokenizerSpec
 from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
 from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
@@ -81,9 +82,53 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
         f"({sample['bytes'] / 1e6:.1f} MB, {sample['lines']:,} lines) -> {output}")
 
 
+def special_token_pairs(values) -> tuple[tuple[str, int], ...]:
+    """--special-token TEXT=ID pairs."""
+    pairs = []
+    for value in values or ():
+        text, sep, number = value.rpartition("=")
+        if not sep or not text or not number.isdigit():
+            raise click.BadParameter(f"{value!r}: give TEXT=ID, e.g. '<|endoftext|>=50256'",
+                                     param_hint="--special-token")
+        pairs.append((text, int(number)))
+    return tuple(pairs)
+
+
+TOKENIZER_OPTIONS = [
+    click.option("--tokenizer", "tokenizer_path", required=True, type=click.Path(exists=True),
+                 help="A tokenizer: a `tokenizer train` directory, a Hugging Face tokenizer.json "
+                      "(or a folder holding one), a SentencePiece .model, or a tiktoken ranks file."),
+    click.option("--eos", default=None, metavar="TOKEN",
+                 help="The end-of-document token appended to every document (its text or id). "
+                      "[default: the tokenizer's own]"),
+    click.option("--bos", default=None, metavar="TOKEN",
+                 help="A token put before every document (its text or id; 'auto': the "
+                      "tokenizer's own). [default: none]"),
+    click.option("--tiktoken-encoding", default=None,
+                 help="tiktoken ranks file: the encoding whose split pattern and special tokens "
+                      "it has (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base)."),
+    click.option("--tiktoken-pattern", default=None, metavar="REGEX",
+                 help="tiktoken ranks file: its split pattern, when it is not a known encoding's."),
+    click.option("--special-token", "special_tokens", multiple=True, metavar="TEXT=ID",
+                 help="tiktoken ranks file: a special token (repeatable), e.g. '<|endoftext|>=50256'."),
+]
+
+
+def tokenizer_options(command):
+    for option in reversed(TOKENIZER_OPTIONS):
+        command = option(command)
+    return command
+
+
+def tokenizer_spec(tokenizer_path, eos, bos, tiktoken_encoding, tiktoken_pattern, special_tokens):
+    return TokenizerSpec(tokenizer_path, eos=eos, bos=bos, tiktoken_encoding=tiktoken_encoding,
+                         tiktoken_pattern=tiktoken_pattern,
+                         special_tokens=special_token_pairs(special_tokens))
+
+
 @cli.command("encode")
 @CORPUS
-@click.option("--tokenizer", "tokenizer_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@tokenizer_options
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers (default: all cores).")
 @click.option("--mode", type=click.Choice(["processes", "threads"]), default="processes", show_default=True,
@@ -94,13 +139,15 @@ def train_command(corpus, output, config_file, overrides, threads, overwrite, **
                    "work: about 8 per worker, at least 256 documents each).")
 @click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")
 @output_options
-def encode_command(corpus, tokenizer_dir, output, workers, mode, docs_per_shard, overwrite) -> None:
-    """Encode every document (EOS appended) into token shards that keep document boundaries.
+def encode_command(corpus, output, workers, mode, docs_per_shard, overwrite, **given) -> None:
+    """Encode every document (EOS appended) into token shards that keep document boundaries,
+    with the tokenizer's own library: ids equal to what it gives the same text.
 
     Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
     require_extra("sentencepiece")
+    spec = tokenizer_spec(**given)
     lock_outputs(output)
-    manifest = encode_corpus(corpus, tokenizer_dir, output, workers=workers,
+    manifest = encode_corpus(corpus, spec, output, workers=workers,
                              max_docs_per_shard=docs_per_shard, overwrite=overwrite, log=say,
                              mode=mode)
     for split, info in manifest["splits"].items():
