@@ -90,7 +90,7 @@ class TokenizerSpec:
                 "special_tokens": [list(pair) for pair in self.special_tokens]}
 
     @classmethod
-    def from_manifest(cls, entry: dict, path: Optional[str] = None) -> "TokenizerSpec":
+    def from_manifest(cls, entry: dict, path: Optional[str] = None) -> TokenizerSpec:
         """The spec a token manifest's ``tokenizer`` entry was encoded with (older manifests,
         from c4forge tokenizer directories only, have no kind: c4forge)."""
         options = entry.get("options") or {}
@@ -138,7 +138,7 @@ class Tokenizer:
             ids.insert(0, self.bos_id)
         return ids
 
-    def with_threads(self, threads: int) -> "Tokenizer":
+    def with_threads(self, threads: int) -> Tokenizer:
         """The same tokenizer encoding on ``threads`` of the library's own threads."""
         self.threads = max(1, int(threads))
         return self

@@ -20,8 +20,8 @@ from c4forge.cli.common import (
 )
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
 from c4forge.tokenizer.encode import encode_corpus
-from c4forge.tokenizer.kinds import TokenizerSpec
 from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
+from c4forge.tokenizer.kinds import TokenizerSpec
 from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
 
