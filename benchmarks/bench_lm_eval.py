@@ -20,8 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from c4forge.tokenizer.train import load_tokenizer
-from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.checkpoint import load_model, run_tokenizer
 from c4forge.train.evaluate import (
     TASK_FILES,
     _joiner,
@@ -54,7 +53,7 @@ def our_loglikelihoods(model, sp, task, items, seq_len):
         pairs = [_split_pair(sp, i["context"], _joiner(i["context"]) + i["continuation"]) for i in items]
     else:
         pairs = [_split_pair(sp, i["query"], _joiner(i["query"]) + c) for i in items for c in i["choices"]]
-    return [lp for lp, _ in continuation_logprobs(model, pairs, seq_len)]
+    return [lp for lp, _ in continuation_logprobs(model, pairs, seq_len, eos_id=sp.eos_id)]
 
 
 def main() -> None:
@@ -79,7 +78,7 @@ def main() -> None:
     # The window both score in: the model's max_seq_len (the export's max_position_embeddings),
     # so lm-eval never meets a continuation longer than its window (it refuses those).
     seq_len = args.seq_len or model.config.max_seq_len
-    sp, _ = load_tokenizer(run_tokenizer_dir(args.checkpoint, config))
+    sp = run_tokenizer(args.checkpoint, config)
     work = Path(tempfile.mkdtemp(prefix="bench-lm-eval-"))
     try:
         export_hf(args.checkpoint, str(work / "hf"))

@@ -53,10 +53,10 @@ def test_continuation_scores_match_full_forward(trained):
 
 
 def test_split_pair_keeps_the_boundary(trained, tokens):
-    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.tokenizer.kinds import TokenizerSpec, open_tokenizer
 
     tok_dir = json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"]
-    sp, _ = load_tokenizer(tok_dir)
+    sp = open_tokenizer(TokenizerSpec(tok_dir))
     ctx, cont = _split_pair(sp, "The council met on Tuesday", " afternoon")
     assert sp.decode(ctx + cont) == "The council met on Tuesday afternoon" and cont
 
@@ -104,10 +104,10 @@ def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
 
 def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):
     """lm-eval-harness takes the argmax of (good, bad): on equal scores, the good one."""
-    from c4forge.tokenizer.train import load_tokenizer
+    from c4forge.tokenizer.kinds import TokenizerSpec, open_tokenizer
     from c4forge.train.evaluate import score_blimp
 
-    sp, _ = load_tokenizer(json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"])
+    sp = open_tokenizer(TokenizerSpec(json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"]))
     model, _ = load_model(str(trained))
     same = [{"sentence_good": "The cat sleeps.", "sentence_bad": "The cat sleeps."}]
     assert score_blimp(model, sp, same, 32, "cpu") == 1.0
@@ -125,6 +125,8 @@ def test_continuous_task_metrics_follow_from_the_log_likelihoods(monkeypatch):
         return [(next(logprobs), False) for _ in pairs]
 
     class Piece:
+        eos_id = 2
+
         def encode(self, text):
             return [ord(c) for c in text]
 

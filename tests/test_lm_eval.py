@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.train import cli
-from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.checkpoint import load_model, run_tokenizer
 from c4forge.train.config import build_train_config
 from c4forge.train.trainer import train
 from tests.conftest import shared_path
@@ -47,7 +47,6 @@ def lm_eval_scores(hf, task_dir, names, max_length):
 def test_lm_eval_harness_equals_train_eval_on_copa_winogrande_and_lambada(export, tmp_path):
     import sentencepiece as spm
 
-    from c4forge.tokenizer.train import load_tokenizer
     from c4forge.train.evaluate import _joiner, _split_pair, continuation_logprobs, load_task, run_tasks
 
     pytest.importorskip("lm_eval", reason=NEEDS_LM_EVAL)
@@ -61,7 +60,7 @@ def test_lm_eval_harness_equals_train_eval_on_copa_winogrande_and_lambada(export
                          max_length=64)
 
     model, config = load_model(str(run))
-    sp, _ = load_tokenizer(run_tokenizer_dir(str(run), config))
+    sp = run_tokenizer(str(run), config)
     ours = run_tasks(model, sp, str(eval_dir), ["copa", "winogrande", "lambada"], seq_len=64, limit=60, seed=3)
     assert ours["copa"]["items"] == len(out["samples"]["c4forge_copa"]) == 60
     assert ours["winogrande"]["items"] == len(out["samples"]["c4forge_winogrande"]) == 60

@@ -235,7 +235,8 @@ def open_tokenizer(spec: TokenizerSpec, expect_sha256: Optional[str] = None) -> 
     """The tokenizer ``spec`` names, opened and checked; a bad file or a missing end-of-document
     token is one line (naming the flag to give)."""
     kind, file = detect_kind(spec.path)
-    if spec.kind not in ("auto", kind):
+    # a c4forge directory describes what it holds, whatever kind it was first opened as
+    if spec.kind not in ("auto", kind) and kind != "c4forge":
         if spec.kind not in KINDS:
             raise TokenizerError(f"tokenizer kind {spec.kind!r}: choose one of {', '.join(KINDS)}")
         kind = spec.kind
@@ -284,14 +285,38 @@ def _specials(spec: TokenizerSpec, file: str, vocabulary: dict[str, int], specia
     return eos, bos
 
 
+def tokenizer_of_manifest(entry: dict) -> Tokenizer:
+    """The tokenizer a token manifest's ``tokenizer`` entry names, reopened and checked to be the
+    same file (its sha256)."""
+    return open_tokenizer(TokenizerSpec.from_manifest(entry),
+                          expect_sha256=entry.get("sha256") or entry.get("model_sha256"))
+
+
+LIBRARY_KIND = {"tokenizers": "hf", "sentencepiece": "sentencepiece", "tiktoken": "tiktoken"}
+
+
 def _open_c4forge(spec: TokenizerSpec) -> Tokenizer:
+    """A c4forge tokenizer directory: ``tokenizer train``'s SentencePiece model (the original
+    layout), or one file of another library that its description names (``tokenizer train
+    --library tokenizers``, a run's copy of a user's tokenizer) with the options it was used with."""
     info = _c4forge_info(spec.path)
-    library = info.get("library", "sentencepiece")
-    if library == "tokenizers":
-        inner = _open_hf(replace(spec, path=os.path.join(spec.path, HF_FILE), kind="hf",
-                                 eos=spec.eos or info.get("eos"), bos=spec.bos),
-                         os.path.join(spec.path, HF_FILE))
-        inner.kind, inner.model_type = "c4forge", info.get("model_type")
+    if info.get("file"):
+        library = info.get("library")
+        if library not in LIBRARY_KIND:
+            raise TokenizerError(f"{os.path.join(spec.path, CONFIG_FILE)}: library {library!r} is not "
+                                 f"one of {', '.join(LIBRARY_KIND)}")
+        file = os.path.join(spec.path, os.path.basename(str(info["file"])))
+        stored = TokenizerSpec.from_manifest({"kind": LIBRARY_KIND[library], "options": info.get("options") or {}},
+                                             path=file)
+        inner_spec = replace(stored, eos=spec.eos if spec.eos is not None else stored.eos,
+                             bos=spec.bos if spec.bos is not None else stored.bos)
+        opener = {"hf": _open_hf, "sentencepiece": _open_sentencepiece, "tiktoken": _open_tiktoken}
+        inner = opener[LIBRARY_KIND[library]](inner_spec, file)
+        if info.get("sha256") and inner.sha256 != info["sha256"]:
+            raise TokenizerError(f"{file} is not the file {CONFIG_FILE} describes (its sha256 differs)")
+        inner.spec = replace(spec, eos=inner_spec.eos, bos=inner_spec.bos)
+        inner.kind = str(info.get("kind") or "c4forge")
+        inner.model_type = info.get("model_type") or inner.model_type
         return inner
     processor, info = load_tokenizer(spec.path)
     pieces = {processor.id_to_piece(i): i for i in range(processor.get_piece_size())}
@@ -428,3 +453,26 @@ def write_tiktoken_ranks(path: str, ranks: dict[bytes, int]) -> None:
     with open(path, "w", encoding="ascii") as handle:
         for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
             handle.write(f"{base64.b64encode(token).decode('ascii')} {rank}\n")
+
+
+def copy_plan(tok: Tokenizer) -> tuple[list[tuple[str, str]], Optional[dict]]:
+    """What a copy of ``tok`` in a folder of its own holds, so it opens by that folder's path
+    alone: (source file, name in the copy) pairs, and the c4forge description to write beside
+    them (None when the description is among the files: a c4forge directory)."""
+    if os.path.isfile(os.path.join(tok.spec.path, CONFIG_FILE)):
+        info = _c4forge_info(tok.spec.path)
+        names = [*(info.get("files") or []), CONFIG_FILE]
+        return [(os.path.join(tok.spec.path, n), n) for n in names
+                if os.path.isfile(os.path.join(tok.spec.path, n))], None
+    name = os.path.basename(tok.file)
+    pairs = [(tok.file, name)]
+    if tok.kind == "hf":
+        pairs += [(os.path.join(os.path.dirname(tok.file), n), n) for n in (HF_CONFIG, HF_SPECIAL_MAP)
+                  if n != name and os.path.isfile(os.path.join(os.path.dirname(tok.file), n))]
+    library = {v: k for k, v in LIBRARY_KIND.items()}[tok.kind]
+    description = {"format": "c4forge-tokenizer", "version": 1, "library": library, "kind": tok.kind,
+                   "file": name, "sha256": tok.sha256, "options": tok.spec.options(),
+                   "vocab_size": tok.vocab_size, "eos_id": tok.eos_id, "bos_id": tok.bos_id,
+                   "special_ids": tok.special_ids, "model_type": tok.model_type,
+                   "files": [n for _, n in pairs]}
+    return pairs, description

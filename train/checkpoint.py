@@ -35,7 +35,8 @@ from c4forge.core.outdir import (
     read_manifest_json,
 )
 from c4forge.tokenizer.formats import read_token_manifest
-from c4forge.tokenizer.load import TokenizerError, load_tokenizer
+from c4forge.tokenizer.kinds import Tokenizer, TokenizerSpec, copy_plan, open_tokenizer, tokenizer_of_manifest
+from c4forge.tokenizer.load import CONFIG_FILE, TokenizerError
 from c4forge.train.config import ModelConfig, TrainConfig, apply_settings
 from c4forge.train.data import mixture_entries
 from c4forge.train.models import build_model
@@ -215,30 +216,34 @@ RUN_FILES = ["checkpoints", "metrics.jsonl", "tensorboard", "tokenizer", "wandb"
 RUN_TOKENIZER = "tokenizer"  # a copy of the tokenizer the run's data was encoded with
 
 
-def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
-    """Copy the tokenizer's own files into RUN/tokenizer (once; atomically: a temporary folder
-    renamed into place), so a run exports and evaluates after being moved or copied to another
-    machine. Returns the copy's path, or None if the tokenizer directory is gone."""
+def copy_run_tokenizer(run_dir: str, tokenizer: dict) -> Optional[str]:
+    """Copy the tokenizer of a token manifest (its ``tokenizer`` entry: any kind) into
+    RUN/tokenizer (once; atomically: a temporary folder renamed into place), so a run exports
+    and evaluates after being moved or copied to another machine; the copy opens by its path
+    alone (a user's file gets a c4forge description of how it was used: EOS, BOS, pattern).
+    Returns the copy's path, or None if the tokenizer is gone."""
 
     target = os.path.join(run_dir, RUN_TOKENIZER)
-    if os.path.exists(os.path.join(target, "c4forge-tokenizer.json")):
+    if os.path.exists(os.path.join(target, CONFIG_FILE)):
         return target
     try:
-        _, info = load_tokenizer(tokenizer_dir)
+        pairs, description = copy_plan(tokenizer_of_manifest(tokenizer))
     except TokenizerError:
         return None
+
+    def fill(folder: str, place) -> None:
+        for source, name in pairs:
+            place(source, os.path.join(folder, name))
+        if description is not None:
+            with atomic_write(os.path.join(folder, CONFIG_FILE)) as handle:
+                handle.write(json.dumps(description, indent=2) + "\n")
+
     if os.path.isdir(target):  # a folder of the user's: add our files beside theirs, each atomically
-        for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
-            source = os.path.join(tokenizer_dir, name)
-            if os.path.isfile(source):
-                LOCAL.place(source, os.path.join(target, name))
+        fill(target, LOCAL.place)
         return target
     tmp = staging_beside(target)
     try:
-        for name in [*info.get("files", []), "c4forge-tokenizer.json"]:
-            source = os.path.join(tokenizer_dir, name)
-            if os.path.isfile(source):
-                shutil.copyfile(source, os.path.join(tmp, name))
+        fill(tmp, shutil.copyfile)
         swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -247,14 +252,28 @@ def copy_run_tokenizer(run_dir: str, tokenizer_dir: str) -> Optional[str]:
 
 
 def run_tokenizer_dir(checkpoint: str, config: dict) -> str:
-    """The tokenizer of a run: its own copy (RUN/tokenizer) if there, else the directory named
-    by the token manifest of its (first) training source."""
+    """The tokenizer of a run as a path: its own copy (RUN/tokenizer) if there, else the path the
+    token manifest of its (first) training source names."""
     step = resolve_checkpoint(checkpoint)
     copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
-    if os.path.exists(os.path.join(copy, "c4forge-tokenizer.json")):
+    if os.path.exists(os.path.join(copy, CONFIG_FILE)):
         return copy
     first = mixture_entries(config["data"]["train"])[0][0]
     return read_token_manifest(first)["tokenizer"]["path"]
+
+
+def run_tokenizer(checkpoint: str, config: dict, path: Optional[str] = None) -> Tokenizer:
+    """The tokenizer a run trained with, opened (any kind): ``path`` when given, else the run's
+    copy, else what its first training source's token manifest names (with the EOS, BOS and
+    options it was encoded with)."""
+    if path:
+        return open_tokenizer(TokenizerSpec(path))
+    step = resolve_checkpoint(checkpoint)
+    copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
+    if os.path.exists(os.path.join(copy, CONFIG_FILE)):
+        return open_tokenizer(TokenizerSpec(copy))
+    first = mixture_entries(config["data"]["train"])[0][0]
+    return tokenizer_of_manifest(read_token_manifest(first)["tokenizer"])
 
 
 def _run_files(manifest: dict) -> list:

@@ -41,8 +41,7 @@ import torch.nn.functional as F
 from c4forge.core import progress
 from c4forge.core.errors import C4forgeError
 from c4forge.core.settings import apply_settings
-from c4forge.tokenizer.load import load_tokenizer
-from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.checkpoint import load_model, run_tokenizer
 from c4forge.train.config import MaskingConfig
 from c4forge.train.data import IGNORE, PackedLoader, TokenDocuments
 from c4forge.train.objectives import LEFT_TO_RIGHT, MODEL_KIND, objective_for
@@ -100,10 +99,12 @@ def _summary(total_nats: float, tokens: int, text_bytes: Optional[int]) -> dict[
 
 
 @torch.no_grad()
-def eval_text(model, sp, text: str, seq_len: int, eos_id: int = 2, batch_size: int = 8,
+def eval_text(model, sp, text: str, seq_len: int, eos_id: Optional[int] = None, batch_size: int = 8,
               device: str = "cpu") -> dict[str, float]:
-    """Loss and bits per byte of a raw text, in consecutive windows of seq_len tokens."""
-    ids = [eos_id] + sp.encode(text)
+    """Loss and bits per byte of a raw text, in consecutive windows of seq_len tokens, after the
+    end-of-document token (what precedes a document in training). ``sp``: an opened tokenizer
+    (tokenizer/kinds.py); ``eos_id`` defaults to its own."""
+    ids = [sp.eos_id if eos_id is None else eos_id] + sp.encode(text)
     windows = [ids[i:i + seq_len + 1] for i in range(0, len(ids) - 1, seq_len)]
     total, count = 0.0, 0
     for b in range(0, len(windows), batch_size):
@@ -221,7 +222,7 @@ def score_choices(model, sp, items: list[dict], seq_len: int, device: str) -> di
         for choice in item["choices"]:
             pairs.append(_split_pair(sp, item["query"], join + choice))
             owners.append((k, len(choice), len((join + choice).encode("utf-8"))))
-    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    scores = continuation_logprobs(model, pairs, seq_len, eos_id=sp.eos_id, device=device)
     best: dict[int, tuple[float, int]] = {}
     per_item: dict[int, list[tuple[float, int]]] = {}
     for (k, n_chars, n_bytes), (lp, _) in zip(owners, scores):
@@ -240,7 +241,7 @@ def score_lambada(model, sp, items: list[dict], seq_len: int, device: str) -> di
     """Greedy last-word accuracy, with the bits per byte of the true last word."""
     conts = [_joiner(it["context"]) + it["continuation"] for it in items]
     pairs = [_split_pair(sp, it["context"], c) for it, c in zip(items, conts)]
-    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    scores = continuation_logprobs(model, pairs, seq_len, eos_id=sp.eos_id, device=device)
     accuracy = sum(greedy for _, greedy in scores) / max(1, len(items))
     return _choice_metrics(accuracy, [lp for lp, _ in scores], [len(c.encode("utf-8")) for c in conts], [])
 
@@ -253,7 +254,7 @@ def score_winogrande(model, sp, items: list[dict], seq_len: int, device: str) ->
         for option in item["context_options"]:
             pairs.append(_split_pair(sp, option, _joiner(option) + item["continuation"]))
         sizes.append(len((" " + item["continuation"]).encode("utf-8")))
-    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    scores = continuation_logprobs(model, pairs, seq_len, eos_id=sp.eos_id, device=device)
     correct, gold_lp, probs = 0, [], []
     for k, item in enumerate(items):
         options = [lp for lp, _ in scores[2 * k:2 * k + 2]]
@@ -268,7 +269,7 @@ def score_blimp(model, sp, items: list[dict], seq_len: int, device: str) -> floa
     for item in items:
         pairs.append(([], sp.encode(item["sentence_good"])))
         pairs.append(([], sp.encode(item["sentence_bad"])))
-    scores = continuation_logprobs(model, pairs, seq_len, device=device)
+    scores = continuation_logprobs(model, pairs, seq_len, eos_id=sp.eos_id, device=device)
     # a tie counts for the good sentence, as lm-eval-harness's argmax (first of equal scores)
     return sum(scores[2 * k][0] >= scores[2 * k + 1][0] for k in range(len(items))) / max(1, len(items))
 
@@ -367,10 +368,9 @@ def evaluate_checkpoint(checkpoint: str, *, data: Sequence[str] = (), split: str
     try:
         seq_len = seq_len or config["data"]["seq_len"]
         name = config.get("objective", "causal")
-        tokenizer_dir = tokenizer_dir or run_tokenizer_dir(checkpoint, config)
+        sp = run_tokenizer(checkpoint, config, tokenizer_dir)
     except (KeyError, TypeError) as exc:
         raise EvaluationError(f"{checkpoint}: its saved config lacks {exc}") from exc
-    sp, _ = load_tokenizer(tokenizer_dir)
     texts = [item for item in data if not os.path.isdir(item)]
     if name not in LEFT_TO_RIGHT and (texts or tasks):
         raise EvaluationError(
@@ -380,7 +380,7 @@ def evaluate_checkpoint(checkpoint: str, *, data: Sequence[str] = (), split: str
     objective = None
     if name != "causal":
         masking = apply_settings(MaskingConfig(), config.get("masking") or {})
-        objective = objective_for(name, masking, tokenizer_dir, 0, seq_len)
+        objective = objective_for(name, masking, sp, 0, seq_len)
     results: dict = {"checkpoint": os.path.abspath(checkpoint), "objective": name,
                      "seq_len": seq_len, "data": {}, "tasks": {}}
     for item in data:

@@ -14,14 +14,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from typing import Optional
 
 import torch
 
 from c4forge.core.io import current_umask
 from c4forge.core.outdir import OutputKind, hook_from_env, resolve, write_directory
 from c4forge.tokenizer.hf import hf_tokenizer_files
-from c4forge.tokenizer.load import load_tokenizer, tokenizer_user_symbols
-from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer_dir
+from c4forge.tokenizer.kinds import HF_CONFIG, HF_FILE, HF_SPECIAL_MAP, Tokenizer
+from c4forge.tokenizer.load import tokenizer_settings, tokenizer_user_symbols
+from c4forge.train.checkpoint import CheckpointError, load_model, run_tokenizer
 
 _NAMES = {
     "attn_norm.weight": "input_layernorm.weight",
@@ -48,7 +50,7 @@ def hf_state_dict(model) -> dict[str, torch.Tensor]:
     return {k: v.detach().to(torch.float32).contiguous().clone() for k, v in out.items()}
 
 
-def hf_config(model_config, eos_id: int = 2) -> dict:
+def hf_config(model_config, eos_id: int = 2, pad_id: int = 0, bos_id: Optional[int] = None) -> dict:
     return {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama",
         "vocab_size": model_config.vocab_size, "hidden_size": model_config.d_model,
@@ -58,8 +60,54 @@ def hf_config(model_config, eos_id: int = 2) -> dict:
         "max_position_embeddings": model_config.max_seq_len, "rms_norm_eps": model_config.norm_eps,
         "rope_theta": model_config.rope_theta, "tie_word_embeddings": True,
         "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32",
-        "bos_token_id": eos_id, "eos_token_id": eos_id, "pad_token_id": 0,
+        "bos_token_id": eos_id if bos_id is None else bos_id, "eos_token_id": eos_id,
+        "pad_token_id": pad_id,
     }
+
+
+def export_tokenizer(tok: Tokenizer, max_length: int) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The tokenizer files of an export: (files copied as they are, files written), so that
+    AutoTokenizer gives the ids the run trained on. A c4forge SentencePiece tokenizer: its model
+    and the fast-tokenizer files of tokenizer/hf.py. A Hugging Face tokenizer (a user's, or
+    ``tokenizer train --library tokenizers``): the user's tokenizer.json byte for byte, and a
+    tokenizer_config.json (theirs, when it was beside it, made a PreTrainedTokenizerFast's) naming
+    the EOS and BOS the shards used."""
+    if tok.file.endswith(".json"):
+        return [(tok.file, HF_FILE)], hf_config_files(tok, max_length)
+    info = tokenizer_settings(tok.spec.path) if tok.kind == "c4forge" else None
+    if not info or info.get("file"):
+        raise CheckpointError(
+            f"train export writes transformers tokenizers for c4forge and Hugging Face tokenizers; "
+            f"this run's is a {tok.kind} file ({os.path.basename(tok.file)}): convert it to a "
+            "tokenizer.json (transformers' converters) and pass it with --tokenizer")
+    model_file = resolve(tok.spec.path, info, "tokenizer.model")
+    return ([(model_file, "tokenizer.model")],
+            hf_tokenizer_files(model_file, info["model_type"], tokenizer_user_symbols(info),
+                               model_max_length=max_length))
+
+
+def hf_config_files(tok: Tokenizer, max_length: int) -> dict[str, str]:
+    """tokenizer_config.json and special_tokens_map.json for a user's tokenizer.json."""
+    folder = os.path.dirname(tok.file)
+    try:
+        with open(os.path.join(folder, HF_CONFIG), encoding="utf-8") as handle:
+            theirs = json.load(handle)
+    except (OSError, ValueError):
+        theirs = {}
+    theirs = theirs if isinstance(theirs, dict) else {}
+    names = {i: t for t, i in tok.special_ids.items()}
+    eos = names.get(tok.eos_id) or tok.library.id_to_token(tok.eos_id)  # type: ignore[attr-defined]
+    specials = {"eos_token": eos}
+    if tok.bos_id is not None:
+        specials["bos_token"] = names.get(tok.bos_id) or tok.library.id_to_token(tok.bos_id)  # type: ignore[attr-defined]
+    elif "bos_token" not in theirs:
+        specials["bos_token"] = eos  # the document start in training: the EOS of the one before
+    kept = {k: v for k, v in theirs.items() if k not in ("tokenizer_class", "auto_map", "tokenizer_file")}
+    config = {**kept, "tokenizer_class": "PreTrainedTokenizerFast", **specials,
+              "clean_up_tokenization_spaces": False, "model_max_length": max_length}
+    return {HF_CONFIG: json.dumps(config, indent=2, ensure_ascii=False) + "\n",
+            HF_SPECIAL_MAP: json.dumps({k: v for k, v in config.items() if k.endswith("_token")},
+                                       indent=2, ensure_ascii=False) + "\n"}
 
 
 EXPORT_FORMAT = "c4forge-export"
@@ -88,30 +136,30 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
             f"a {objective} run has no transformers class that reproduces it: our encoder and "
             "encoder-decoder use rotary embeddings, RMSNorm and SwiGLU (BERT/BART use learned "
             "positions and LayerNorm, T5 relative position buckets); only decoder runs export (Llama)")
-    if tokenizer_dir is None:
-        tokenizer_dir = run_tokenizer_dir(checkpoint, config)
-    _, info = load_tokenizer(tokenizer_dir)
-    model_file = resolve(tokenizer_dir, info, "tokenizer.model")
+    tok = run_tokenizer(checkpoint, config, tokenizer_dir)
+    copies, tokenizer_files = export_tokenizer(tok, model.config.max_seq_len)
+    pad_id = next((tok.special_ids[p] for p in ("<pad>", "[PAD]") if p in tok.special_ids), tok.eos_id)
+    bos_id = tok.eos_id if tok.bos_id is None else tok.bos_id
 
     def fill(tmp: str) -> dict:
         weights = os.path.join(tmp, "model.safetensors")
         save_file(hf_state_dict(model), weights, metadata={"format": "pt"})
         os.chmod(weights, 0o666 & ~current_umask())  # safetensors writes 0600: follow the umask
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as handle:
-            json.dump(hf_config(model.config), handle, indent=2)
-        shutil.copyfile(model_file, os.path.join(tmp, "tokenizer.model"))
-        tokenizer_files = hf_tokenizer_files(model_file, info["model_type"], tokenizer_user_symbols(info),
-                                             model_max_length=model.config.max_seq_len)
+            json.dump(hf_config(model.config, tok.eos_id, pad_id, bos_id), handle, indent=2)
+        for source, name in copies:
+            shutil.copyfile(source, os.path.join(tmp, name))
         for name, text in tokenizer_files.items():
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as handle:
                 handle.write(text)
         with open(os.path.join(tmp, "generation_config.json"), "w", encoding="utf-8") as handle:
-            json.dump({"bos_token_id": 2, "eos_token_id": 2, "pad_token_id": 0}, handle, indent=2)
+            json.dump({"bos_token_id": bos_id, "eos_token_id": tok.eos_id, "pad_token_id": pad_id},
+                      handle, indent=2)
         return {"format": EXPORT_FORMAT, "version": 1,
-                "files": ["model.safetensors", "config.json", "tokenizer.model", *tokenizer_files,
+                "files": ["model.safetensors", "config.json", *(n for _, n in copies), *tokenizer_files,
                           "generation_config.json"],
                 "checkpoint": os.path.abspath(checkpoint),
-                "tokenizer_model_sha256": info["model_sha256"]}
+                "tokenizer_model_sha256": tok.sha256, "tokenizer_kind": tok.kind}
 
     write_directory(output, EXPORT_KIND, overwrite, fill, hook_from_env())
     return output

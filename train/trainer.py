@@ -35,7 +35,9 @@ from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import output_path
 from c4forge.core.progress import bar
+from c4forge.tokenizer.load import CONFIG_FILE as TOKENIZER_CONFIG_FILE
 from c4forge.train.checkpoint import (
+    RUN_TOKENIZER,
     NonFiniteState,
     copy_run_tokenizer,
     latest_checkpoint,
@@ -120,10 +122,11 @@ def data_seed(config: TrainConfig) -> int:
     return config.seed if config.data_seed is None else config.data_seed
 
 
-def make_objective(config: TrainConfig, tokenizer_dir: str, seed: int):
-    """The training objective's batch maker (None: causal) for this config."""
+def make_objective(config: TrainConfig, tokenizer, seed: int):
+    """The training objective's batch maker (None: causal) for this config; ``tokenizer``: the
+    training data's token manifest entry (any kind), or a path."""
     return objective_for(config.objective, config.masking,
-                         tokenizer_dir or os.path.join(config.out_dir, "tokenizer"), seed, config.data.seq_len)
+                         tokenizer or os.path.join(config.out_dir, "tokenizer"), seed, config.data.seq_len)
 
 
 def describe_packing(stats: dict) -> str:
@@ -246,7 +249,7 @@ class Trainer:
         docs = sources[0]
         if self.is_main:  # after the data opened: a bad token directory leaves no run behind
             start_run_dir(config.out_dir, self.resume, overwrite, meta)
-            copy_run_tokenizer(config.out_dir, docs.manifest["tokenizer"].get("path", ""))
+            copy_run_tokenizer(config.out_dir, docs.manifest["tokenizer"])
         if config.model.vocab_size != docs.vocab_size:
             config = replace(config, model=replace(config.model, vocab_size=docs.vocab_size))
         return config, sources, weights
@@ -257,10 +260,13 @@ class Trainer:
         config, device = self.config, self.device
         torch.manual_seed(config.seed)
         random.seed(config.seed)
-        tokenizer_dir = self.sources[0].manifest["tokenizer"].get("path", "")
+        # the run's copy of the tokenizer when there is one (the original may have moved)
+        copy = os.path.join(config.out_dir, RUN_TOKENIZER)
+        tokenizer = (copy if os.path.isfile(os.path.join(copy, TOKENIZER_CONFIG_FILE))
+                     else self.sources[0].manifest["tokenizer"])
         try:
-            objective = make_objective(config, tokenizer_dir, data_seed(config))
-            self.val_objective = make_objective(config, tokenizer_dir, 0)
+            objective = make_objective(config, tokenizer, data_seed(config))
+            self.val_objective = make_objective(config, tokenizer, 0)
         except ObjectiveError as exc:
             raise TrainingError(str(exc)) from exc
         self.model = build_model(config.model, config.objective).to(device)

@@ -95,8 +95,9 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 @click.option("--data", "data", multiple=True,
               help="Token directory (from `tokenizer encode`) or a raw text file; repeatable.")
 @click.option("--split", default="validation", show_default=True, help="Split of token directories.")
-@click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False),
-              help="Tokenizer directory (default: the one of the training tokens).")
+@click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True),
+              help="Tokenizer: a directory or file as `tokenizer encode --tokenizer` takes "
+                   "(default: the run's copy of the one of the training tokens).")
 @click.option("--tasks", default="", help="Comma-separated zero-shot tasks: lambada, hellaswag, "
               "piqa, arc_easy, winogrande, copa, blimp (or 'all').")
 @click.option("--eval-dir", default=None, help="Directory with the task files (../shared/data/eval layout).")
@@ -221,8 +222,9 @@ def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds,
 @cli.command("export")
 @CHECKPOINT
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
-@click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False),
-              help="Default: the tokenizer of the training tokens.")
+@click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True),
+              help="A c4forge tokenizer directory or a Hugging Face tokenizer.json. "
+                   "Default: the run's copy of the tokenizer of the training tokens.")
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in --output (only its files).")
 @output_options
 def export_command(checkpoint, output, tokenizer_dir, overwrite) -> None:

@@ -17,8 +17,7 @@ import torch.nn.functional as F
 
 from c4forge.core import progress as bars
 from c4forge.core.settings import apply_settings
-from c4forge.tokenizer.load import load_tokenizer
-from c4forge.train.checkpoint import load_model, run_tokenizer_dir
+from c4forge.train.checkpoint import load_model, run_tokenizer
 from c4forge.train.config import ModelConfig
 from c4forge.train.finetune.classifier import Classifier
 from c4forge.train.finetune.glue import TASKS, load_split
@@ -106,14 +105,14 @@ def finetune_task(checkpoint: str, task: str, glue_dir: str, config: FinetuneCon
         torch.manual_seed(seed)
     elif config.init != "pretrained":
         raise ValueError(f"init {config.init!r}: choose pretrained or random")
-    sp, info = load_tokenizer(run_tokenizer_dir(checkpoint, saved))
-    eos = int(info["special_ids"]["</s>"])
+    sp = run_tokenizer(checkpoint, saved)
+    eos = sp.eos_id
     spec = TASKS[task]
     train_rows = load_split(glue_dir, task, "train", config.max_train)
     val_rows = load_split(glue_dir, task, "validation", config.max_eval)
     clf = Classifier(model, spec.num_labels, eos, config.pooling).to(device).train()
-    train_x = clf.encode_inputs(sp.encode([t for t, _ in train_rows]), config.max_len)
-    val_x = clf.encode_inputs(sp.encode([t for t, _ in val_rows]), config.max_len)
+    train_x = clf.encode_inputs(sp.encode_batch([t for t, _ in train_rows]), config.max_len)
+    val_x = clf.encode_inputs(sp.encode_batch([t for t, _ in val_rows]), config.max_len)
     train_y = [y for _, y in train_rows]
     regression = spec.num_labels == 1
     per_epoch = math.ceil(len(train_x) / config.batch_size)

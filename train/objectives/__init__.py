@@ -41,17 +41,19 @@ def build_objective(name: str, masking, vocab: Optional[Vocabulary], seed: int, 
     return objective.from_settings(masking, vocab, seed, seq_len)
 
 
-def objective_for(name: str, masking, tokenizer_dir: str, seed: int, seq_len: int = 0):
+def objective_for(name: str, masking, tokenizer, seed: int, seq_len: int = 0):
     """The batch maker of objective ``name`` (None for causal: the loader's own Batch, the fast
-    path); objectives that write masks and sentinels read the tokenizer's vocabulary."""
+    path); objectives that write masks and sentinels read the tokenizer's vocabulary (``tokenizer``:
+    an opened Tokenizer, a token manifest's tokenizer entry, or a path)."""
     if name == "causal":
         return None
     vocab = None
     if name in OBJECTIVES and OBJECTIVES[name].needs_vocabulary:
         try:
-            vocab = load_vocabulary(tokenizer_dir)
+            vocab = load_vocabulary(tokenizer)
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            raise ObjectiveError(f"objective {name}: cannot read the tokenizer in {tokenizer_dir}: {exc}") from exc
+            where = tokenizer.get("path") if isinstance(tokenizer, dict) else getattr(tokenizer, "file", tokenizer)
+            raise ObjectiveError(f"objective {name}: cannot read the tokenizer {where}: {exc}") from exc
     return build_objective(name, masking, vocab, seed, seq_len)
 
 

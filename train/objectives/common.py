@@ -4,13 +4,13 @@ the document segments of a packed row."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Optional, Protocol, runtime_checkable
 
 import numpy as np
 
 from c4forge.core.errors import C4forgeError
-from c4forge.core.outdir import resolve
-from c4forge.tokenizer.load import load_tokenizer
+from c4forge.tokenizer.kinds import Tokenizer, TokenizerSpec, open_tokenizer, tokenizer_of_manifest
 from c4forge.train.data.batch import IGNORE, Batch
 
 __all__ = ["IGNORE", "Batch", "Objective", "ObjectiveError", "Vocabulary"]
@@ -62,31 +62,53 @@ class Vocabulary:
         return np.flatnonzero(~self.special)
 
 
-def vocabulary_from_pieces(pieces: list[str], special_ids: dict[str, int], eos_id: int) -> Vocabulary:
+MASK_PIECES = ("<mask>", "[MASK]")
+PAD_PIECES = ("<pad>", "[PAD]")
+
+
+def vocabulary_from_pieces(pieces: list[str], special_ids: dict[str, int], eos_id: int,
+                           word_start: Optional[np.ndarray] = None) -> Vocabulary:
+    """The Vocabulary of pieces in id order. Word starts: SentencePiece's ``▁`` (and a line
+    break), unless ``word_start`` is given."""
     size = len(pieces)
     special = np.zeros(size, dtype=bool)
     for piece, i in special_ids.items():
         if piece != "\n" and 0 <= i < size:
             special[i] = True
-    sentinels = tuple(sorted((i for p, i in special_ids.items() if p.startswith("<extra_id_")),
+    sentinels = tuple(sorted((i for p, i in special_ids.items() if p.startswith("<extra_id_") and p[10:-1].isdigit()),
                              key=lambda i: int(pieces[i][len("<extra_id_"):-1])))
-    word_start = np.array([p.startswith("\u2581") or p == "\n" for p in pieces], dtype=bool)
+    if word_start is None:
+        word_start = np.array([p.startswith("\u2581") or p == "\n" for p in pieces], dtype=bool)
     sentence_end = np.array([p == "\n" or p.rstrip("\u2581")[-1:] in (".", "!", "?") for p in pieces], dtype=bool)
-    return Vocabulary(size=size, eos_id=eos_id, pad_id=special_ids.get("<pad>", 0),
-                      mask_id=special_ids.get("<mask>", -1), sentinels=sentinels, special=special,
-                      word_start=word_start, sentence_end=sentence_end)
+    mask = next((special_ids[p] for p in MASK_PIECES if p in special_ids), -1)
+    pad = next((special_ids[p] for p in PAD_PIECES if p in special_ids), eos_id)
+    return Vocabulary(size=size, eos_id=eos_id, pad_id=pad, mask_id=mask, sentinels=sentinels,
+                      special=special, word_start=word_start, sentence_end=sentence_end)
 
 
-def load_vocabulary(tokenizer_dir: str) -> Vocabulary:
-    """The Vocabulary of a c4forge tokenizer directory."""
-    import sentencepiece as spm
+def vocabulary_of(tok: Tokenizer) -> Vocabulary:
+    """The Vocabulary of an opened tokenizer, any kind. Word starts as each library marks them:
+    SentencePiece ``▁``; Hugging Face BPE/Unigram ``▁`` or byte-level ``Ġ``; WordPiece marks the
+    continuations (``##``); tiktoken's pieces are bytes, a word starts with a space."""
+    pieces = tok.pieces()
+    if tok.model_type == "WordPiece":
+        word_start = np.array([not p.startswith("##") for p in pieces], dtype=bool)
+    elif tok.file.endswith(".model"):  # SentencePiece
+        word_start = None
+    else:
+        starts = ("\u2581", "\u0120", " ") if not tok.file.endswith(".json") else ("\u2581", "\u0120")
+        word_start = np.array([p.startswith(starts) or p == "\n" for p in pieces], dtype=bool)
+    return vocabulary_from_pieces(pieces, dict(tok.special_ids), tok.eos_id, word_start)
 
 
-    _, info = load_tokenizer(tokenizer_dir)
-    sp = spm.SentencePieceProcessor(model_file=resolve(tokenizer_dir, info, "tokenizer.model"))
-    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
-    special_ids = dict(info["special_ids"])
-    return vocabulary_from_pieces(pieces, special_ids, int(special_ids["</s>"]))
+def load_vocabulary(tokenizer) -> Vocabulary:
+    """The Vocabulary of a tokenizer: an opened one, a token manifest's ``tokenizer`` entry, or a
+    path (a c4forge tokenizer directory, or any file tokenizer/kinds.py opens)."""
+    if isinstance(tokenizer, dict):
+        tokenizer = tokenizer_of_manifest(tokenizer)
+    elif isinstance(tokenizer, (str, os.PathLike)):
+        tokenizer = open_tokenizer(TokenizerSpec(str(tokenizer)))
+    return vocabulary_of(tokenizer)
 
 
 def row_rng(seed: int, sequence: int, salt: int) -> np.random.Generator:

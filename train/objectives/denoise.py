@@ -79,7 +79,8 @@ class Denoising:
 
     def __init__(self, vocab: Vocabulary, config: DenoiseConfig = DenoiseConfig(), seed: int = 0) -> None:
         if vocab.mask_id < 0:
-            raise ObjectiveError("the tokenizer has no <mask> piece")
+            raise ObjectiveError("objective denoise needs a mask token: the tokenizer has neither "
+                                 "<mask> nor [MASK] (tokenizer train adds <mask>)")
         self.vocab, self.config, self.seed = vocab, config, seed
 
     def document(self, piece: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

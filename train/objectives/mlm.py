@@ -120,7 +120,8 @@ class MLM:
 
     def __init__(self, vocab: Vocabulary, config: MLMConfig = MLMConfig(), seed: int = 0) -> None:
         if vocab.mask_id < 0:
-            raise ObjectiveError("the tokenizer has no <mask> piece")
+            raise ObjectiveError("objective mlm needs a mask token: the tokenizer has neither <mask> "
+                                 "nor [MASK] (tokenizer train adds <mask>)")
         if config.unit not in ("token", "word", "span"):
             raise ObjectiveError(f"mlm unit {config.unit!r}: token, word or span")
         self.vocab, self.config, self.seed = vocab, config, seed
