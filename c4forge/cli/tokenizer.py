@@ -9,6 +9,8 @@ from typing import Optional
 import click
 
 from c4forge.cli.common import (
+    Console,
+    filtered_stderr,
     group,
     guarded_main,
     json_option,
@@ -126,35 +128,64 @@ def tokenizer_spec(tokenizer_path, eos, bos, tiktoken_encoding, tiktoken_pattern
                          special_tokens=special_token_pairs(special_tokens))
 
 
-@cli.command("encode")
+@cli.command("encode", context_settings={"ignore_unknown_options": True})
 @CORPUS
 @tokenizer_options
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers (default: all cores).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Parallel workers (default: all cores); with --runner the plan's parallelism "
+                   "(the same value gives the same shards) and flink-local/spark-local's slots.")
 @click.option("--mode", type=click.Choice(["processes", "threads"]), default="processes", show_default=True,
-              help="Worker processes (one sentencepiece thread each), or one process with "
-                   "sentencepiece's own threads.")
+              help="Without --runner: worker processes (one library thread each), or one process "
+                   "with the tokenizer library's own threads.")
+@click.option("--runner", default=None,
+              help="Encode as a Beam pipeline on this runner, as `corpus build` does: DirectRunner, "
+                   "flink-local, spark-local, FlinkRunner, SparkRunner, PortableRunner, "
+                   "DataflowRunner; Beam options follow (docs/distributed.md). [default: no Beam]")
 @click.option("--docs-per-shard", type=click.IntRange(min=1), default=20_000, show_default=True,
               help="Most documents per token shard (shards are smaller where that spreads the "
                    "work: about 8 per worker, at least 256 documents each).")
 @click.option("--overwrite", is_flag=True, help="Replace token shards already in --output.")
+@click.argument("beam_args", nargs=-1, type=click.UNPROCESSED)
 @output_options
-def encode_command(corpus, output, workers, mode, docs_per_shard, overwrite, **given) -> None:
+def encode_command(corpus, output, workers, mode, runner, docs_per_shard, overwrite, beam_args,
+                   **given) -> None:
     """Encode every document (EOS appended) into token shards that keep document boundaries,
     with the tokenizer's own library: ids equal to what it gives the same text.
 
-    Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
+    Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]' (with --runner, [beam] too)."""
     require_extra("sentencepiece")
     spec = tokenizer_spec(**given)
-    lock_outputs(output)
-    manifest = encode_corpus(corpus, spec, output, workers=workers,
-                             max_docs_per_shard=docs_per_shard, overwrite=overwrite, log=say,
-                             mode=mode)
+    if beam_args and not runner:
+        raise click.UsageError(f"unknown option(s) {' '.join(beam_args)}: Beam options go with --runner")
+    if runner:
+        require_extra("apache_beam")
+        from c4forge.pipelines import encode as beam_encode  # the [beam] extra: not needed without --runner
+        from c4forge.pipelines.build import BuildError, runner_and_args, split_beam_args
+
+        try:
+            inputs, options = split_beam_args(beam_args)
+            if inputs:
+                raise BuildError(f"unexpected argument(s): {' '.join(inputs)}")
+            runner_and_args(runner, options, Console.verbose, workers if runner in ("flink-local", "spark-local") else None)
+        except BuildError as exc:
+            raise click.UsageError(str(exc)) from exc
+        lock_outputs(output)
+        with filtered_stderr():
+            manifest = beam_encode.run_encode(corpus, spec, output, runner=runner, beam_args=options,
+                                              workers=workers, max_docs_per_shard=docs_per_shard,
+                                              overwrite=overwrite, log=say, verbose=Console.verbose)
+    else:
+        lock_outputs(output)
+        manifest = encode_corpus(corpus, spec, output, workers=workers,
+                                 max_docs_per_shard=docs_per_shard, overwrite=overwrite, log=say,
+                                 mode=mode)
     for split, info in manifest["splits"].items():
         say(f"{split}: {info['documents']:,} documents, {info['tokens']:,} tokens, "
             f"{info['bytes'] / 1e6:.2f} MB, {info['bytes_per_token']} bytes/token, "
             f"{len(info['shards'])} shard(s)")
-    say(f"encoded in {manifest['seconds']}s with {manifest['workers']} worker(s) -> {output} "
+    where = f" on {manifest['runner']}" if manifest.get("runner") else ""
+    say(f"encoded in {manifest['seconds']}s with {manifest['workers']} worker(s){where} -> {output} "
         f"({manifest['dtype']})")
 
 
