@@ -251,3 +251,33 @@ def test_reencoding_with_another_kind_needs_overwrite(crawl_corpus, tmp_path):
     encode_corpus(corpus, TokenizerSpec(str(tmp_path / "b.json"), eos="[SEP]"), str(tmp_path / "ids"),
                   workers=1, overwrite=True, **QUIET)
     assert read_token_manifest(str(tmp_path / "ids"))["tokenizer"]["file"].endswith("b.json")
+
+
+@pytest.mark.parametrize("model_type, eos", [("byte-bpe", "<|endoftext|>"), ("wordpiece", "[SEP]"),
+                                             ("unigram", "</s>")])
+def test_tokenizer_train_with_hf_trainers_then_encode(crawl_corpus, tmp_path, model_type, eos):
+    """`tokenizer train --library tokenizers` writes a directory that encode, the trainer and
+    transformers open; its shards are the tokenizer.json's own encoding."""
+    root, corpus, texts = crawl_corpus
+    out = tmp_path / "tok"
+    result = CliRunner().invoke(cli, ["train", "-i", corpus, "-o", str(out), "--library", "tokenizers",
+                                      "--model-type", model_type, "--vocab-size", "1200",
+                                      "--t5-sentinels", "4"])
+    assert result.exit_code == 0, result.output
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    assert tok.get_vocab_size() == 1200 and tok.token_to_id("<extra_id_3>") is not None
+    manifest = encode_corpus(corpus, str(out), str(tmp_path / "ids"), workers=2, **QUIET)
+    assert manifest["tokenizer"]["kind"] == "c4forge" and manifest["eos_id"] == tok.token_to_id(eos)
+    assert_shards_equal(str(tmp_path / "ids"), texts,
+                        lambda t: [e.ids for e in tok.encode_batch(t, add_special_tokens=False)], tok.token_to_id(eos))
+    if model_type == "byte-bpe":  # byte-level: every text round-trips exactly
+        assert all(tok.decode(e.ids) == t for e, t in zip(tok.encode_batch(texts["validation"]), texts["validation"]))
+    from c4forge.train.objectives import load_vocabulary
+    vocab = load_vocabulary(str(out))
+    assert vocab.mask_id == tok.token_to_id("[MASK]" if model_type == "wordpiece" else "<mask>")
+    assert len(vocab.sentinels) == 4 and vocab.eos_id == tok.token_to_id(eos)
+    transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install '.[hf]')")
+    auto = transformers.AutoTokenizer.from_pretrained(str(out))
+    assert auto.eos_token == eos
+    assert auto(texts["validation"][0], add_special_tokens=False)["input_ids"] == tok.encode(
+        texts["validation"][0], add_special_tokens=False).ids

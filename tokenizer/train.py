@@ -33,6 +33,7 @@ from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
 from c4forge.corpus.shards import CorpusFormatError, iter_corpus_documents, manifest_path, read_manifest
 from c4forge.tokenizer.formats import file_sha256
 from c4forge.tokenizer.hf import hf_tokenizer_files
+from c4forge.tokenizer.hf_train import HF_MODEL_TYPES, train_hf_tokenizer
 from c4forge.tokenizer.load import (  # noqa: F401 - the directory's names, where users import them
     CONFIG_FILE,
     FORMAT,
@@ -50,6 +51,8 @@ from c4forge.tokenizer.load import (  # noqa: F401 - the directory's names, wher
     user_symbols,
 )
 
+LIBRARIES = {"sentencepiece": ("bpe", "unigram"), "tokenizers": HF_MODEL_TYPES}
+
 
 @dataclasses.dataclass(frozen=True)
 class TokenizerConfig:
@@ -58,10 +61,14 @@ class TokenizerConfig:
     sample. split: which corpus split to sample. t5_sentinels: how many <extra_id_N> pieces
     (100, as T5's vocabulary: the span objective needs them; 0 for none).
     character_coverage: share of characters that get their own piece (the rest: bytes).
-    max_line_bytes: longer lines are cut into pieces of this size for training only."""
+    max_line_bytes: longer lines are cut into pieces of this size for training only.
+    library: "sentencepiece" (model types bpe, unigram: the settings of the module doc) or
+    "tokenizers", Hugging Face's trainers (tokenizer/hf_train.py: byte-bpe, GPT-2's byte-level
+    BPE; wordpiece, BERT's; unigram)."""
 
     model_type: str = "bpe"
     vocab_size: int = 8000
+    library: str = "sentencepiece"
     sample_bytes: int = 1_000_000_000
     seed: int = 0
     split: str = "train"
@@ -70,9 +77,9 @@ class TokenizerConfig:
     max_line_bytes: int = 16384
 
 
-def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict[str, int]
-             ) -> Iterator[str]:
-    """Lines of the sampled documents; fills ``stats`` as it goes."""
+def sampled_documents(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict[str, int]
+                      ) -> Iterator[str]:
+    """The texts of the sampled documents (module doc); fills ``stats`` as it goes."""
     share = min(1.0, config.sample_bytes / total_bytes) if total_bytes else 1.0
     limit = int(share * (1 << 64))
     for doc in iter_corpus_documents(corpus, config.split, columns=("text", "url")):
@@ -87,6 +94,13 @@ def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict
             continue
         stats["documents"] += 1
         stats["bytes"] += len(text.encode("utf-8"))
+        yield text
+
+
+def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict[str, int]
+             ) -> Iterator[str]:
+    """Lines of the sampled documents (long ones cut), as the SentencePiece trainer takes them."""
+    for text in sampled_documents(corpus, config, total_bytes, stats):
         for line in text.split("\n"):
             if not line:
                 continue
@@ -116,10 +130,11 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
                     overwrite: bool = False, num_threads: Optional[int] = None) -> dict:
     """Train and write ``output/`` (model, vocab, c4forge-tokenizer.json) following the
     output-directory rule of :mod:`c4forge.core.outdir`; returns the settings."""
-    import sentencepiece as spm
-
-    if config.model_type not in ("bpe", "unigram"):
-        raise TokenizerError(f"--model-type {config.model_type!r}: choose bpe or unigram")
+    if config.library not in LIBRARIES:
+        raise TokenizerError(f"--library {config.library!r}: choose {' or '.join(LIBRARIES)}")
+    if config.model_type not in LIBRARIES[config.library]:
+        raise TokenizerError(f"--model-type {config.model_type!r} with --library {config.library}: "
+                             f"choose {', '.join(LIBRARIES[config.library])}")
     try:
         manifest = read_manifest(corpus)
     except CorpusFormatError as exc:
@@ -132,6 +147,14 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
         target = claim(output, TOKENIZER_KIND, overwrite)
     except OutputError as exc:
         raise TokenizerError(str(exc)) from exc
+    corpus_info = {"path": os.path.abspath(corpus), "preset": manifest["config"].get("preset"),
+                   "manifest_sha256": file_sha256(manifest_path(corpus))}
+    if config.library == "tokenizers":
+        stats = {"documents": 0, "bytes": 0, "lines": 0, "empty_documents": 0}
+        return train_hf_tokenizer(sampled_documents(corpus, config, split["bytes"], stats), stats,
+                                  target, config, corpus_info, num_threads or os.cpu_count() or 1)
+    import sentencepiece as spm
+
     minimum = 256 + len(SPECIAL_PIECES) + config.t5_sentinels + 1
     if config.vocab_size < minimum:
         raise TokenizerError(f"--vocab-size {config.vocab_size} is too small: the specials and the "
@@ -143,9 +166,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
     if stats["documents"] == 0:
         raise TokenizerError(f"no non-empty documents sampled from {corpus}")
     info = {**dataclasses.asdict(config),
-            "corpus": {"path": os.path.abspath(corpus), "preset": manifest["config"].get("preset"),
-                       "manifest_sha256": file_sha256(manifest_path(corpus))},
-            "sample": stats, "train_seconds": round(time.time() - started, 2),
+            "corpus": corpus_info, "sample": stats, "train_seconds": round(time.time() - started, 2),
             "sentencepiece": spm.__version__}
     return _write_tokenizer(target, model, config, info)
 

@@ -39,7 +39,8 @@ from c4forge.tokenizer.formats import (
     read_token_manifest,
     token_manifest_sha256,
 )
-from c4forge.tokenizer.train import TokenizerConfig, load_tokenizer, tokenizer_settings, train_tokenizer
+from c4forge.tokenizer.kinds import TokenizerSpec, open_tokenizer
+from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
 from c4forge.train.checkpoint import copy_run, finished_steps, latest_checkpoint, run_manifest
 from c4forge.train.config import DataConfig, build_train_config
 from c4forge.train.evaluate import evaluate_checkpoint
@@ -112,7 +113,8 @@ def build_tokenizer(spec: AblationSpec, corpora: dict[str, str], log) -> str:
     def current() -> bool:
         info = tokenizer_settings(directory)
         return bool(info) and info.get("corpus", {}).get("manifest_sha256") == corpus_sha and all(
-            info.get(k) == getattr(config, k) for k in TokenizerConfig.__dataclass_fields__)
+            info.get(k, field.default) == getattr(config, k)
+            for k, field in TokenizerConfig.__dataclass_fields__.items())
 
     def build() -> str:
         train_tokenizer(corpora[train_on], directory, config, overwrite=True)
@@ -122,7 +124,7 @@ def build_tokenizer(spec: AblationSpec, corpora: dict[str, str], log) -> str:
 
 
 def encode_variants(spec: AblationSpec, corpora: dict[str, str], tokenizer: str, log) -> dict[str, str]:
-    model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
+    model_sha = open_tokenizer(TokenizerSpec(tokenizer)).sha256
     out = {}
     for name, corpus in corpora.items():
         directory = os.path.join(spec.out_dir, "tokens", name)
@@ -152,7 +154,7 @@ def encode_heldout_texts(spec: AblationSpec, tokenizer: str, log) -> dict[str, s
 
     if spec.objective in LEFT_TO_RIGHT:
         return {}
-    model_sha = load_tokenizer(tokenizer)[1]["model_sha256"]
+    model_sha = open_tokenizer(TokenizerSpec(tokenizer)).sha256
     out = {}
     for text in spec.eval.texts:
         path = locate(spec, text)

@@ -54,8 +54,12 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="YAML file of TokenizerConfig settings; flags and --set override it.")
 @set_option
-@click.option("--model-type", type=click.Choice(["bpe", "unigram"]), default=None,
-              help="[default: bpe]")
+@click.option("--library", type=click.Choice(["sentencepiece", "tokenizers"]), default=None,
+              help="The trainer: SentencePiece, or Hugging Face `tokenizers` (a tokenizer.json "
+                   "that transformers opens as it is). [default: sentencepiece]")
+@click.option("--model-type", type=click.Choice(["bpe", "unigram", "byte-bpe", "wordpiece"]), default=None,
+              help="sentencepiece: bpe or unigram; tokenizers: byte-bpe (GPT-2's byte-level BPE), "
+                   "wordpiece or unigram. [default: bpe; byte-bpe with --library tokenizers]")
 @click.option("--vocab-size", type=int, default=None,
               help="Pieces in total: 6 specials + 256 bytes + learned pieces. [default: 8000]")
 @click.option("--sample-bytes", type=int, default=None,
@@ -71,17 +75,21 @@ CORPUS = click.option("--input", "-i", "--corpus", "corpus", required=True,
 @click.option("--overwrite", is_flag=True, help="Replace a tokenizer already in --output.")
 @output_options
 def train_command(corpus, output, config_file, overrides, threads, overwrite, **flags) -> None:
-    """Train a BPE or unigram vocabulary on a deterministic sample of a corpus.
+    """Train a vocabulary (SentencePiece BPE or unigram; or with Hugging Face `tokenizers`: GPT-2's
+    byte-level BPE, WordPiece, unigram) on a deterministic sample of a corpus.
 
     Needs the [tokenizer] extra: pip install 'c4forge[tokenizer]'."""
     require_extra("sentencepiece")
+    if flags.get("library") == "tokenizers" and not flags.get("model_type"):
+        flags["model_type"] = "byte-bpe"
     config = tokenizer_config(config_file, overrides, **flags)
     lock_outputs(output)
     info = train_tokenizer(corpus, output, config, overwrite=overwrite, num_threads=threads)
     sample = info["sample"]
     say(f"{config.model_type} vocabulary of {config.vocab_size:,} trained in "
         f"{info['train_seconds']}s on {sample['documents']:,} documents "
-        f"({sample['bytes'] / 1e6:.1f} MB, {sample['lines']:,} lines) -> {output}")
+        f"({sample['bytes'] / 1e6:.1f} MB" + (f", {sample['lines']:,} lines" if sample["lines"] else "")
+        + f") -> {output}")
 
 
 def special_token_pairs(values) -> tuple[tuple[str, int], ...]:
