@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # folder fasttext-predict installs), here and in .venv-bench, so every row shares one build.
 # spaCy and tldextract come from c4forge's own pins (the same releases as ours: the exactness test
 # of the Gopher, FineWeb and URL filters, tests/test_quality.py, compares datatrove with us).
+# tokenizers: datatrove's DocumentTokenizer (its `tokens` extra), measured beside `tokenizer encode`
+# in bench_tokenizer.py with the same release as ours (the newest, both venvs).
 PEERS = ("datatrove==0.10.1", "warcio", "faust-cchardet", "python-magic", "orjson", "psutil",
-         "fasteners")
+         "fasteners", "tokenizers")
 
 
 def requirements() -> list[str]:
