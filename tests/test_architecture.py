@@ -5,7 +5,8 @@ edge of the graph: a lazy import is still a dependency a reader must follow. The
 
 - ``c4forge.core`` (the shared floor) imports no stage;
 - ``corpus`` imports only the floor (never Beam, tokenizer or train);
-- ``pipelines`` and ``tokenizer`` sit on ``corpus``; ``train`` reads token shards through
+- ``tokenizer`` sits on ``corpus``; ``pipelines`` (Beam wiring) on ``corpus`` and ``tokenizer``
+  (``tokenizer encode --runner``); ``train`` reads token shards through
   ``tokenizer`` and never sees ``corpus``, ``pipelines`` or the ablation;
 - the ablation composes the stages; the CLIs compose everything; nothing imports the CLIs;
 - no module imports, directly or through others, a module that imports it back.
@@ -26,7 +27,8 @@ PACKAGES = {"c4forge.core": "c4forge/core", "c4forge.cli": "c4forge/cli",
             "c4forge.train": "train"}
 FLOOR = {"c4forge.core": set(),
          "c4forge.corpus": {"c4forge.core"},
-         "c4forge.pipelines": {"c4forge.core", "c4forge.corpus"},
+         # Beam wiring of the corpus stage and of the token stage (pipelines/encode.py)
+         "c4forge.pipelines": {"c4forge.core", "c4forge.corpus", "c4forge.tokenizer"},
          "c4forge.tokenizer": {"c4forge.core", "c4forge.corpus"},
          "c4forge.train": {"c4forge.core", "c4forge.tokenizer"},
          "c4forge.ablation": {"c4forge.core", "c4forge.corpus", "c4forge.tokenizer",

@@ -26,7 +26,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import Optional
+from types import ModuleType
+from typing import NamedTuple, Optional
 
 import click
 
@@ -274,6 +275,18 @@ EXTRA_OF_MODULE = {"apache_beam": "beam", "sentencepiece": "tokenizer", "tokeniz
                    "triton": "train", "tensorboard": "train", "safetensors": "train",
                    "matplotlib": "train", "transformers": "hf", "lm_eval": "hf",
                    "google": "gcp", "boto3": "aws"}
+
+
+class BeamStage(NamedTuple):
+    build: ModuleType
+    encode: ModuleType
+
+
+def beam_stage() -> BeamStage:
+    """pipelines/ (``corpus build``'s build.py, ``tokenizer encode --runner``'s encode.py), loaded
+    where a command runs on Beam."""
+    from c4forge.pipelines import build, encode  # lazy: apache_beam (the [beam] extra), only on Beam
+    return BeamStage(build, encode)
 
 
 def require_extra(module: str) -> None:

@@ -12,6 +12,7 @@ import click
 
 from c4forge.cli.common import (
     Console,
+    beam_stage,
     filtered_stderr,
     group,
     guarded_main,
@@ -62,8 +63,7 @@ def _shards():
 
 def _build():
     """pipelines/build.py, loaded where `corpus build` needs it."""
-    from c4forge.pipelines import build  # lazy: apache_beam (the [beam] extra), only for `corpus build`
-    return build
+    return beam_stage().build
 
 
 class StrictModeError(C4forgeError):

@@ -10,6 +10,7 @@ import click
 
 from c4forge.cli.common import (
     Console,
+    beam_stage,
     filtered_stderr,
     group,
     guarded_main,
@@ -168,19 +169,18 @@ def encode_command(corpus, output, workers, mode, runner, docs_per_shard, overwr
         raise click.UsageError(f"unknown option(s) {' '.join(beam_args)}: Beam options go with --runner")
     if runner:
         require_extra("apache_beam")
-        from c4forge.pipelines import encode as beam_encode  # the [beam] extra: not needed without --runner
-        from c4forge.pipelines.build import BuildError, runner_and_args, split_beam_args
-
+        build, encode = beam_stage()
         try:
-            inputs, options = split_beam_args(beam_args)
+            inputs, options = build.split_beam_args(beam_args)
             if inputs:
-                raise BuildError(f"unexpected argument(s): {' '.join(inputs)}")
-            runner_and_args(runner, options, Console.verbose, workers if runner in ("flink-local", "spark-local") else None)
-        except BuildError as exc:
+                raise build.BuildError(f"unexpected argument(s): {' '.join(inputs)}")
+            build.runner_and_args(runner, options, Console.verbose,
+                                  workers if runner in ("flink-local", "spark-local") else None)
+        except build.BuildError as exc:
             raise click.UsageError(str(exc)) from exc
         lock_outputs(output)
         with filtered_stderr():
-            manifest = beam_encode.run_encode(corpus, spec, output, runner=runner, beam_args=options,
+            manifest = encode.run_encode(corpus, spec, output, runner=runner, beam_args=options,
                                               workers=workers, max_docs_per_shard=docs_per_shard,
                                               overwrite=overwrite, log=say, verbose=Console.verbose)
     else:
