@@ -23,6 +23,7 @@ from c4forge.cli.common import (
 )
 from c4forge.core.settings import apply_settings, load_yaml_mapping, parse_overrides
 from c4forge.tokenizer.encode import encode_corpus
+from c4forge.tokenizer.exports import EXPORTS, export_tokens
 from c4forge.tokenizer.inspect import format_report, inspect_tokenizer, read_text_file
 from c4forge.tokenizer.kinds import TokenizerSpec
 from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
@@ -195,6 +196,29 @@ def encode_command(corpus, output, workers, mode, runner, docs_per_shard, overwr
     where = f" on {manifest['runner']}" if manifest.get("runner") else ""
     say(f"encoded in {manifest['seconds']}s with {manifest['workers']} worker(s){where} -> {output} "
         f"({manifest['dtype']})")
+
+
+@cli.command("export")
+@click.option("--input", "-i", "token_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Token directory (from `tokenizer encode`).")
+@click.option("--format", "fmt", required=True, type=click.Choice(list(EXPORTS)),
+              help="megatron (Megatron-LM, NeMo), memmap (nanoGPT, OLMo), datatrove (nanotron), "
+                   "mds (llm-foundry), litdata (LitGPT).")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--split", "splits", multiple=True, help="Split(s) to export (default: every split).")
+@click.option("--seq-len", type=click.IntRange(min=1), default=None,
+              help="mds: llm-foundry's concatenated samples of exactly N ids (default: one sample "
+                   "per document).")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier export in --output (only its files).")
+@output_options
+def export_command(token_dir, fmt, output, splits, seq_len, overwrite) -> None:
+    """Write a token directory in the format another trainer reads, checked against the token
+    manifest (documents, tokens) before it is swapped in; prints how to open it."""
+    lock_outputs(output)
+    manifest = export_tokens(token_dir, output, fmt, splits=splits, overwrite=overwrite,
+                             options={"seq_len": seq_len} if seq_len else {})
+    for split, info in manifest["splits"].items():
+        say(f"{split}: {info['documents']:,} documents, {info['tokens']:,} tokens -> {info['opens_with']}")
 
 
 @cli.command("inspect")
