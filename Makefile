@@ -11,6 +11,9 @@ STAMP := $(VENV)/.installed
 HF_VENV := .venv-hf
 HF_BIN := $(HF_VENV)/bin
 HF_STAMP := $(HF_VENV)/.installed
+INTEROP_VENV := .venv-interop
+INTEROP_BIN := $(INTEROP_VENV)/bin
+INTEROP_STAMP := $(INTEROP_VENV)/.installed
 TORCH_VERSION := 2.13.0
 # setuptools warns on every editable install that a folder named like the package may shadow it:
 # c4forge/ is that package, by design (7 lines of noise, every install).
@@ -34,9 +37,21 @@ $(HF_STAMP): pyproject.toml Makefile
 	$(QUIET_SETUPTOOLS) $(HF_BIN)/pip install -q -e ".[test-hf]"
 	touch $(HF_STAMP)
 
+# The trainers' and data tools' own readers (megatron-core, MosaicML streaming, litdata, datatrove),
+# which pin against Beam 2.62 and transformers 5 (pyproject's [interop] says how): the tests marked
+# interop read our exports and corpora with them, here.
+$(INTEROP_STAMP): pyproject.toml
+	test -x $(INTEROP_BIN)/python || $(PY) -m venv $(INTEROP_VENV)
+	$(INTEROP_BIN)/pip install -q --upgrade pip
+	$(INTEROP_BIN)/pip install -q "torch==$(TORCH_VERSION)"
+	$(QUIET_SETUPTOOLS) $(INTEROP_BIN)/pip install -q -e ".[interop]"
+	touch $(INTEROP_STAMP)
+
 venv: $(STAMP)
 
 venv-hf: $(HF_STAMP)
+
+venv-interop: $(INTEROP_STAMP)
 
 # Two test processes per machine of two cores or more (pytest-xdist), work-stealing: the suite is
 # CPU-bound and most tests use one core. `make test` leaves out the tests marked slow (models
@@ -44,9 +59,11 @@ venv-hf: $(HF_STAMP)
 # to stay under 15 minutes on 2 cores; `make test-slow` runs those; CI (.ci/run) runs both.
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
 HF_PYTEST := C4FORGE_TEST_ENV=current $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
-test: $(STAMP) $(HF_STAMP) browser
+INTEROP_PYTEST := $(INTEROP_BIN)/python -m pytest -q -n auto --dist worksteal
+test: $(STAMP) $(HF_STAMP) $(INTEROP_STAMP) browser
 	$(PYTEST) -m "not slow" tests
 	$(HF_PYTEST) -m "(hf or newest_beam) and not slow" tests
+	$(INTEROP_PYTEST) -m "interop and not slow" tests
 
 # Debian's chromium for the test that looks at `corpus inspect`'s report as a person would
 # (tests/test_inspect_browser.py; it skips, saying why, where this cannot install it).

@@ -104,6 +104,8 @@ class DataConfig:
     """train: a token directory (from `tokenizer encode`), or a weighted mixture of them
         (``a@0.8,b@0.2`` or a YAML list of {path, weight}; see train.data.mixture).
     validation: one token directory; *_split: the splits read.
+    tokenizer: the tokenizer of a Megatron dataset given as train/validation (its path, as
+        `tokenizer encode --tokenizer` takes it; c4forge token directories name their own).
     packing: "concat" (concatenate and chunk) or "best_fit" (whole documents, padded).
     batch_size: sequences per micro-batch per process; grad_accum: micro-batches per step.
     best_fit_chunk: documents packed together by best_fit (larger packs tighter; README).
@@ -113,6 +115,7 @@ class DataConfig:
     train_split: str = "train"
     validation: str = ""
     validation_split: str = "validation"
+    tokenizer: str = ""
     seq_len: int = setting(256, POSITIVE)
     batch_size: int = setting(8, POSITIVE)
     grad_accum: int = setting(1, POSITIVE)

@@ -143,13 +143,15 @@ def with_absolute_data_paths(config: TrainConfig) -> TrainConfig:
     train_value = (os.path.abspath(entries[0][0]) if len(entries) == 1 else
                    [{"path": os.path.abspath(p), "weight": w} for p, w in entries])
     validation = os.path.abspath(config.data.validation) if config.data.validation else ""
-    return replace(config, data=replace(config.data, train=train_value, validation=validation))
+    tokenizer = os.path.abspath(config.data.tokenizer) if config.data.tokenizer else ""
+    return replace(config, data=replace(config.data, train=train_value, validation=validation,
+                                        tokenizer=tokenizer))
 
 
 def open_train_data(config: TrainConfig) -> tuple[list[TokenDocuments], list[float]]:
     """The token directories of data.train (one, or a weighted mixture) and their weights."""
     entries = mixture_entries(config.data.train)
-    return ([TokenDocuments(path, config.data.train_split) for path, _ in entries],
+    return ([TokenDocuments(path, config.data.train_split, config.data.tokenizer) for path, _ in entries],
             [weight for _, weight in entries])
 
 
@@ -277,7 +279,7 @@ class Trainer:
             chunk_docs=config.data.best_fit_chunk, weights=self.weights,
             prefetch=config.data.prefetch, transform=pinned if device.type == "cuda" else None,
             objective=objective)
-        self.val_docs = (TokenDocuments(config.data.validation, config.data.validation_split)
+        self.val_docs = (TokenDocuments(config.data.validation, config.data.validation_split, config.data.tokenizer)
                          if config.data.validation else None)
         decay = [p for _, p in self.model.named_parameters() if p.dim() >= 2]
         no_decay = [p for _, p in self.model.named_parameters() if p.dim() < 2]

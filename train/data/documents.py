@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from c4forge.core.errors import C4forgeError
-from c4forge.tokenizer.formats import TokenShard, iter_shards, read_token_manifest
+from c4forge.tokenizer.formats import iter_shards, read_token_manifest
+from c4forge.train.data.megatron import is_megatron, open_megatron
 
 
 class TrainDataError(C4forgeError, ValueError):
@@ -24,11 +25,19 @@ class TrainDataError(C4forgeError, ValueError):
 class TokenDocuments:
     """All documents of a split of one token directory."""
 
-    def __init__(self, directory: str, split: str) -> None:
+    def __init__(self, directory: str, split: str, tokenizer: str = "") -> None:
+        """``directory``: a token directory, or a Megatron dataset's prefix (train/data/megatron.py,
+        which needs ``tokenizer``)."""
         self.directory = directory
         self.split = split
-        self.manifest = read_token_manifest(directory)
-        self.shards: list[TokenShard] = list(iter_shards(directory, split, self.manifest))
+        if is_megatron(directory):
+            try:
+                self.manifest, self.shards = open_megatron(directory, split, tokenizer)
+            except (ValueError, OSError) as exc:
+                raise TrainDataError(str(exc)) from exc
+        else:
+            self.manifest = read_token_manifest(directory)
+            self.shards = list(iter_shards(directory, split, self.manifest))
         counts = [len(s) for s in self.shards]
         if not self.shards or not sum(counts):
             raise TrainDataError(f"{directory} has no documents in split {split!r}")
