@@ -60,9 +60,13 @@ venv-interop: $(INTEROP_STAMP)
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
 HF_PYTEST := C4FORGE_TEST_ENV=current $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
 INTEROP_PYTEST := $(INTEROP_BIN)/python -m pytest -q -n auto --dist worksteal
-test: $(STAMP) $(HF_STAMP) $(INTEROP_STAMP) browser
+test: $(STAMP) $(HF_STAMP) browser
 	$(PYTEST) -m "not slow" tests
 	$(HF_PYTEST) -m "(hf or newest_beam) and not slow" tests
+
+# The interop readers' tests (issue 80, work in progress: the [interop] environment does not
+# resolve yet, pip gives up with resolution-too-deep; `make test` does not run these until it does).
+test-interop: $(INTEROP_STAMP)
 	$(INTEROP_PYTEST) -m "interop and not slow" tests
 
 # Debian's chromium for the test that looks at `corpus inspect`'s report as a person would

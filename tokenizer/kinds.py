@@ -332,7 +332,7 @@ def _c4forge_info(directory: str) -> dict:
         with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as handle:
             info = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise TokenizerError(f"{os.path.join(directory, CONFIG_FILE)} is not readable JSON: {exc}") from exc
+        raise TokenizerError(f"{os.path.join(directory, CONFIG_FILE)} is not valid JSON: {exc}") from exc
     return info if isinstance(info, dict) else {}
 
 
