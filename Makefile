@@ -64,8 +64,9 @@ test: $(STAMP) $(HF_STAMP) browser
 	$(PYTEST) -m "not slow" tests
 	$(HF_PYTEST) -m "(hf or newest_beam) and not slow" tests
 
-# The interop readers' tests (issue 80, work in progress: the [interop] environment does not
-# resolve yet, pip gives up with resolution-too-deep; `make test` does not run these until it does).
+# The interop readers' tests (issue 80, work in progress: `pip install .[interop]` does not resolve
+# yet (resolution-too-deep; datatrove 0.10.1 pulls huggingface-hub 2.x, MosaicML streaming's
+# transformers < 5 needs < 1.0), so `make test` does not run these until it does).
 test-interop: $(INTEROP_STAMP)
 	$(INTEROP_PYTEST) -m "interop and not slow" tests
 
