@@ -8,10 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import c4forge.tokenizer.exports.datatrove as datatrove
+import c4forge.tokenizer.exports.litdata as litdata
+import c4forge.tokenizer.exports.mds as mds
+import c4forge.tokenizer.exports.megatron as megatron
+import c4forge.tokenizer.exports.memmap as memmap
 from c4forge.core import progress
 from c4forge.core.errors import C4forgeError
 from c4forge.core.outdir import OutputError, OutputKind, claim, hook_from_env, writing
-from c4forge.tokenizer.exports import datatrove, litdata, mds, megatron, memmap
 from c4forge.tokenizer.formats import (
     TokenFormatError,
     iter_shards,
