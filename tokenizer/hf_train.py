@@ -16,6 +16,7 @@ seed), fed whole documents at a time (line breaks are part of what a byte-level 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -105,7 +106,7 @@ def train_hf_tokenizer(texts: Iterator[str], stats: dict, target, config, corpus
         staged.manifest = {
             "format": FORMAT, "version": VERSION, "library": "tokenizers", "file": HF_FILE,
             "files": [HF_FILE, HF_CONFIG, HF_SPECIAL_MAP],
-            **{k: getattr(config, k) for k in config.__dataclass_fields__},
+            **dataclasses.asdict(config),
             "options": {"eos": eos}, "special_ids": ids, "vocab_size": tok.get_vocab_size(),
             "corpus": corpus, "sample": stats, "train_seconds": seconds,
             "tokenizers": tokenizers.__version__,

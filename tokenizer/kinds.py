@@ -254,7 +254,7 @@ def open_tokenizer(spec: TokenizerSpec, expect_sha256: Optional[str] = None) -> 
     return tokenizer
 
 
-def _token_id(name: str, given: str, vocabulary: dict[str, int], what: str, flag: str) -> int:
+def _token_id(given: str, vocabulary: dict[str, int], what: str, flag: str) -> int:
     if given.isdigit():
         return int(given)
     if given not in vocabulary:
@@ -266,7 +266,7 @@ def _specials(spec: TokenizerSpec, file: str, vocabulary: dict[str, int], specia
               own_eos: Optional[str], own_bos: Optional[str]) -> tuple[int, Optional[int]]:
     """(EOS id, BOS id or None) from the flags, else the tokenizer's own."""
     if spec.eos is not None:
-        eos = _token_id("eos", spec.eos, vocabulary, file, "--eos")
+        eos = _token_id(spec.eos, vocabulary, file, "--eos")
     else:
         name = own_eos or next((n for n in EOS_NAMES if n in special_ids), None)
         if name is None or name not in vocabulary:
@@ -281,7 +281,7 @@ def _specials(spec: TokenizerSpec, file: str, vocabulary: dict[str, int], specia
                                  "--bos TOKEN, or leave --bos out")
         bos = vocabulary[name]
     elif spec.bos is not None:
-        bos = _token_id("bos", spec.bos, vocabulary, file, "--bos")
+        bos = _token_id(spec.bos, vocabulary, file, "--bos")
     return eos, bos
 
 

@@ -251,15 +251,10 @@ def copy_run_tokenizer(run_dir: str, tokenizer: dict) -> Optional[str]:
     return target
 
 
-def run_tokenizer_dir(checkpoint: str, config: dict) -> str:
-    """The tokenizer of a run as a path: its own copy (RUN/tokenizer) if there, else the path the
-    token manifest of its (first) training source names."""
-    step = resolve_checkpoint(checkpoint)
-    copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
-    if os.path.exists(os.path.join(copy, CONFIG_FILE)):
-        return copy
-    first = mixture_entries(config["data"]["train"])[0][0]
-    return read_token_manifest(first)["tokenizer"]["path"]
+def run_tokenizer_copy(run_dir: str) -> Optional[str]:
+    """RUN/tokenizer when the run holds its copy of the tokenizer (copy_run_tokenizer), else None."""
+    copy = os.path.join(run_dir, RUN_TOKENIZER)
+    return copy if os.path.exists(os.path.join(copy, CONFIG_FILE)) else None
 
 
 def run_tokenizer(checkpoint: str, config: dict, path: Optional[str] = None) -> Tokenizer:
@@ -268,9 +263,8 @@ def run_tokenizer(checkpoint: str, config: dict, path: Optional[str] = None) -> 
     options it was encoded with)."""
     if path:
         return open_tokenizer(TokenizerSpec(path))
-    step = resolve_checkpoint(checkpoint)
-    copy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(step))), RUN_TOKENIZER)
-    if os.path.exists(os.path.join(copy, CONFIG_FILE)):
+    copy = run_tokenizer_copy(os.path.dirname(os.path.dirname(os.path.abspath(resolve_checkpoint(checkpoint)))))
+    if copy:
         return open_tokenizer(TokenizerSpec(copy))
     first = mixture_entries(config["data"]["train"])[0][0]
     return tokenizer_of_manifest(read_token_manifest(first)["tokenizer"])

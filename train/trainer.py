@@ -35,13 +35,12 @@ from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import output_path
 from c4forge.core.progress import bar
-from c4forge.tokenizer.load import CONFIG_FILE as TOKENIZER_CONFIG_FILE
 from c4forge.train.checkpoint import (
-    RUN_TOKENIZER,
     NonFiniteState,
     copy_run_tokenizer,
     latest_checkpoint,
     load_checkpoint,
+    run_tokenizer_copy,
     save_checkpoint,
     start_run_dir,
     undo_unstarted_run,
@@ -263,9 +262,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         # the run's copy of the tokenizer when there is one (the original may have moved)
-        copy = os.path.join(config.out_dir, RUN_TOKENIZER)
-        tokenizer = (copy if os.path.isfile(os.path.join(copy, TOKENIZER_CONFIG_FILE))
-                     else self.sources[0].manifest["tokenizer"])
+        tokenizer = run_tokenizer_copy(config.out_dir) or self.sources[0].manifest["tokenizer"]
         try:
             objective = make_objective(config, tokenizer, data_seed(config))
             self.val_objective = make_objective(config, tokenizer, 0)
