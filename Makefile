@@ -2,8 +2,10 @@
 # they need if missing (README, "Two environments"):
 #   .venv     the Beam environment: every command, the engines (Flink, Spark), the tests' tools
 #   .venv-hf  the environment of current releases: the newest Beam (DirectRunner) and the trainer
-#             beside datasets 5, transformers 5, lm-eval-harness, numpy 2.3+, pyarrow 24+ (the
-#             tests marked `hf` or `newest_beam` run there too)
+#             beside datasets 5, transformers 5, lm-eval-harness, numpy 2.3+, pyarrow 24+,
+#             datatrove and NeMo Curator (the tests marked `hf` or `newest_beam` run there too)
+#   .venv-interop  the trainers' readers whose pins fit neither: megatron-core, MosaicML
+#             streaming, litdata (the tests marked `interop` run there)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,7 +21,7 @@ TORCH_VERSION := 2.13.0
 # c4forge/ is that package, by design (7 lines of noise, every install).
 QUIET_SETUPTOOLS := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: demo test test-slow test-all lint venv venv-hf clean-venv bench fuzz browser docs peers
+.PHONY: demo test test-slow test-all test-interop lint venv venv-hf venv-interop clean-venv bench fuzz browser docs peers
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,10 +39,10 @@ $(HF_STAMP): pyproject.toml Makefile
 	$(QUIET_SETUPTOOLS) $(HF_BIN)/pip install -q -e ".[test-hf]"
 	touch $(HF_STAMP)
 
-# The trainers' and data tools' own readers (megatron-core, MosaicML streaming, litdata, datatrove),
-# which pin against Beam 2.62 and transformers 5 (pyproject's [interop] says how): the tests marked
-# interop read our exports and corpora with them, here.
-$(INTEROP_STAMP): pyproject.toml
+# The trainers' own readers (megatron-core, MosaicML streaming, litdata): streaming pins numpy < 2.2
+# and transformers < 5, against Beam 2.62's numpy and .venv-hf's transformers 5 (pyproject's
+# [interop] says how); the tests marked interop read our token exports with them, here.
+$(INTEROP_STAMP): pyproject.toml Makefile
 	test -x $(INTEROP_BIN)/python || $(PY) -m venv $(INTEROP_VENV)
 	$(INTEROP_BIN)/pip install -q --upgrade pip
 	$(INTEROP_BIN)/pip install -q "torch==$(TORCH_VERSION)"
@@ -60,13 +62,12 @@ venv-interop: $(INTEROP_STAMP)
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
 HF_PYTEST := C4FORGE_TEST_ENV=current $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
 INTEROP_PYTEST := $(INTEROP_BIN)/python -m pytest -q -n auto --dist worksteal
-test: $(STAMP) $(HF_STAMP) browser
+test: $(STAMP) $(HF_STAMP) $(INTEROP_STAMP) browser
 	$(PYTEST) -m "not slow" tests
 	$(HF_PYTEST) -m "(hf or newest_beam) and not slow" tests
+	$(INTEROP_PYTEST) -m "interop and not slow" tests
 
-# The interop readers' tests (issue 80, work in progress: `pip install .[interop]` does not resolve
-# yet (resolution-too-deep; datatrove 0.10.1 pulls huggingface-hub 2.x, MosaicML streaming's
-# transformers < 5 needs < 1.0), so `make test` does not run these until it does).
+# The trainers' readers alone (tokenizer export's formats), in .venv-interop.
 test-interop: $(INTEROP_STAMP)
 	$(INTEROP_PYTEST) -m "interop and not slow" tests
 
@@ -157,7 +158,7 @@ peers:
 	$(PEERS)/bin/pip install -q fasttext-numpy2-wheel
 
 clean-venv:
-	rm -rf $(VENV) $(HF_VENV)
+	rm -rf $(VENV) $(HF_VENV) $(INTEROP_VENV)
 
 # `make fuzz`: every harness of tests/fuzz/harnesses.py under atheris (coverage-guided), from its
 # seeds, until FUZZ_RUNS executions or FUZZ_SECONDS each, whichever comes first (defaults: a few

@@ -1,11 +1,15 @@
 """`tokenizer export` (issue 80): the shared crawl's token shards in every trainer's format, read
 back with that trainer's own reader (megatron-core, MosaicML streaming, litdata, datatrove; the
-flat memmap with numpy), and `train run` on a dataset megatron-core's own builder wrote.
+flat memmap with numpy), each opened by the call docs/formats.md's table gives for it, and
+`train run` on a dataset megatron-core's own builder wrote.
 
-The readers live in .venv-interop (`make venv-interop`; pyproject's [interop] says why they
-cannot share .venv or .venv-hf); elsewhere these tests skip, saying so."""
+megatron-core, streaming and litdata live in .venv-interop (marked interop), datatrove in .venv-hf
+(marked hf): pyproject's [interop] says why; `make test` runs both; elsewhere these skip, saying
+so."""
 import json
 import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +21,20 @@ from c4forge.tokenizer.exports import ExportError, export_tokens
 from c4forge.tokenizer.formats import iter_token_documents, read_token_manifest
 from tests.test_tokenizer_kinds import QUIET, byte_level_bpe, crawl_corpus  # noqa: F401 - the fixture
 
-NEEDS = "the trainers' readers run in .venv-interop (make venv-interop)"
+NEEDS = "the trainers' readers run in .venv-interop (make venv-interop; make test runs them there)"
+NEEDS_HF = "datatrove runs in .venv-hf (make test runs the tests marked hf there)"
+TABLE = Path(__file__).resolve().parents[1] / "docs" / "formats.md"
+
+
+def table_call(fmt: str, namespace: dict, **replace: str):
+    """Evaluate the first call in the "call that opens it" cell of docs/formats.md's token-export
+    table for `fmt`, with its placeholders (OUT, N, the dtype) replaced: the docs' own line."""
+    row = next(line for line in TABLE.read_text(encoding="utf-8").splitlines() if line.startswith(f"| `{fmt}` |"))
+    call = re.findall(r"`([^`]+)`", row.split(" | ")[2])[0]
+    for placeholder, value in replace.items():
+        assert placeholder in call, (placeholder, call)
+        call = call.replace(placeholder, value)
+    return eval(call, namespace)  # the docs' line
 
 
 def documents(token_dir, split):
@@ -63,7 +80,8 @@ def test_megatron_core_reads_every_document(tokens, tmp_path):
     assert f"--data-path {tmp_path / 'm'}/train_text_document" in result.output
     for split in ("train", "validation"):
         ours = documents(tokens, split)
-        dataset = indexed.IndexedDataset(str(tmp_path / "m" / f"{split}_text_document"))
+        dataset = table_call("megatron", {"IndexedDataset": indexed.IndexedDataset},
+                             **{"OUT/train": f"{tmp_path / 'm'}/{split}"})
         assert len(dataset) == len(ours) and list(dataset.document_indices) == list(range(len(ours) + 1))
         assert [dataset[k].tolist() for k in range(len(dataset))] == ours
         assert np.array_equal(dataset.sequence_lengths, [len(d) for d in ours])
@@ -76,7 +94,7 @@ def test_mosaicml_streaming_reads_documents_and_llm_foundry_samples(tokens, tmp_
     index = json.load(open(tmp_path / "docs" / "train" / "index.json"))
     assert index["shards"][0]["column_names"] == ["tokens"]
     assert index["shards"][0]["column_encodings"] == ["ndarray:int32"]  # llm-foundry's pre-tokenized column
-    dataset = streaming.StreamingDataset(local=str(tmp_path / "docs" / "train"), shuffle=False, batch_size=1)
+    dataset = table_call("mds", {"streaming": streaming}, OUT=str(tmp_path / "docs"))
     assert [dataset[k]["tokens"].tolist() for k in range(len(dataset))] == documents(tokens, "train")
     export_tokens(tokens, str(tmp_path / "concat"), "mds", splits=["train"], options={"seq_len": 128},
                   log=lambda *_: None)
@@ -94,20 +112,20 @@ def test_litdata_tokens_loader_gives_the_token_stream(tokens, tmp_path):
 
     export_tokens(tokens, str(tmp_path / "lit"), "litdata", splits=["train"], options={"chunk_tokens": 10**8},  # one chunk: TokensLoader drops each chunk's tail
                   log=lambda *_: None)
-    dataset = litdata.StreamingDataset(str(tmp_path / "lit" / "train"), item_loader=TokensLoader(block_size=257),
-                                       shuffle=False)
+    dataset = table_call("litdata", {"litdata": litdata, "TokensLoader": TokensLoader},
+                         OUT=str(tmp_path / "lit"), N="257")
     got = np.concatenate([np.asarray(dataset[k]) for k in range(len(dataset))]).astype(np.int64)
     ours = stream(tokens, "train")
     assert len(got) > 0.9 * len(ours) and np.array_equal(got, ours[:len(got)])
 
 
-@pytest.mark.interop
+@pytest.mark.hf
 def test_datatrove_folder_dataset_gives_the_token_stream(tokens, tmp_path):
-    dataset_module = pytest.importorskip("datatrove.utils.dataset", reason=NEEDS)
+    dataset_module = pytest.importorskip("datatrove.utils.dataset", reason=NEEDS_HF)
     export_tokens(tokens, str(tmp_path / "dt"), "datatrove", log=lambda *_: None)
     token_size = np.dtype(read_token_manifest(tokens)["dtype"]).itemsize
-    dataset = dataset_module.DatatroveFolderDataset(str(tmp_path / "dt" / "train"), seq_len=127,
-                                                    token_size=token_size, filename_pattern="*.ds")
+    dataset = table_call("datatrove", {"DatatroveFolderDataset": dataset_module.DatatroveFolderDataset},
+                         OUT=str(tmp_path / "dt"), N="127", **{"token_size=2": f"token_size={token_size}"})
     got = np.concatenate([np.asarray(dataset[k]["input_ids"]) for k in range(len(dataset))]).astype(np.int64)
     ours = stream(tokens, "train")
     assert len(got) == len(ours) // 128 * 128 and np.array_equal(got, ours[:len(got)])
@@ -119,8 +137,10 @@ def test_memmap_is_the_stream_with_document_offsets(tokens, tmp_path):
     export_tokens(tokens, str(tmp_path / "mm"), "memmap", log=lambda *_: None)
     dtype = np.dtype(read_token_manifest(tokens)["dtype"])
     for split in ("train", "validation"):
-        flat = np.memmap(tmp_path / "mm" / f"{split}.bin", dtype=dtype, mode="r")
+        flat = table_call("memmap", {"np": np}, **{"OUT/train": f"{tmp_path / 'mm'}/{split}",
+                                                   "np.uint16": f"np.{dtype.name}"})
         offsets = np.load(tmp_path / "mm" / f"{split}.offsets.npy")
+        assert 'np.load("OUT/train.offsets.npy")' in TABLE.read_text(encoding="utf-8")
         assert np.array_equal(flat, stream(tokens, split))
         assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == documents(tokens, split)
 
