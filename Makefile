@@ -61,7 +61,7 @@ venv-interop: $(INTEROP_STAMP)
 # to stay under 15 minutes on 2 cores; `make test-slow` runs those; CI (.ci/run) runs both.
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
 HF_PYTEST := C4FORGE_TEST_ENV=current $(HF_BIN)/python -m pytest -q -n auto --dist worksteal
-INTEROP_PYTEST := $(INTEROP_BIN)/python -m pytest -q -n auto --dist worksteal
+INTEROP_PYTEST := C4FORGE_TEST_ENV=interop $(INTEROP_BIN)/python -m pytest -q -n auto --dist worksteal
 test: $(STAMP) $(HF_STAMP) $(INTEROP_STAMP) browser
 	$(PYTEST) -m "not slow" tests
 	$(HF_PYTEST) -m "(hf or newest_beam) and not slow" tests

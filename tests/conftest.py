@@ -28,15 +28,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
-# Two environments run the tests (Makefile): the engines' one (.venv, Beam 2.62.0) runs every test;
-# the one of current releases (.venv-hf: the newest Beam, transformers 5, datasets 5, lm-eval;
-# C4FORGE_TEST_ENV=current) runs those marked `hf` or `newest_beam`, and collects only the test
-# modules that hold such tests. Where Beam is missing (a corpus-only install), the test modules
+# Three environments run the tests (Makefile): the engines' one (.venv, Beam 2.62.0) runs every test;
+# the one of current releases (.venv-hf: the newest Beam, transformers 5, datasets 5, lm-eval,
+# datatrove, NeMo Curator; C4FORGE_TEST_ENV=current) runs those marked `hf` or `newest_beam`, and
+# the trainers' readers' one (.venv-interop: megatron-core, MosaicML streaming, litdata;
+# C4FORGE_TEST_ENV=interop) those marked `interop`; each collects only the test modules that hold
+# such tests. Where Beam is missing (a corpus-only install), the test modules
 # that import it (directly, through c4forge.pipelines, or through another such module) are not
 # collected.
 BEAM = importlib.util.find_spec("apache_beam") is not None
 CURRENT = os.environ.get("C4FORGE_TEST_ENV") == "current"
+INTEROP = os.environ.get("C4FORGE_TEST_ENV") == "interop"
 _CURRENT_MARKS = re.compile(r"mark\.(?:hf|newest_beam)\b")
+_INTEROP_MARKS = re.compile(r"mark\.interop\b")
 _BEAM_IMPORT = re.compile(r"^(?:from|import) (?:apache_beam|c4forge\.pipelines)\b", re.M)
 _TEST_IMPORT = re.compile(r"^from tests\.(\w+) import", re.M)
 
@@ -53,6 +57,8 @@ def pytest_ignore_collect(collection_path, config):
         return None
     if CURRENT and collection_path.name.startswith("test_"):
         return not _CURRENT_MARKS.search(collection_path.read_text(encoding="utf-8")) or None
+    if INTEROP and collection_path.name.startswith("test_"):
+        return not _INTEROP_MARKS.search(collection_path.read_text(encoding="utf-8")) or None
     if not BEAM:
         return _needs_beam(collection_path.stem) or None
     return None
