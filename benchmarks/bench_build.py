@@ -85,7 +85,7 @@ def rel(path) -> str:
 def make_copies(files: list[str], scale: int) -> list[str]:
     """``scale`` copies of the crawl files, URLs rewritten per copy; one gzip member per record
     (as in Common Crawl). Cached by scale."""
-    from c4forge.corpus.records import iter_records
+    from c4forge.corpus.read.records import iter_records
     from tests.wetfiles import renamed_copy
 
     tag = hashlib.sha1("\0".join(os.path.basename(f) for f in files).encode()).hexdigest()[:8]
@@ -235,7 +235,7 @@ def _digest(docs) -> str:
 
 
 def digest_of_corpus(directory: str) -> str:
-    from c4forge.corpus.shards import iter_corpus_documents
+    from c4forge.corpus.output.shards import iter_corpus_documents
 
     return _digest((d["url"], d["text"]) for s in ("train", "validation")
                    for d in iter_corpus_documents(directory, s))
@@ -247,7 +247,7 @@ def digest_of_jsonl(path: str) -> str:
 
 
 def text_size(files: list[str]):
-    from c4forge.corpus.wet import iter_crawl_documents
+    from c4forge.corpus.read.wet import iter_crawl_documents
 
     pages = n_bytes = 0
     for path in files:
@@ -260,7 +260,7 @@ def text_size(files: list[str]):
 def run_engine(engine: str, inputs: list[str], common: list[str], workers: int,
                digests: dict[str, set]) -> dict[str, float]:
     """One run of ``engine`` on ``inputs``; the digest of its output is added to ``digests``."""
-    from c4forge.pipelines.engines.worker_pool import local_portable_services
+    from c4forge.pipelines.engines.workers.worker_pool import local_portable_services
 
     with tempfile.TemporaryDirectory() as tmp:
         if engine == "clean":  # the same output as `corpus build`: shards, manifest, rule samples

@@ -45,9 +45,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness
 
-from c4forge.corpus import langid, sentences
-from c4forge.corpus.clean import clean_page
-from c4forge.corpus.wet import iter_crawl_documents
+from c4forge.corpus.langid import lid176 as langid
+from c4forge.corpus.read.wet import iter_crawl_documents
+from c4forge.corpus.rules.clean import clean_page
+from c4forge.corpus.text import sentences
 from tests import reference_c4
 
 THRESHOLD = 0.65

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness
 
-from c4forge.corpus.minhash import (
+from c4forge.corpus.dedup.minhash import (
     MinHashConfig,
     MinHasher,
     match_probability,
@@ -52,8 +52,8 @@ from c4forge.corpus.minhash import (
     shingle_set,
     word_hashes,
 )
-from c4forge.corpus.near_dedup import bucket_edges, clusters_in_memory
-from c4forge.corpus.wet import iter_crawl_documents
+from c4forge.corpus.dedup.near_dedup import bucket_edges, clusters_in_memory
+from c4forge.corpus.read.wet import iter_crawl_documents
 
 THRESHOLD = 0.8
 # datasketch 2.0 changed its default permutation scheme; name it so results stay comparable.

@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import harness
 
 from c4forge.core.counters import Counters, null_inc
-from c4forge.corpus.extract import OPTIONAL, decode_html, html_bytes, missing_extractor, response_text
-from c4forge.corpus.records import iter_records
-from c4forge.corpus.wet import page_text
+from c4forge.corpus.extract.html import OPTIONAL, decode_html, html_bytes, missing_extractor, response_text
+from c4forge.corpus.read.records import iter_records
+from c4forge.corpus.read.wet import page_text
 
 SHARED = harness.SHARED
 WORD = re.compile(r"\w+")

@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness
 
-from c4forge.train.finetune.baselines import reference_rows
-from c4forge.train.finetune.run import FinetuneConfig, finetune_task
+from c4forge.train.evaluation.finetune.baselines import reference_rows
+from c4forge.train.evaluation.finetune.run import FinetuneConfig, finetune_task
 
 GLUE = harness.SHARED / "eval" / "glue"
 OLD = {"pooling": "last", "min_steps": 0, "warmup_share": 0.06}

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from c4forge.train.checkpoint import load_model, run_tokenizer
-from c4forge.train.evaluate import (
+from c4forge.train.evaluation.evaluate import (
     TASK_FILES,
     _joiner,
     _split_pair,
@@ -29,8 +29,8 @@ from c4forge.train.evaluate import (
     load_task,
     run_tasks,
 )
+from c4forge.train.evaluation.lm_eval_tasks import task_name, write_lm_eval_tasks
 from c4forge.train.export import export_hf
-from c4forge.train.lm_eval_tasks import task_name, write_lm_eval_tasks
 
 METRIC = {"lambada": "acc,none", "winogrande": "acc,none", "blimp": "acc,none"}
 

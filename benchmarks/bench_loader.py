@@ -188,9 +188,9 @@ def crawl_tokens() -> Path:
     if (directory / "ids" / "manifest.json").exists():
         return directory / "ids"
     from c4forge.core.counters import Counters
+    from c4forge.corpus.chain.local import run_chain
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.local import run_chain
-    from c4forge.corpus.shards import write_corpus
+    from c4forge.corpus.output.shards import write_corpus
     from c4forge.tokenizer.encode import encode_corpus
     from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 

@@ -49,7 +49,7 @@ import bench_build  # noqa: E402
 import distinct_inputs  # noqa: E402
 import harness  # noqa: E402
 
-from c4forge.corpus.chain import CHAINS  # noqa: E402
+from c4forge.corpus.chain.chains import CHAINS  # noqa: E402
 
 PRESETS = ("c4", "gopher", "fineweb")
 NEAR_DEDUP_STAGES = ("minhash-signatures", "near-dup-clusters")  # the clock's names for near-dedup
@@ -94,10 +94,11 @@ STAGES_WORKER = r'''
 import json, sys, tempfile, time
 from c4forge.core.counters import Counters
 from c4forge.core.stageclock import StageClock
-from c4forge.corpus.chain import load_steps
+from c4forge.corpus.chain.chains import load_steps
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import corpus_manifest, write_corpus
+from c4forge.corpus.chain.local import run_chain
+from c4forge.corpus.chain.provenance import corpus_manifest
+from c4forge.corpus.output.shards import write_corpus
 spec = json.loads(sys.argv[1])
 config = build_config(spec["preset"], overrides=spec["overrides"], badwords=spec["badwords"])
 load_steps(config)

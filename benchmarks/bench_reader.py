@@ -8,7 +8,7 @@ agree. CPU seconds of one core; ratios per repeat, median (min-max).
 
 What the numbers decide: c4forge's reader keeps the reliability properties the tests check -
 resync after a corrupt record or gzip member, every fault a counted skip, remote reading with
-resume (corpus/remote.py) - so a switch to FastWARC pays only if reading is a large share of a
+resume (corpus/read/remote.py) - so a switch to FastWARC pays only if reading is a large share of a
 build and FastWARC keeps those properties; the section below states the ratio and the share.
 
 Run: python benchmarks/bench_reader.py [--repeats 5] [--write] [--quick]
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness
 
-from c4forge.corpus.records import iter_records
+from c4forge.corpus.read.records import iter_records
 
 SHARED = harness.SHARED
 FILES = {"WET, 3,519 pages (crawl-extra/web-benchmarks.warc.wet.gz)": SHARED / "crawl-extra" / "web-benchmarks.warc.wet.gz",

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness  # noqa: E402
 
-from c4forge.corpus.remote import RemotePolicy, ResumingReader
+from c4forge.corpus.read.remote import RemotePolicy, ResumingReader
 from tests.faultserver import FaultServer
 
 

@@ -11,7 +11,7 @@ A cascade's speed is set by that share: each page pays the fast pass and the rou
 routed pages pay the slow extractor too. Beside each share, the speed it implies against
 trafilatura, from the per-page CPU of the held-out extraction benchmark (RESULTS.md section
 extract-heldout, given below as ``--ms``), and the share with ``read.max_slow_share`` at 0.10
-(corpus/extract.py SlowBudget: by the n-th page of a file, at most ceil(0.1 n) sent slow; here
+(corpus/extract/html.py SlowBudget: by the n-th page of a file, at most ceil(0.1 n) sent slow; here
 each source is one file in name order).
 
 The shares need only the routers (resiliparse's parse and the page signals). What the budget
@@ -38,9 +38,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import harness  # noqa: E402
 from bench_extract import evaluate, is_tune_page, load_dev_pages, paired_bootstrap  # noqa: E402
 
-from c4forge.corpus import router  # noqa: E402
-from c4forge.corpus.extract import SLOW_OF, SlowBudget, decode_html, extract_response, fast_pass  # noqa: E402
-from c4forge.corpus.wet import page_text  # noqa: E402
+from c4forge.corpus.extract.html import (  # noqa: E402
+    SLOW_OF,
+    SlowBudget,
+    decode_html,
+    extract_response,
+    fast_pass,
+    router,  # noqa: E402
+)
+from c4forge.corpus.read.wet import page_text  # noqa: E402
 
 SOURCES = {"dragnet_data": "Dragnet", "page-signal-master": "L3S-GN1 (Google News)",
            "CleanPortalEval-master": "CleanPortalEval", "cleaneval-final": "CleanEval final",

@@ -35,9 +35,9 @@ system, name, pages_path, lists = sys.argv[1:5]
 pages = [json.loads(line) for line in open(pages_path, encoding="utf-8")]
 if system == "c4forge":
     from c4forge.corpus.document import Document
-    from c4forge.corpus.pii import format_pii
+    from c4forge.corpus.steps.pii import format_pii
     from c4forge.corpus.steps import c4_quality, fineweb_quality, gopher_quality, gopher_repetition
-    from c4forge.corpus.url_filter import UrlBlocklist, load_lists
+    from c4forge.corpus.steps.url_filter import UrlBlocklist, load_lists
     docs = [Document(url=p["url"], text=p["text"]) for p in pages]
     step = {
         "gopher_quality": lambda d, r=gopher_quality.GopherQuality(): gopher_quality.gopher_quality(r, d),
@@ -99,7 +99,7 @@ def main() -> int:
         return 2
     machine = harness.machine()
     sys.path.insert(0, str(ROOT))
-    from c4forge.corpus.wet import iter_crawl_documents
+    from c4forge.corpus.read.wet import iter_crawl_documents
 
     pages = [page for path in sorted(args.crawl.glob("*.wet.gz")) for page in iter_crawl_documents(str(path))]
     if args.quick:

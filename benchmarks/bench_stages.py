@@ -1,7 +1,7 @@
 """Where `corpus build` spends its CPU: every stage of the C4 chain on distinct pages, beside the
 best peer component on the same pages, and what a worker pays before its first page.
 
-Stages: corpus/local.py's ``run_chain`` with a StageClock (c4forge/core/stageclock.py: one
+Stages: corpus/chain/local.py's ``run_chain`` with a StageClock (c4forge/core/stageclock.py: one
 current stage, so every CPU second is counted once and the shares add up to the chain): read
 (decompress, parse WET records into pages), length, url-dedup, clean-page (paragraph filter and
 C4's line and page rules), line-dedup, language-id, bad-words, minhash-signatures,
@@ -60,8 +60,8 @@ STARTUP = """
 import resource, sys
 {imports}
 from c4forge.corpus.config import build_config
-from c4forge.corpus.chain import load_steps
-from c4forge.corpus import sentences
+from c4forge.corpus.chain.chains import load_steps
+from c4forge.corpus.text import sentences
 config = build_config("c4", badwords=sys.argv[1])
 load_steps(config)
 sentences.has_at_least("Punkt is built on first use. Like this.", 2)
@@ -74,9 +74,9 @@ FORKED = """
 import gc, os, resource, sys
 import c4forge.pipelines.c4
 from c4forge.corpus.config import build_config
-from c4forge.corpus.chain import load_steps
-from c4forge.corpus import sentences
-from c4forge.pipelines.engines import worker_fork
+from c4forge.corpus.chain.chains import load_steps
+from c4forge.corpus.text import sentences
+from c4forge.pipelines.engines.workers import worker_fork
 from c4forge.pipelines.dofns import load_worker_models
 config = build_config("c4", badwords=sys.argv[1])
 worker_fork.prepare(lambda: load_worker_models(config.for_workers()))
@@ -104,14 +104,14 @@ print(usage.ru_utime + usage.ru_stime)
 
 def startup_seconds(badwords: str, beam: bool) -> float:
     """CPU seconds of a fresh process from its start to the point a worker can take a page."""
-    imports = "import c4forge.pipelines.c4" if beam else "import c4forge.corpus.local"
+    imports = "import c4forge.pipelines.c4" if beam else "import c4forge.corpus.chain.local"
     out = subprocess.run([sys.executable, "-c", STARTUP.format(imports=imports), badwords],
                          capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def forked_seconds(badwords: str) -> float:
-    """CPU seconds of a worker forked from a warm fork server (pipelines/engines/worker_fork.py, the
+    """CPU seconds of a worker forked from a warm fork server (pipelines/engines/workers/worker_fork.py, the
     managed engines' workers) until it can take a page: the same set-up on the server's caches."""
     out = subprocess.run([sys.executable, "-c", FORKED, badwords], capture_output=True, text=True,
                          check=True)
@@ -130,10 +130,11 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
     and MinHash saw are written to ``captured`` for the peers."""
     from c4forge.core.counters import Counters
     from c4forge.core.stageclock import StageClock
-    from c4forge.corpus.chain import load_steps, steps_of
+    from c4forge.corpus.chain.chains import load_steps, steps_of
+    from c4forge.corpus.chain.local import run_chain
+    from c4forge.corpus.chain.provenance import corpus_manifest
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.local import run_chain
-    from c4forge.corpus.shards import corpus_manifest, write_corpus
+    from c4forge.corpus.output.shards import write_corpus
 
     config = build_config("c4", badwords=badwords)
     load_steps(config)
@@ -173,14 +174,14 @@ def worker(paths: list[str], badwords: str, captured: str) -> dict:
 
 
 def badword_lists(badwords: str, pages) -> dict:
-    from c4forge.corpus.badwords import load_badwords
+    from c4forge.corpus.steps.bad_words import load_badwords
 
     return load_badwords(badwords, sorted({lang for lang, _ in pages if lang}))
 
 
 def regex_seconds(badwords: str, pages) -> float:
     """CPU seconds of tfds' bad-words regex (``compile_badwords``) on the pages bad-words saw."""
-    from c4forge.corpus.badwords import compile_badwords
+    from c4forge.corpus.steps.bad_words import compile_badwords
 
     patterns = compile_badwords(badword_lists(badwords, pages))
     started = time.process_time()
@@ -202,7 +203,7 @@ def peer_seconds(stage: str, paths: list[str], texts: list, badwords: str = "") 
                                           parse_http=False, fsspec_args=False):
                 record.reader.read()
     elif stage == "language-id":
-        from c4forge.corpus.langid import load_model
+        from c4forge.corpus.langid.lid176 import load_model
 
         model = load_model(None)
         started = time.process_time()  # the model is loaded once per worker: start-up, not this
@@ -227,7 +228,7 @@ def peer_seconds(stage: str, paths: list[str], texts: list, badwords: str = "") 
     elif stage == "minhash-signatures":
         from datasketch import MinHash
 
-        from c4forge.corpus.minhash import shingle_set
+        from c4forge.corpus.dedup.minhash import shingle_set
 
         MinHash.bulk([[" ".join(s).encode("utf-8") for s in shingle_set(t)] for t in texts],
                      num_perm=112)
@@ -310,7 +311,7 @@ def main() -> int:
               f"Beam's SDK worker harness alone (`import apache_beam.runners.worker.sdk_worker_main`, "
               f"paid by any Beam worker) {harness.spread(harness_only, '{:.2f}')}, so ours in a Beam "
               f"worker {harness.spread([w - h for w, h in zip(startup['with Beam (a `corpus build` worker)'], harness_only)], '{:.2f}')}. "
-              f"A managed engine's worker forked from its build's fork server (pipelines/engines/worker_fork.py: "
+              f"A managed engine's worker forked from its build's fork server (pipelines/engines/workers/worker_fork.py: "
               f"imports, models and kernels loaded once per build) {harness.spread(forked, '{:.2f}')}."]
     harness.publish("stages", lines, args.write and not args.quick, machine)
     return 0

@@ -44,9 +44,9 @@ import harness  # noqa: E402
 from bench_build import RunFailed, measure  # noqa: E402
 
 from c4forge.core.counters import Counters  # noqa: E402
+from c4forge.corpus.chain.local import run_chain  # noqa: E402
 from c4forge.corpus.config import build_config  # noqa: E402
-from c4forge.corpus.local import run_chain  # noqa: E402
-from c4forge.corpus.shards import iter_corpus_documents, write_corpus  # noqa: E402
+from c4forge.corpus.output.shards import iter_corpus_documents, write_corpus  # noqa: E402
 
 BIN = Path(sys.executable).parent
 TARGET_VS_RAW = 0.85

@@ -137,7 +137,7 @@ def _build_child(address, folder, rounds, queue):
     build_graph(p, crawl, cfg, staging, cc_rounds=rounds)
     result = p.run()
     result.wait_until_finish()
-    from c4forge.corpus.shards import shard_rows
+    from c4forge.corpus.output.shards import shard_rows
 
     shards = [n for n in os.listdir(staging) if not n.endswith(".json") and "-of-" in n]
     documents = sum(shard_rows(os.path.join(staging, n)) for n in shards)

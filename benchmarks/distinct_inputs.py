@@ -90,7 +90,7 @@ def unspaced(char: str) -> bool:
 
 
 def page_records(files: list[str]):
-    from c4forge.corpus.records import iter_records
+    from c4forge.corpus.read.records import iter_records
 
     for path in files:
         for record in iter_records(path):
@@ -101,7 +101,7 @@ class Vocabulary:
     """Per-copy bijections of the base crawl's words (and unspaced characters)."""
 
     def __init__(self, files: list[str], fixed: set[str]) -> None:
-        from c4forge.corpus.langid import predict
+        from c4forge.corpus.langid.lid176 import predict
 
         counts: dict[str, Counter] = defaultdict(Counter)   # word -> language -> occurrences
         chars: Counter = Counter()

@@ -42,11 +42,11 @@ from c4forge.core.settings import (
     unknown_key_message,
     worker_paths,
 )
-from c4forge.corpus.chain import C4_CHAIN, CHAINS, chain_names, chains_with, plan, step_of
-from c4forge.corpus.extract import EXTRACTORS, missing_extractor
-from c4forge.corpus.read_options import INPUT_FORMATS, ReadOptions
-from c4forge.corpus.samples import SampleOptions
-from c4forge.corpus.step import Step
+from c4forge.corpus.chain.chains import C4_CHAIN, CHAINS, chain_names, chains_with, plan, step_of
+from c4forge.corpus.chain.step import Step
+from c4forge.corpus.extract.html import EXTRACTORS, missing_extractor
+from c4forge.corpus.output.samples import SampleOptions
+from c4forge.corpus.read.options import INPUT_FORMATS, ReadOptions
 from c4forge.corpus.steps import REGISTRY
 
 PER_MILLE = Rule("an integer from 0 to 1000", lambda v: 0 <= v <= 1000, integer=True)
@@ -55,7 +55,7 @@ PER_MILLE = Rule("an integer from 0 to 1000", lambda v: 0 <= v <= 1000, integer=
 @dataclasses.dataclass(frozen=True)
 class StepSettings:
     """Every step's settings, keyed by the step's name: an immutable, hashable mapping (a worker
-    keeps what a step loads per config: corpus/step.py ``loaded``)."""
+    keeps what a step loads per config: corpus/chain/step.py ``loaded``)."""
 
     items: tuple[tuple[str, Any], ...] = ()
 
@@ -92,8 +92,8 @@ class CorpusConfig:
         ``<step>.<setting>`` (``--set language-id.threshold=0.7``).
     validation_per_mille: documents whose md5(normalised url) % 1000 is below this go to the
         validation split (tfds: 1, i.e. 0.1%).
-    read: bounds of the crawl reader (corpus/read_options.py).
-    rule_samples: what each rule did, sampled for ``corpus inspect`` (corpus/samples.py):
+    read: bounds of the crawl reader (corpus/read/options.py).
+    rule_samples: what each rule did, sampled for ``corpus inspect`` (corpus/output/samples.py):
         per_rule (0: none), rate (share of pages traced), seed.
     """
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 if TYPE_CHECKING:
     import zstandard
 
+# The quality classifier's score: this record's field and the corpus shards' (and JSONL's) column.
+SCORE_COLUMN = "quality_score"
 _SIZE = "_text_size"  # (text object, its UTF-8 length): valid while ``text`` is that object
 
 

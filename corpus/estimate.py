@@ -47,12 +47,12 @@ import yaml
 
 from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
-from c4forge.corpus.chain import load_steps
+from c4forge.corpus.chain.chains import load_steps
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.records import iter_records
-from c4forge.corpus.urls import normalize_url
-from c4forge.corpus.warc import WarcRecord
+from c4forge.corpus.read.records import iter_records
+from c4forge.corpus.read.warc import WarcRecord
+from c4forge.corpus.text.urls import normalize_url
 
 PAGE_RECORDS = ("conversion", "response")
 TINY_PAGES = 20
@@ -198,7 +198,9 @@ class EngineRun:
 def run_engine(inputs: Sequence[str], folder: str, config: CorpusConfig, runner: str,
                workers: Optional[int]) -> EngineRun:
     """`corpus build` on ``inputs`` with ``runner``, the config passed whole as YAML."""
-    from c4forge.corpus.shards import read_manifest  # lazy: pyarrow, only once a build has been measured
+    from c4forge.corpus.output.shards import (
+        read_manifest,  # lazy: pyarrow, only once a build has been measured
+    )
 
     settings = os.path.join(folder, "config.yaml")
     if not os.path.exists(settings):

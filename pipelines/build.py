@@ -29,22 +29,22 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import write_then_rename
 from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env, writing
+from c4forge.corpus.chain.loop import step_failure_in
+from c4forge.corpus.chain.provenance import corpus_manifest
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.corpus.report import strict_problem
-from c4forge.corpus.samples import FILE as SAMPLES_FILE
-from c4forge.corpus.samples import dumps as dump_samples
-from c4forge.corpus.shards import (
+from c4forge.corpus.dedup.near_dedup import DEFAULT_CC_ROUNDS
+from c4forge.corpus.output.report import strict_problem
+from c4forge.corpus.output.samples import FILE as SAMPLES_FILE
+from c4forge.corpus.output.samples import dumps as dump_samples
+from c4forge.corpus.output.shards import (
     CORPUS_KIND,
     DEFAULT_SHARD_FORMAT,
     SHARD_FOLDERS,
-    corpus_manifest,
     full_manifest,
     parse_shard_name,
     samples_entry,
     split_summary,
 )
-from c4forge.corpus.steploop import step_failure_in
 from c4forge.pipelines.c4 import build_graph
 from c4forge.pipelines.dofns import load_worker_models, merge_sample_parts, shuffle_buckets
 from c4forge.pipelines.engines.runners import (

@@ -1,4 +1,4 @@
-"""The corpus graph, read as its recipe: crawl files -> the chain's steps (corpus/chain.py) ->
+"""The corpus graph, read as its recipe: crawl files -> the chain's steps (corpus/chain/chains.py) ->
 split -> shards. Wiring only: every decision is a function from corpus/.
 
 ``fusions`` is the graph's one planning pass: where the page steps run (fused into the DoFn that
@@ -16,16 +16,16 @@ from typing import NamedTuple, Optional
 
 import apache_beam as beam
 
-from c4forge.corpus.chain import Plan, Segment, plan
+from c4forge.corpus.chain.chains import Plan, Segment, plan
+from c4forge.corpus.chain.step import Scope, Step
 from c4forge.corpus.config import CorpusConfig
-from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.corpus.shards import DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, shard_metadata
-from c4forge.corpus.step import Scope, Step
-from c4forge.pipelines import exact_dedup, line_dedup, near_dedup, url_dedup
+from c4forge.corpus.dedup.near_dedup import DEFAULT_CC_ROUNDS
+from c4forge.corpus.output.shards import DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, shard_metadata
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS
 from c4forge.pipelines.pages import BeamJob, Fusion, Pages
 from c4forge.pipelines.shards import write_shards
 from c4forge.pipelines.store import INLINE, PageStore
+from c4forge.pipelines.twins import exact_dedup, line_dedup, near_dedup, url_dedup
 
 # Each corpus-wide step's Beam twin: expand(pages, segment, job, fusion) -> pages
 TWINS = {"url-dedup": url_dedup.expand, "exact-dedup": exact_dedup.expand,

@@ -1,6 +1,6 @@
 """What every DoFn of the corpus graph shares: batching by bucket for the shuffles, counters
 summed per bundle, rule samples kept per bundle, and the page steps run through the one step
-loop (corpus/steploop.py). The graph's steps (pipelines/c4.py and the twins it composes) build
+loop (corpus/chain/loop.py). The graph's steps (pipelines/c4.py and the twins it composes) build
 on these.
 """
 from __future__ import annotations
@@ -17,15 +17,15 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from c4forge.corpus.chain import plan
+from c4forge.corpus.chain.chains import plan
+from c4forge.corpus.chain.loop import StepLoop
+from c4forge.corpus.chain.step import Step, loaded
+from c4forge.corpus.chain.verdict import Count
 from c4forge.corpus.config import CorpusConfig
+from c4forge.corpus.dedup.minhash import MinHasher
+from c4forge.corpus.dedup.near_dedup import NS_NEAR
 from c4forge.corpus.document import Document, to_bytes
-from c4forge.corpus.minhash import MinHasher
-from c4forge.corpus.near_dedup import NS_NEAR
-from c4forge.corpus.samples import Reservoir, Sample, SampleOptions, SampleSink, traced_key
-from c4forge.corpus.step import Step, loaded
-from c4forge.corpus.steploop import StepLoop
-from c4forge.corpus.verdict import Count
+from c4forge.corpus.output.samples import Reservoir, Sample, SampleOptions, SampleSink, traced_key
 from c4forge.pipelines.store import SHUFFLE_COMPRESSION
 
 # Pages, line claims and line owners cross the shuffles of URL and line dedup in *batches*: one
@@ -162,7 +162,7 @@ class Counting:
 
 
 class Sampling:
-    """Mixin: the rule samples (corpus/samples.py) a DoFn finds, kept per bundle in a
+    """Mixin: the rule samples (corpus/output/samples.py) a DoFn finds, kept per bundle in a
     Reservoir and written when the bundle finishes, one file per bundle in ``samples_dir``
     (the launcher merges them: :func:`merge_sample_parts`). Only events that are final where
     they are found go in: a crawl's cleaning is sampled where it is read but travels with its
@@ -193,7 +193,7 @@ class Sampling:
 
 
 def merge_sample_parts(directory: str, options: SampleOptions) -> dict:
-    """The workers' sample files merged into the rule samples' document (corpus/samples.py)."""
+    """The workers' sample files merged into the rule samples' document (corpus/output/samples.py)."""
     reservoir = Reservoir(options.per_rule)
     pattern = FileSystems.join(directory, "*.json")
     for match in FileSystems.match([pattern])[0].metadata_list:
@@ -208,7 +208,7 @@ WARM_TEXT = "A short text of a few words, enough for one shingle or more."
 def load_worker_models(config: CorpusConfig) -> None:
     """Load into this process's caches what the graph's DoFns load in a worker before their
     first page (what the chain's steps load, numba's compiled MinHash kernels): the warm-up of
-    the process SDK workers are forked from (pipelines/engines/worker_fork.py)."""
+    the process SDK workers are forked from (pipelines/engines/workers/worker_fork.py)."""
     layout = plan(config)
     for step in layout.steps():
         loaded(step, config)
@@ -218,7 +218,7 @@ def load_worker_models(config: CorpusConfig) -> None:
 
 class StepsFn(Counting, Sampling, beam.DoFn):
     """Base for DoFns that run page steps of the chain (what each step loads, once per worker:
-    corpus/step.py ``loaded``): ``run_steps`` is the step loop, its counts to the bundle's table
+    corpus/chain/step.py ``loaded``): ``run_steps`` is the step loop, its counts to the bundle's table
     and a traced page's samples to the bundle's reservoir (or to a ``sink`` given)."""
 
     def __init__(self, config: CorpusConfig, samples_dir: Optional[str] = None) -> None:

@@ -20,12 +20,12 @@ from typing import NamedTuple, Optional
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
+from c4forge.corpus.chain.step import Step
 from c4forge.corpus.config import CorpusConfig
+from c4forge.corpus.dedup.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.document import Document, from_bytes, to_bytes
-from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.corpus.step import Step
-from c4forge.corpus.urls import url_rank
-from c4forge.corpus.wet import NS_READ, iter_file_documents
+from c4forge.corpus.read.wet import NS_READ, iter_file_documents
+from c4forge.corpus.text.urls import url_rank
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS, BucketBatchingFn, StepsFn, digest_bucket
 from c4forge.pipelines.progress import ProgressReporter
 from c4forge.pipelines.store import INLINE, PageRef, PageStore, StoreReader

@@ -1,5 +1,5 @@
 """The corpus written on Beam: pages split (train/validation), assigned to shards and each
-shard written by one worker into the staging directory (corpus/shards.py's format). The pages
+shard written by one worker into the staging directory (corpus/output/shards.py's format). The pages
 come as PageRefs (pipelines/store.py), read from their store by the worker that writes their
 shard once the shard's url order is known."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from c4forge.corpus.document import from_bytes
-from c4forge.corpus.shards import (
+from c4forge.corpus.output.shards import (
     DEFAULT_DOCS_PER_SHARD,
     DEFAULT_SHARD_FORMAT,
     counting_extractors,
@@ -21,7 +21,7 @@ from c4forge.corpus.shards import (
     shard_stats,
     write_shard,
 )
-from c4forge.corpus.urls import split_of
+from c4forge.corpus.text.urls import split_of
 from c4forge.pipelines.dofns import Counting
 from c4forge.pipelines.progress import ProgressReporter
 from c4forge.pipelines.store import PageRef, PageStore, StoreReader

@@ -1,4 +1,4 @@
-"""Regenerate the engine lock files (pipelines/engines/locks/*.json): which jars, from Maven
+"""Regenerate the engine lock files (pipelines/engines/jvm/locks/*.json): which jars, from Maven
 Central, make each Java process a Flink or Spark run needs, with their sha256.
 
 Beam publishes ready-made job-server jars (``beam-runners-flink-1.19-job-server``), but the
@@ -6,7 +6,7 @@ Maven Central this project is built against serves none of them for any release 
 2.50-2.77: every ``*-job-server`` coordinate answers 404). It does serve the runners they are
 made of - ``beam-runners-flink-1.19`` and ``beam-runners-spark-3`` of 2.62.0, with every
 dependency - so c4forge resolves those with Maven once, here, and pins the result: at run time
-``pipelines/engines/jars.py`` fetches exactly these files (plain HTTPS, no Maven needed), checks
+``pipelines/engines/jvm/jars.py`` fetches exactly these files (plain HTTPS, no Maven needed), checks
 each sha256 and starts the job server from them. Run with Maven on the PATH:
 
     .venv/bin/python scripts/lock_engine_jars.py            # all locks
@@ -27,7 +27,7 @@ from pathlib import Path
 from apache_beam.version import __version__ as BEAM
 
 ROOT = Path(__file__).resolve().parent.parent
-LOCKS = ROOT / "pipelines" / "engines" / "locks"
+LOCKS = ROOT / "pipelines" / "engines" / "jvm" / "locks"
 FLINK, SPARK, SCALA = "1.19.0", "3.5.7", "2.12"
 
 # What each process runs: the Maven coordinates to resolve, versions forced where two paths

@@ -1,4 +1,4 @@
-"""Fit the cascade extractor's router (corpus/router.py) on the tune half of the WCXB dev pages
+"""Fit the cascade extractor's router (corpus/extract/router.py) on the tune half of the WCXB dev pages
 and write corpus/data/extract-router.json.
 
 Per tune page: resiliparse's fast pass (main and whole-page text from one parse), the router's
@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_extract import SHARED, load_dev_pages, prf  # noqa: E402
 
 from c4forge.core.io import atomic_write  # noqa: E402
-from c4forge.corpus.extract import extract_main_text, fast_pass  # noqa: E402
-from c4forge.corpus.router import ROUTER_FILES, Router, page_signals  # noqa: E402
-from c4forge.corpus.wet import page_text  # noqa: E402
+from c4forge.corpus.extract.html import extract_main_text, fast_pass  # noqa: E402
+from c4forge.corpus.extract.router import ROUTER_FILES, Router, page_signals  # noqa: E402
+from c4forge.corpus.read.wet import page_text  # noqa: E402
 
 VERSION = "1"
 

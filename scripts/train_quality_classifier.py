@@ -8,7 +8,7 @@ human-reviewed main text of the WCXB development pages (extraction/wcxb-dev.json
 the whole-page WET text of the same pages, boilerplate kept (crawl-extra/web-benchmarks.warc.wet.gz).
 Training uses the *tune* half of the pages (bench_extract.is_tune_page, the half the extraction
 router is fitted on); the held-out half is scored here, and the figures printed. Text is
-prepared as the filter prepares it (corpus/classifier.py ``model_text``), so training and
+prepared as the filter prepares it (corpus/steps/quality_classifier.py ``model_text``), so training and
 prediction see the same input.
 
 Run (fastText's trainer is in the peers' venv, `make peers`; .venv has the predict-only build):
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_extract import SHARED, is_tune_page  # noqa: E402
 
-from c4forge.corpus.classifier import model_text  # noqa: E402
-from c4forge.corpus.wet import iter_crawl_documents  # noqa: E402
+from c4forge.corpus.read.wet import iter_crawl_documents  # noqa: E402
+from c4forge.corpus.steps.quality_classifier import model_text  # noqa: E402
 
 POSITIVE, NEGATIVE = "hq", "cc"
 SETTINGS = {"lr": 0.5, "epoch": 10, "wordNgrams": 2, "dim": 16, "minCount": 2, "bucket": 100_000,

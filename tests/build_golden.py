@@ -1,6 +1,6 @@
 """The fingerprint of a `corpus build` of the shared crawl, pinned in tests/golden/: every shard's
 rows (every column, in file order) hashed per file, every counter, and the rule samples' file
-(corpus/samples.py; added 2026-11-26, the rest unchanged by it). Changes to the Beam wiring
+(corpus/output/samples.py; added 2026-11-26, the rest unchanged by it). Changes to the Beam wiring
 (batching, coders, fused steps) must leave it unchanged: tests/test_pipeline.py compares a fresh
 build with the fingerprint recorded before such a change.
 
@@ -29,7 +29,7 @@ GOLDEN_COPIES = 3  # copies 2 and 3 lose their lines to copy 1's owners, or own 
 
 def corpus_fingerprint(directory: str) -> dict:
     """{"files": {split/name: {"documents": n, "sha256": rows' hash}}, "counters": {...}}."""
-    from c4forge.corpus.shards import read_manifest, read_shard, shard_paths
+    from c4forge.corpus.output.shards import read_manifest, read_shard, shard_paths
 
     manifest = read_manifest(directory)
     files = {}
@@ -53,7 +53,7 @@ def copies_of(crawl: list[str], copies: int, folder: str) -> list[str]:
     (new URLs, same text: line dedup and near-dedup see mirrors, as in benchmarks/bench_build.py)."""
     import gzip
 
-    from c4forge.corpus.records import iter_records
+    from c4forge.corpus.read.records import iter_records
     from tests.wetfiles import renamed_copy
 
     out = list(crawl)

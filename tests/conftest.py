@@ -76,7 +76,7 @@ def shared_path(*parts: str) -> Path:
 def flink_local_or_skip(purpose: str) -> None:
     """Skip, saying why, where flink-local cannot run here: no Java 11+, or its job-server jars
     cannot be had (a test of a Flink behaviour, run in make test-slow)."""
-    from c4forge.pipelines.engines import jars  # Beam's venv only: conftest loads everywhere
+    from c4forge.pipelines.engines.jvm import jars  # Beam's venv only: conftest loads everywhere
 
     try:
         jars.java_executable(purpose)
@@ -96,9 +96,9 @@ def sample_tokens(tmp_path_factory) -> str:
     """Real token shards, made once per session: the embedded sample crawl through the c4 chain,
     a 600-piece tokenizer, one encode. Tests must not write into it."""
     from c4forge.core.counters import Counters
+    from c4forge.corpus.chain.local import run_chain
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.local import run_chain
-    from c4forge.corpus.shards import write_corpus
+    from c4forge.corpus.output.shards import write_corpus
     from c4forge.tokenizer.encode import encode_corpus
     from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 
@@ -118,9 +118,9 @@ def crawl_tokens(tmp_path_factory) -> str:
     chain (10% of documents held out as the validation split) with a 2,000-piece tokenizer
     holding T5's 100 sentinels; made once per session."""
     from c4forge.core.counters import Counters
+    from c4forge.corpus.chain.local import run_chain
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.local import run_chain
-    from c4forge.corpus.shards import write_corpus
+    from c4forge.corpus.output.shards import write_corpus
     from c4forge.tokenizer.encode import encode_corpus
     from c4forge.tokenizer.train import TokenizerConfig, train_tokenizer
 

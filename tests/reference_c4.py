@@ -2,7 +2,7 @@
 shortcuts. The test oracle for corpus.clean's fast paths."""
 import re
 
-from c4forge.corpus import sentences
+from c4forge.corpus.text import sentences
 
 _END_MARKS = (".", "?", "!", '"')
 _ELLIPSIS = "..."

@@ -403,7 +403,7 @@ def test_zero_shot_accuracy_at_chance_is_reported_as_no_signal():
     from scipy.stats import binomtest
 
     from c4forge.ablation.report import task_signal_section
-    from c4forge.train.evaluate import chance_accuracy, load_task
+    from c4forge.train.evaluation.evaluate import chance_accuracy, load_task
     from tests.conftest import shared_path
 
     eval_dir = str(shared_path("eval"))

@@ -189,14 +189,15 @@ def test_lazy_imports_of_our_own_modules_are_few_and_say_why():
 
 
 STEPS = "c4forge.corpus.steps"
-# each corpus-wide step's two twins (corpus/steps/ declares the step; pipelines/c4.py TWINS)
+# each corpus-wide step's two twins, under one name in the three rooms (corpus/steps/ declares the
+# step, corpus/dedup/ is its one-process twin, pipelines/twins/ its Beam twin: pipelines/c4.py TWINS)
 TWIN_NAMES = ("url_dedup", "exact_dedup", "line_dedup", "near_dedup")
-TWINS = {f"c4forge.{side}.{name}" for side in ("corpus", "pipelines") for name in TWIN_NAMES}
+TWINS = {f"c4forge.{room}.{name}" for room in ("corpus.dedup", "pipelines.twins") for name in TWIN_NAMES}
 
 
 def test_a_step_module_imports_nothing_from_other_steps():
-    """A step is one module (corpus/step.py): its settings, what it loads, its function. What
-    two steps share lives outside corpus/steps/ (corpus/quality.py, words.py, ...)."""
+    """A step is one module (corpus/chain/step.py): its settings, what it loads, its function. What
+    two steps share lives outside corpus/steps/ (corpus/rules/quality.py, words.py, ...)."""
     bad = [f"{module} imports {target}" for module, targets in graph().items()
            if module.startswith(STEPS + ".") for target in targets
            if target.startswith(STEPS) and not module.startswith(target)]
@@ -216,7 +217,7 @@ def test_no_twin_reads_another_twins_state():
     one-process twin's pieces), and what it is handed is the page handle and its own segment
     (the step and the page steps after it): the fusions between steps are decided by the
     planning pass in pipelines/c4.py, never by a twin looking at its neighbours."""
-    from c4forge.corpus.chain import Segment
+    from c4forge.corpus.chain.chains import Segment
     from c4forge.pipelines.pages import Fusion
 
     edges = graph()
@@ -264,10 +265,55 @@ def test_the_engines_process_management_is_one_package():
     """Everything that starts, forks or talks to the engines' processes lives in
     pipelines/engines/, which imports nothing of pipelines/ above it."""
     for name in ("worker_fork", "worker_fork_client", "worker_pool", "worker_boot", "sdk_harness", "job_service"):
-        assert f"c4forge.pipelines.engines.{name}" in modules()
+        assert f"c4forge.pipelines.engines.workers.{name}" in modules()
         assert f"c4forge.pipelines.{name}" not in modules()
+    for room, names in (("jvm", ("java", "jars", "class_sharing")), ("clusters", ("cluster", "flink", "spark", "processes"))):
+        assert {f"c4forge.pipelines.engines.{room}.{name}" for name in names} <= set(modules())
     bad = [f"{module} imports {target}" for module, targets in graph().items()
            if module.startswith("c4forge.pipelines.engines") for target in targets
            if target.startswith("c4forge.pipelines") and not target.startswith("c4forge.pipelines.engines")]
     assert not bad, "\n".join(sorted(bad))
     assert "c4forge.corpus.estimate" in modules()  # it measures the corpus stage and uses no Beam
+
+
+# The chain: what a step is and how steps run, the steps, the config that names them.
+CHAIN = ("c4forge.corpus.chain", "c4forge.corpus.steps", "c4forge.corpus.config")
+FORMATS = ("c4forge.corpus.output.shards", "c4forge.corpus.output.jsonl", "c4forge.tokenizer.formats")
+
+
+def _loaded_by(module: str, prefixes: tuple[str, ...]) -> list[str]:
+    code = (f"import sys, {module}; "
+            f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
+    return __import__("ast").literal_eval(out.stdout.strip())
+
+
+def test_no_module_of_the_formats_imports_the_chain():
+    """The corpus shard format and manifest, the JSONL output and the token shard format stand
+    alone: a reader of a corpus (the tokenizer, another tool) loads no step and no chain."""
+    for module in FORMATS:
+        reached = _reachable(module)
+        assert not [m for m in reached if m.startswith(CHAIN)], (module, sorted(m for m in reached if m.startswith(CHAIN)))
+    assert _loaded_by("c4forge.corpus.output.shards", CHAIN) == []
+
+
+def _reachable(module: str) -> set[str]:
+    edges, seen, todo = graph(), set(), [module]
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(edges.get(node, ()))
+    return seen - {module}
+
+
+def test_every_module_is_named_in_the_architecture_map():
+    """docs/architecture.md names every module of the package by its path (the map rendered by
+    `make docs` does; a module added without a docstring's first sentence there fails here)."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [str(path.relative_to(ROOT)) for path in modules().values()
+               if path.name != "__init__.py" and f"`{path.relative_to(ROOT).as_posix()}`" not in doc]
+    assert not missing, "not named in docs/architecture.md (run make docs):\n" + "\n".join(sorted(missing))
+    folders = {path.parent.relative_to(ROOT).as_posix() for path in modules().values()}
+    assert not [f for f in folders if f"`{f}/`" not in doc], "a folder missing from the map"

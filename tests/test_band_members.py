@@ -1,11 +1,11 @@
-"""Near-dedup's band buckets as arrays (corpus/near_dedup.py ``band_members``, ``shared_bands``):
+"""Near-dedup's band buckets as arrays (corpus/dedup/near_dedup.py ``band_members``, ``shared_bands``):
 the buckets that make edges, with their members, as a dict of sets finds them; the records
-cross a shuffle as bytes (corpus/digest_records.py) and come back the same."""
+cross a shuffle as bytes (corpus/dedup/digest_records.py) and come back the same."""
 import collections
 import random
 
-from c4forge.corpus import digest_records
-from c4forge.corpus.near_dedup import BAND_MEMBER, band_members, shared_bands
+from c4forge.corpus.dedup import digest_records
+from c4forge.corpus.dedup.near_dedup import BAND_MEMBER, band_members, shared_bands
 
 BANDS = 4
 

@@ -1,4 +1,4 @@
-"""The cascade extractor (corpus/extract.py: cascade_text) and its router (corpus/router.py):
+"""The cascade extractor (corpus/extract/html.py: cascade_text) and its router (corpus/extract/router.py):
 deterministic routing, trafilatura's text on the pages sent slow, resiliparse's elsewhere, and
 a slow path that never costs a page."""
 import dataclasses
@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-import c4forge.corpus.extract as extract
-import c4forge.corpus.router as router_module
+import c4forge.corpus.extract.html as extract
+import c4forge.corpus.extract.router as router_module
 from c4forge.core.counters import Counters
-from c4forge.corpus.extract import cascade_text, fast_pass, response_text
-from c4forge.corpus.read_options import ReadOptions
-from c4forge.corpus.router import ROUTER_FILE, ROUTER_FILES, Router, load_router, page_signals
-from c4forge.corpus.wet import iter_crawl_documents
+from c4forge.corpus.extract.html import cascade_text, fast_pass, response_text
+from c4forge.corpus.extract.router import ROUTER_FILE, ROUTER_FILES, Router, load_router, page_signals
+from c4forge.corpus.read.options import ReadOptions
+from c4forge.corpus.read.wet import iter_crawl_documents
 from tests.test_extract import ARTICLE, http_block, warc_response
 from tests.wetfiles import wet_file
 
@@ -160,8 +160,8 @@ def test_every_document_names_its_extractor_the_same_in_clean_and_build(tmp_path
     from click.testing import CliRunner
 
     from c4forge.cli.corpus import cli
-    from c4forge.corpus.records import iter_records
-    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+    from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest
+    from c4forge.corpus.read.records import iter_records
     from tests.conftest import shared_path
 
     warc = sorted(str(p) for p in shared_path("crawl", "warc").glob("*.warc.gz"))
@@ -212,7 +212,7 @@ def test_a_slow_budget_bounds_the_share_per_file_the_same_in_clean_and_build(tmp
     from click.testing import CliRunner
 
     from c4forge.cli.corpus import cli
-    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+    from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest
     from tests.conftest import shared_path
 
     warc = sorted(str(p) for p in shared_path("crawl", "warc").glob("*.warc.gz"))

@@ -1,4 +1,4 @@
-"""The chain as data (corpus/chain.py): a page step declared in one place runs, and counts, in
+"""The chain as data (corpus/chain/chains.py): a page step declared in one place runs, and counts, in
 both runners; the skeleton is enforced; the planning pass fuses what it should; what help
 texts, docs and reports say of the order comes from the list."""
 import apache_beam as beam
@@ -7,13 +7,13 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from c4forge.core.counters import Counters
-from c4forge.corpus import chain
+from c4forge.corpus.chain import chains as chain
+from c4forge.corpus.chain.local import run_chain
+from c4forge.corpus.chain.step import Scope, Step, page_step
+from c4forge.corpus.chain.verdict import drop, keep
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.report import manifest_stats, page_flow
-from c4forge.corpus.step import Scope, Step, page_step
+from c4forge.corpus.output.report import manifest_stats, page_flow
 from c4forge.corpus.steps import REGISTRY
-from c4forge.corpus.verdict import drop, keep
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages, fusions
 from c4forge.pipelines.pages import BeamJob
@@ -131,7 +131,7 @@ def test_the_planning_pass_decides_every_fusion():
     assert not gopher["url-dedup"].claim_lines and not gopher["exact-dedup"].lines_claimed
     lines_first = decided(build_config("c4", badwords=DEMO_BADWORDS, dedupe_urls=False))
     assert not lines_first["line-dedup"].lines_claimed and not lines_first["line-dedup"].after_at_reader
-    assert Step is not None and Scope.PAGE  # (the record and its scopes: corpus/step.py)
+    assert Step is not None and Scope.PAGE  # (the record and its scopes: corpus/chain/step.py)
 
 
 def test_help_docs_and_reports_state_the_order_of_the_list():
@@ -140,10 +140,11 @@ def test_help_docs_and_reports_state_the_order_of_the_list():
     order = chain.describe()
     assert order.startswith("read WET") and "bad words -> " in order
     assert order in CLEAN_HELP and order in BUILD_HELP
-    from scripts.render_docs import CORPUS_DOC, rendered
+    from scripts.render_docs import SECTIONS, rendered
 
-    text = CORPUS_DOC.read_text(encoding="utf-8")
-    assert chain.markdown_table() in text and rendered(text) == text, \
+    section = next(s for s in SECTIONS if s.name == "chain-table")
+    text = section.doc.read_text(encoding="utf-8")
+    assert chain.markdown_table() in text and rendered(text, section) == text, \
         "docs/corpus.md's chain table is out of date: run make docs"
     counters = {"split-wet-file/passed": 10, "too-long-filter/passed": 9,
                 "badwords-filter/passed": 3, "badwords-filter/soft-passed": 2, "near-dedup/passed": 4}

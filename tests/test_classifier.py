@@ -1,4 +1,4 @@
-"""The model-based quality filter (corpus/classifier.py) with the project's own small classifier
+"""The model-based quality filter (corpus/steps/quality_classifier.py) with the project's own small classifier
 (tests/data/quality-classifier.ftz, scripts/train_quality_classifier.py): the score is the
 model's probability of the positive label, the threshold drops and counts, the score reaches the
 shards' ``quality_score`` column (read back in pyarrow and duckdb; HF datasets in
@@ -16,12 +16,12 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
 from c4forge.core.counters import Counters
-from c4forge.corpus import clean as clean_rules
-from c4forge.corpus.classifier import ClassifierFilter, model_text
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import ConfigError, build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import read_shard, shard_paths
-from c4forge.corpus.wet import iter_file_documents
+from c4forge.corpus.output.shards import read_shard, shard_paths
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.rules import clean as clean_rules
+from c4forge.corpus.steps.quality_classifier import ClassifierFilter, model_text
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path

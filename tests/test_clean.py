@@ -2,16 +2,16 @@
 import collections
 import random
 
-from c4forge.corpus import sentences
-from c4forge.corpus.clean import (
+from c4forge.corpus.chain.verdict import count_verdict
+from c4forge.corpus.document import Document
+from c4forge.corpus.rules.clean import (
     PageRules,
     clean_page,
     is_valid_length,
     lines_hold_sentences,
     paragraph_filter,
 )
-from c4forge.corpus.document import Document
-from c4forge.corpus.verdict import count_verdict
+from c4forge.corpus.text import sentences
 from tests import reference_c4
 from tests.conftest import shared_path
 
@@ -172,7 +172,7 @@ def test_has_at_least_matches_full_count():
 
 _PUNKT_IMPORT_CHECK = """
 import json, sys
-from c4forge.corpus import sentences
+from c4forge.corpus.text import sentences
 pages = json.load(sys.stdin)
 ours = [list(sentences.tokenizer().span_tokenize(t)) for t in pages]
 light = sorted(m for m in sys.modules if m == "nltk" or m.startswith(("nltk.", "scipy")))
@@ -201,7 +201,7 @@ def test_punkt_loads_without_the_rest_of_nltk_and_counts_the_same():
 
 
 def _crawl_pages():
-    from c4forge.corpus.wet import iter_crawl_documents
+    from c4forge.corpus.read.wet import iter_crawl_documents
 
     pages = []
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
@@ -246,8 +246,8 @@ def test_byte_counters_encode_each_text_once():
     """Regression: bytes-in/bytes-out re-encoded the text at every step (7.6% of `corpus clean`)."""
     import pickle
 
+    from c4forge.corpus.chain.loop import StepLoop
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.steploop import StepLoop
     from c4forge.corpus.steps import REGISTRY
 
     config = build_config("c4", overrides=["paragraph-filter.on=true", "paragraph-filter.min_paragraphs=1",
@@ -274,7 +274,7 @@ def test_too_few_words_is_the_full_split_count():
     """clean_page's words-per-line rule stops splitting at the n-th word; it must decide as
     ``len(line.split()) < n`` does on every kind of whitespace (tabs, NBSP, ideographic space,
     runs at either end) and every n."""
-    from c4forge.corpus.clean import too_few_words
+    from c4forge.corpus.rules.clean import too_few_words
 
     rng = random.Random(5)
     pieces = ["a", "bb", "word.", " ", "  ", "\t", "\u00a0", "\u3000", "\u2009", "\x1c", "é", "x y"]

@@ -109,8 +109,8 @@ def test_numbers_for_people_are_rounded():
 
 def test_progress_bars_follow_the_switches(capsys):
     from c4forge.core.counters import Counters
+    from c4forge.corpus.chain.local import run_chain
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.local import run_chain
 
     config = build_config("c4-noclean")
     try:

@@ -1,4 +1,4 @@
-"""The corpus shard format (corpus/shards.py): self-describing Arrow-stream and Parquet shards
+"""The corpus shard format (corpus/output/shards.py): self-describing Arrow-stream and Parquet shards
 that Hugging Face datasets, pyarrow, polars and duckdb open as they are; the id, source, offset
 and timestamp columns; version 1 corpora still read and replaced safely."""
 import datetime
@@ -15,9 +15,9 @@ import pyarrow.ipc as ipc
 import pytest
 
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import (
+from c4forge.corpus.output.shards import (
     COLUMNS,
     CORPUS_KIND,
     MANIFEST,
@@ -289,7 +289,7 @@ def test_pages_cross_the_shuffles_at_about_half_their_text_bytes():
     real pages, header and URLs included, take at most 55% of their text's UTF-8 bytes (zstd
     level 1: 47%; pyarrow's LZ4, used before: 65%), and every one unpacks to itself."""
     from c4forge.corpus.document import from_bytes, to_bytes
-    from c4forge.corpus.wet import iter_crawl_documents
+    from c4forge.corpus.read.wet import iter_crawl_documents
     from tests.conftest import shared_path
 
     pages = [page for path in sorted(shared_path("crawl").glob("*.wet.gz")) for page in iter_crawl_documents(str(path))]

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import export_corpus, iter_corpus_documents, read_manifest, write_corpus
+from c4forge.corpus.output.shards import export_corpus, iter_corpus_documents, read_manifest, write_corpus
 from tests.conftest import ROOT, shared_path
 
 NEEDS = "datatrove and NeMo Curator run in .venv-hf (make test runs the tests marked hf there)"

@@ -1,4 +1,4 @@
-"""Decontamination (corpus/decontaminate.py): evaluation passages planted in real pages are
+"""Decontamination (corpus/rules/decontaminate.py): evaluation passages planted in real pages are
 found (whatever their case and punctuation), 12 shared words are not a 13-gram, the lines a
 match touches are the ones removed, both runners agree, and the rule samples mark the match."""
 import bz2
@@ -11,8 +11,12 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import ConfigError, build_config
-from c4forge.corpus.decontaminate import (
+from c4forge.corpus.document import Document
+from c4forge.corpus.output.samples import Reservoir, SampleOptions
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.rules.decontaminate import (
     EvalIndex,
     EvalSetError,
     decontaminate,
@@ -20,10 +24,6 @@ from c4forge.corpus.decontaminate import (
     overlapping_words,
     read_units,
 )
-from c4forge.corpus.document import Document
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.samples import Reservoir, SampleOptions
-from c4forge.corpus.wet import iter_file_documents
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path

@@ -4,12 +4,12 @@ import itertools
 
 import pytest
 
-from c4forge.corpus import badwords as bw
-from c4forge.corpus.badwords import BadwordsFilter, BadwordsUnavailable, load_badwords
+from c4forge.corpus.chain.verdict import count_verdict
+from c4forge.corpus.dedup.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
 from c4forge.corpus.document import Document
-from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines, owner_of, url_rank
-from c4forge.corpus.urls import md5_int, normalize_url, select_newest_page, split_of
-from c4forge.corpus.verdict import count_verdict
+from c4forge.corpus.steps import bad_words as bw
+from c4forge.corpus.steps.bad_words import BadwordsFilter, BadwordsUnavailable, load_badwords
+from c4forge.corpus.text.urls import md5_int, normalize_url, select_newest_page, split_of
 from tests.conftest import SHARED, shared_path
 
 
@@ -88,7 +88,7 @@ def test_dedup_counters_and_empty_page():
 def test_line_keys_carried_with_a_page_claim_as_the_page_does():
     """The Beam pipeline carries a page's line keys (pack_keys) to the URL groups and claims
     them there (claim_keys): the same owners as claiming from the page itself (add_claims)."""
-    from c4forge.corpus.line_dedup import add_claims, claim_keys, line_keys, pack_keys, unpack_keys
+    from c4forge.corpus.dedup.line_dedup import add_claims, claim_keys, line_keys, pack_keys, unpack_keys
 
     pages = [Document(url=u, text="One line here.\nTwo lines here.\none line here.\nThree.\n" + u)
              for u in ("http://a.example/", "http://b.example/x", "http://c.example/y")]
@@ -104,10 +104,10 @@ def test_line_keys_carried_with_a_page_claim_as_the_page_does():
 
 def owned_lines_by_claims(pages, bundles: int = 3, buckets: int = 4):
     """What the Beam path tells each page: the indices of the lines it keeps, from the smallest
-    claim (md5(url), then the line's index) of every line key (corpus/line_claims.py), combined
+    claim (md5(url), then the line's index) of every line key (corpus/dedup/line_claims.py), combined
     as the engine does: per bundle, then per line bucket, then gathered per page bucket."""
-    from c4forge.corpus import digest_records, line_claims
-    from c4forge.corpus.line_dedup import line_keys, pack_keys
+    from c4forge.corpus.dedup import digest_records, line_claims
+    from c4forge.corpus.dedup.line_dedup import line_keys, pack_keys
 
     by_line_bucket = collections.defaultdict(list)
     for bundle in range(bundles):
@@ -143,7 +143,7 @@ def test_lines_kept_by_index_as_by_key():
     decides what keep_owned_lines (the owned keys) decides, page and counts, on pages with
     repeated lines, lines equal only after strip/lower (Greek final sigma), empty lines and an
     empty page."""
-    from c4forge.corpus.line_dedup import keep_lines_at
+    from c4forge.corpus.dedup.line_dedup import keep_lines_at
 
     owners = LineOwners()
     for page in LINE_CASES:
@@ -163,9 +163,9 @@ def test_lines_kept_by_index_as_by_key():
 def test_lines_kept_by_index_as_by_key_on_the_shared_crawl():
     """The same on every page of the shared crawl, cleaned, with line ownership crossing pages
     and sites (boilerplate lines), and with a renamed copy whose every line another page owns."""
-    from c4forge.corpus.clean import clean_page
-    from c4forge.corpus.line_dedup import keep_lines_at
-    from c4forge.corpus.wet import iter_crawl_documents
+    from c4forge.corpus.dedup.line_dedup import keep_lines_at
+    from c4forge.corpus.read.wet import iter_crawl_documents
+    from c4forge.corpus.rules.clean import clean_page
 
     pages = []
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
@@ -190,7 +190,7 @@ def test_lines_kept_by_index_as_by_key_on_the_shared_crawl():
 def test_a_page_owning_nothing_is_counted_without_its_text():
     """page_owning_nothing decides what keep_owned_lines decides for a page that owns none of
     its lines (the pipeline's path that never unpacks such a page)."""
-    from c4forge.corpus.line_dedup import page_owning_nothing
+    from c4forge.corpus.dedup.line_dedup import page_owning_nothing
 
     for text in ("Same line.", "Grüße.\nSame line.\nSame line.\n", ""):
         page = Document(url="a", text=text)
@@ -221,7 +221,7 @@ def test_select_newest_page():
 
 
 def test_equally_new_pages_keep_the_smallest_record_id_whatever_the_order_or_folder():
-    from c4forge.corpus.urls import newer_page, record_id, replaces
+    from c4forge.corpus.text.urls import newer_page, record_id, replaces
 
     date = "2020-01-01T00:00:00Z"
     pages = [Document(url="u", timestamp=date, text=f"copy {i}", source=f"/data/{folder}/f{i}.wet.gz", offset=7)
@@ -373,7 +373,7 @@ def test_the_automaton_finds_what_the_regex_finds_on_random_texts():
 def test_the_automaton_finds_what_the_regex_finds_on_every_real_page():
     """Every page of ../shared/data/crawl and crawl-extra (lower-cased, as the filter sees it),
     against the LDNOOBW list of each of en, de, es and fr."""
-    from c4forge.corpus.wet import iter_crawl_documents
+    from c4forge.corpus.read.wet import iter_crawl_documents
 
     files = sorted(shared_path("crawl").glob("*.wet.gz")) + [shared_path("crawl-extra", "web-benchmarks.warc.wet.gz")]
     texts = [d.text.lower() for f in files for d in iter_crawl_documents(str(f))]
@@ -393,7 +393,7 @@ def test_text_line_keys_lower_the_whole_text_as_each_line():
     code point (but surrogates) beside the final-sigma rule's context (a cased letter, Greek
     capital sigma, whitespace of every kind, the newline), then every page of the shared crawl:
     fails if lowering a whole text differed from lowering its lines, or stripped otherwise."""
-    from c4forge.corpus.line_dedup import line_key, text_line_keys
+    from c4forge.corpus.dedup.line_dedup import line_key, text_line_keys
 
     spaces = "".join(chr(c) for c in range(0x110000) if chr(c).isspace() and c != 10)
     pieces = []
@@ -409,7 +409,7 @@ def test_text_line_keys_lower_the_whole_text_as_each_line():
         line_key(line) for line in f"AΣ{spaces}\nxΣ\n\n  Σ  ".split("\n")]
     crawl = shared_path("crawl")
     if crawl.exists():
-        from c4forge.corpus.wet import iter_file_documents
+        from c4forge.corpus.read.wet import iter_file_documents
 
         pages = [page for path in sorted(crawl.glob("*.wet.gz")) for page in iter_file_documents(str(path))]
         assert len(pages) > 1000

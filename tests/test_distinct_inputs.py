@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.records import iter_records
+from c4forge.corpus.read.records import iter_records
 from tests.conftest import ROOT, shared_path
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

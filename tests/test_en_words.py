@@ -1,4 +1,4 @@
-"""datatrove's English words without spaCy Docs (corpus/en_words.py) are spaCy's, token for token:
+"""datatrove's English words without spaCy Docs (corpus/text/en_words.py) are spaCy's, token for token:
 on every real page of the shared crawl and crawl-extra, on held-out clean text (WikiText-2 and
 WCXB's human-reviewed main text), and on generated strings biased to the tokenizer's edges
 (punctuation runs, URLs, e-mails, emoticons, contractions, hyphens, numbers with separators and
@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from c4forge.corpus import words
-from c4forge.corpus.wet import iter_file_documents
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.text import words
 from tests.conftest import shared_path
 
 PIECES = [
@@ -61,7 +61,7 @@ def test_a_million_generated_edge_strings():
 
 
 def test_a_chunk_of_letters_only_is_one_token_in_spacy():
-    """The splitter's shortcut (corpus/en_words.py, step 2), asked of spaCy itself: letters of
+    """The splitter's shortcut (corpus/text/en_words.py, step 2), asked of spaCy itself: letters of
     every script, 1-12 of them, alone and two by two."""
     rng = random.Random(3)
     letters = [chr(c) for c in range(0x30000) if chr(c).isalpha()]
@@ -75,9 +75,9 @@ def test_a_chunk_of_letters_only_is_one_token_in_spacy():
 
 
 def test_letters_with_one_mark_split_as_spacy_splits_them():
-    """The splitter's shortcut for ``word,`` ``(word`` ``word.`` (corpus/en_words.py,
+    """The splitter's shortcut for ``word,`` ``(word`` ``word.`` (corpus/text/en_words.py,
     ``_letters``), asked of spaCy itself: letters of every script and special cases' keys."""
-    from c4forge.corpus.en_words import ALWAYS_PREFIX, ALWAYS_SUFFIX
+    from c4forge.corpus.text.en_words import ALWAYS_PREFIX, ALWAYS_SUFFIX
 
     rng = random.Random(5)
     letters = [chr(c) for c in range(0x30000) if chr(c).isalpha()]
@@ -129,8 +129,8 @@ def test_the_self_check_compares_with_spacy(monkeypatch):
 def test_the_stored_rules_are_the_installed_spacys():
     """corpus/data/spacy-en-tokenizer.json (what the splitter runs on, without importing spaCy)
     is spaCy's own tokenizer as installed: regenerate it with
-    ``python -m c4forge.corpus.words --write-rules`` after a spaCy upgrade."""
-    from c4forge.corpus.en_words import load_rules
+    ``python -m c4forge.corpus.text.words --write-rules`` after a spaCy upgrade."""
+    from c4forge.corpus.text.en_words import load_rules
 
     assert load_rules() == words.spacy_rules()
 
@@ -139,7 +139,7 @@ def test_splitting_words_does_not_import_spacy():
     import subprocess
     import sys
 
-    code = ("import sys; from c4forge.corpus import words; "
+    code = ("import sys; from c4forge.corpus.text import words; "
             "print(words.split_into_words(\"Don't stop :-)\"), 'spacy' in sys.modules)")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert shown.strip() == "('Do', \"n't\", 'stop', ':-)') False"

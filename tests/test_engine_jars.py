@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from c4forge.pipelines.engines import jars
+from c4forge.pipelines.engines.jvm import jars
 
 JAR_PATH = "org/example/tool/1.0/tool-1.0.jar"
 

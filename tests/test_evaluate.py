@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from c4forge.cli.train import cli
 from c4forge.train.checkpoint import load_model
 from c4forge.train.config import build_train_config
-from c4forge.train.evaluate import (
+from c4forge.train.evaluation.evaluate import (
     _split_pair,
     continuation_logprobs,
     eval_tokens,
@@ -105,7 +105,7 @@ def test_export_to_transformers_llama_matches_logits(trained, tmp_path):
 def test_blimp_tie_counts_for_the_good_sentence_as_in_lm_eval(trained, tokens):
     """lm-eval-harness takes the argmax of (good, bad): on equal scores, the good one."""
     from c4forge.tokenizer.kinds import TokenizerSpec, open_tokenizer
-    from c4forge.train.evaluate import score_blimp
+    from c4forge.train.evaluation.evaluate import score_blimp
 
     sp = open_tokenizer(TokenizerSpec(json.load(open(f"{tokens}/manifest.json"))["tokenizer"]["path"]))
     model, _ = load_model(str(trained))
@@ -117,7 +117,7 @@ def test_continuous_task_metrics_follow_from_the_log_likelihoods(monkeypatch):
     """correct_prob is the gold choice's probability normalised over the choices (summed
     log-likelihoods), correct_bits_per_byte the gold continuation's nats / (ln 2 x its UTF-8
     bytes, joining space included); accuracy keeps lm-eval-harness's acc_norm rule."""
-    import c4forge.train.evaluate as evaluate
+    import c4forge.train.evaluation.evaluate as evaluate
 
     logprobs = iter([-2.0, -1.0, -6.0, -3.0, -3.0])  # item 0: 3 choices; item 1: 2 choices
 

@@ -1,5 +1,5 @@
-"""Exact-text dedup, the corpus-wide step added through the extension point (corpus/chain.py):
-its two twins (corpus/exact_dedup.py, pipelines/exact_dedup.py) and one line in the chain. The
+"""Exact-text dedup, the corpus-wide step added through the extension point (corpus/chain/chains.py):
+its two twins (corpus/dedup/exact_dedup.py, pipelines/twins/exact_dedup.py) and one line in the chain. The
 contract: pages of the same normalised text keep their earliest crawl (equal times: the smallest
 md5(url)); both runners, and an engine, give the same documents and counters wherever the step
 sits in the chain."""
@@ -12,12 +12,12 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from c4forge.core.counters import Counters
-from c4forge.corpus import chain
+from c4forge.corpus.chain import chains as chain
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
+from c4forge.corpus.dedup.exact_dedup import text_key, winner_order
 from c4forge.corpus.document import Document
-from c4forge.corpus.exact_dedup import text_key, winner_order
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.records import iter_records
+from c4forge.corpus.read.records import iter_records
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT
@@ -101,9 +101,9 @@ def test_exact_dedup_without_line_dedup_keeps_one_page_per_text(tmp_path):
 def test_exact_dedup_on_flink_gives_the_one_process_corpus(tmp_path):
     """The contract on an engine: --runner flink-local (2 workers) builds what corpus clean's
     chain keeps, every counter the same."""
-    from c4forge.corpus.shards import read_manifest, read_shard, shard_paths
+    from c4forge.corpus.output.shards import read_manifest, read_shard, shard_paths
     from c4forge.pipelines.build import run_build
-    from c4forge.pipelines.engines import jars
+    from c4forge.pipelines.engines.jvm import jars
 
     try:
         jars.java_executable("the exact-dedup engine test")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from c4forge.core.counters import Counters
-from c4forge.corpus.extract import (
+from c4forge.corpus.extract.html import (
     Skip,
     decode_html,
     extract_main_text,
@@ -16,10 +16,10 @@ from c4forge.corpus.extract import (
     response_text,
     run_with_time_limit,
 )
-from c4forge.corpus.read_options import ReadOptions
-from c4forge.corpus.records import iter_records
-from c4forge.corpus.sniff import InputFormatError
-from c4forge.corpus.wet import iter_crawl_documents
+from c4forge.corpus.read.options import ReadOptions
+from c4forge.corpus.read.records import iter_records
+from c4forge.corpus.read.sniff import InputFormatError
+from c4forge.corpus.read.wet import iter_crawl_documents
 from tests.conftest import shared_path
 from tests.wetfiles import gzip_member, record, wet_file
 
@@ -142,7 +142,7 @@ def test_a_warc_file_with_every_fault_keeps_the_good_pages(tmp_path, monkeypatch
     """Good pages around a 404, a PNG, a truncated body, a huge page, a page that makes the
     extractor raise and request/metadata records: the good ones all come through, every other
     record is a named count."""
-    import c4forge.corpus.extract as extract
+    import c4forge.corpus.extract.html as extract
 
     headers = {"Content-Type": "text/html; charset=utf-8"}
     good = [warc_response(f"https://example.org/good/{i}", http_block("200 OK", headers,
@@ -227,7 +227,7 @@ def test_response_text_counts_undecodable_and_empty_pages():
 
 def test_urls_from_keeps_the_same_pages_as_another_file(tmp_path):
     """read.urls_from: only pages whose URL is in the given crawl file (or URL list) pass."""
-    from c4forge.corpus.wet import url_set
+    from c4forge.corpus.read.wet import url_set
     from tests.wetfiles import page
 
     wet = tmp_path / "a.warc.wet.gz"
@@ -242,7 +242,7 @@ def test_urls_from_keeps_the_same_pages_as_another_file(tmp_path):
 
 
 def _rs_or_skip():
-    from c4forge.corpus.extract import missing_extractor
+    from c4forge.corpus.extract.html import missing_extractor
 
     missing = missing_extractor("rs-trafilatura")
     if missing:
@@ -281,7 +281,7 @@ def test_rs_trafilatura_extracts_real_pages_line_by_line_and_a_failing_page_is_a
 
 
 def test_an_optional_extractor_that_is_not_installed_is_a_one_line_config_error(monkeypatch):
-    import c4forge.corpus.extract as extract
+    import c4forge.corpus.extract.html as extract
     from c4forge.core.settings import ConfigError
     from c4forge.corpus.config import build_config
 

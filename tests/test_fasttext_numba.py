@@ -1,4 +1,4 @@
-"""The compiled fastText predict (corpus/fasttext_numba.py) against the ``fasttext`` module: the
+"""The compiled fastText predict (corpus/langid/fasttext_numba.py) against the ``fasttext`` module: the
 same label and the same float probability on every page of the shared crawl, on texts built to
 hit each rule of fastText's tokenizer, and on model files written here to cover what lid.176
 does not use (dense input, softmax, word n-grams, a last subquantizer narrower than the others,
@@ -12,8 +12,9 @@ import fasttext
 import numpy as np
 import pytest
 
-from c4forge.corpus import fasttext_numba, langid
-from c4forge.corpus.wet import iter_crawl_documents
+from c4forge.corpus.langid import fasttext_numba
+from c4forge.corpus.langid import lid176 as langid
+from c4forge.corpus.read.wet import iter_crawl_documents
 from tests.conftest import shared_path
 
 TOKENIZER_TEXTS = [

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from c4forge.core.fetch import FetchError, fetch
-from c4forge.corpus import package_index
-from c4forge.corpus.downloads import cached_download, text_list
+from c4forge.corpus.assets import package_index
+from c4forge.corpus.assets.downloads import cached_download, text_list
 from tests.faultserver import FaultServer
 
 BODY = b"".join(b"word%d\n" % i for i in range(20_000))  # 208 KB

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.train import cli
-from c4forge.train.finetune.glue import GlueError, load_split
-from c4forge.train.finetune.metrics import (
+from c4forge.train.evaluation.finetune.glue import GlueError, load_split
+from c4forge.train.evaluation.finetune.metrics import (
     accuracy,
     f1_binary,
     glue_average,
@@ -94,7 +94,7 @@ def test_a_tiny_checkpoint_finetunes_above_chance_on_sst2(sample_tokens, tmp_pat
 def test_every_model_kind_classifies(sample_tokens, tmp_path, objective):
     """Encoder (mean pool), encoder-decoder (decoder start state), prefix LM (last token): a
     regression task (STS-B) and a pair task run end to end with finite, in-range metrics."""
-    from c4forge.train.finetune.run import FinetuneConfig, finetune_task
+    from c4forge.train.evaluation.finetune.run import FinetuneConfig, finetune_task
 
     glue = shared_path("eval", "glue")
     run = tiny_run(sample_tokens, tmp_path / "run", objective)
@@ -107,7 +107,7 @@ def test_every_model_kind_classifies(sample_tokens, tmp_path, objective):
 
 
 def test_lr_sweep_reports_the_best_mean_and_the_spread(monkeypatch):
-    import c4forge.train.finetune.run as run
+    import c4forge.train.evaluation.finetune.run as run
 
     fake = {(1e-4, 0): 70.0, (1e-4, 1): 72.0, (1e-3, 0): 80.0, (1e-3, 1): 76.0}
 

@@ -7,8 +7,12 @@ from collections import Counter
 import pytest
 import torch
 
-from c4forge.train.finetune.baselines import majority_predictions, reference_rows, tfidf_predictions
-from c4forge.train.finetune.glue import load_split, stratified_subset
+from c4forge.train.evaluation.finetune.baselines import (
+    majority_predictions,
+    reference_rows,
+    tfidf_predictions,
+)
+from c4forge.train.evaluation.finetune.glue import load_split, stratified_subset
 from tests.conftest import shared_path
 from tests.test_finetune import tiny_run
 
@@ -62,7 +66,7 @@ def test_reference_rows_on_real_sst2_beat_majority():
 
 def test_decoder_pooling_mean_and_last(sample_tokens, tmp_path):
     from c4forge.train.checkpoint import load_model
-    from c4forge.train.finetune.classifier import Classifier
+    from c4forge.train.evaluation.finetune.classifier import Classifier
 
     run = tiny_run(sample_tokens, tmp_path / "run", "causal")
     model, _ = load_model(str(run))
@@ -81,7 +85,7 @@ def test_decoder_pooling_mean_and_last(sample_tokens, tmp_path):
 
 def test_step_budget_and_random_init(sample_tokens, tmp_path):
     from c4forge.train.checkpoint import load_model
-    from c4forge.train.finetune.run import FinetuneConfig, finetune_task, random_init
+    from c4forge.train.evaluation.finetune.run import FinetuneConfig, finetune_task, random_init
 
     glue = str(shared_path("eval", "glue"))
     run = tiny_run(sample_tokens, tmp_path / "run", "causal")

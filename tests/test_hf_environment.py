@@ -33,8 +33,8 @@ def test_current_releases_in_one_environment_with_pip_check_clean():
 
 def test_the_engines_say_which_beam_release_they_need_before_any_work(tmp_path):
     """The job-server jars c4forge pins are 2.62.0's: on this release flink-local is one line
-    naming it, and the SDK harness's cap stands aside (pipelines/engines/sdk_harness.py)."""
-    from c4forge.pipelines.engines import sdk_harness
+    naming it, and the SDK harness's cap stands aside (pipelines/engines/workers/sdk_harness.py)."""
+    from c4forge.pipelines.engines.workers import sdk_harness
 
     result = CliRunner().invoke(corpus_cli, ["build", "-i", str(ROOT / "corpus/data/sample.warc.wet.gz"),
                                              "-o", str(tmp_path / "out"), "--runner", "flink-local"])
@@ -83,7 +83,7 @@ def test_corpus_to_lm_eval_end_to_end_in_one_environment(tmp_path):
 
 
 def test_the_quality_score_column_reads_in_hf_datasets(tmp_path):
-    """A corpus built with the quality classifier (corpus/classifier.py) loads in HF datasets with
+    """A corpus built with the quality classifier (corpus/steps/quality_classifier.py) loads in HF datasets with
     its ``quality_score`` column, the scores the shards hold, ready to select a top fraction."""
     import datasets
     import pyarrow as pa

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from c4forge.corpus.shards import iter_corpus_documents
+from c4forge.corpus.output.shards import iter_corpus_documents
 from tests.conftest import ROOT, shared_path
 
 CHECK = ROOT / "scripts" / "hf_tokenizer_check.py"

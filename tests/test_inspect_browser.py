@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is n
 
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
 BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
-BAR = (0x4A, 0x7F, 0xB5)  # corpus/inspect.py's bar colour
+BAR = (0x4A, 0x7F, 0xB5)  # corpus/output/inspect.py's bar colour
 # Chromium as the probe of this machine starts it, with every way out closed: a proxy on a port
 # nobody listens on and a resolver that resolves nothing, so a report that needed the network
 # would show its holes.

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest, read_rule_samples
+from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest, read_rule_samples
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
 from c4forge.core.settings import ConfigError
-from c4forge.corpus import langid
 from c4forge.corpus.config import build_config
 from c4forge.corpus.document import Document
+from c4forge.corpus.langid import lid176 as langid
 from tests.conftest import shared_path
 from tests.wetfiles import record, wet_file
 

@@ -1,4 +1,4 @@
-"""Line claims as arrays (corpus/line_claims.py): each key's owner is its smallest claim, compared
+"""Line claims as arrays (corpus/dedup/line_claims.py): each key's owner is its smallest claim, compared
 as the bytes of md5(url) and then the line's index, whatever the records' integer layout; the
 buckets are the pipelines' digest buckets; combining in parts gives what combining at once does."""
 import collections
@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from c4forge.corpus import digest_records, line_claims
+from c4forge.corpus.dedup import digest_records, line_claims
 
 BUCKETS = 5
 

@@ -47,7 +47,13 @@ def lm_eval_scores(hf, task_dir, names, max_length):
 def test_lm_eval_harness_equals_train_eval_on_copa_winogrande_and_lambada(export, tmp_path):
     import sentencepiece as spm
 
-    from c4forge.train.evaluate import _joiner, _split_pair, continuation_logprobs, load_task, run_tasks
+    from c4forge.train.evaluation.evaluate import (
+        _joiner,
+        _split_pair,
+        continuation_logprobs,
+        load_task,
+        run_tasks,
+    )
 
     pytest.importorskip("lm_eval", reason=NEEDS_LM_EVAL)
     run, hf = export
@@ -99,7 +105,7 @@ def test_lm_eval_tasks_refuses_a_directory_it_did_not_write(tmp_path):
 
 
 def test_lm_eval_tasks_write_the_items_train_eval_scores(tmp_path):
-    from c4forge.train.evaluate import load_task
+    from c4forge.train.evaluation.evaluate import load_task
 
     eval_dir = shared_path("eval")
     out = tmp_path / "tasks"

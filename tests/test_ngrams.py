@@ -1,12 +1,12 @@
-"""Gopher repetition's n-gram counts in one compiled pass (corpus/ngrams.py) equal the string
-definitions they replace (corpus/quality.py, datatrove's ``find_top_duplicate`` and
+"""Gopher repetition's n-gram counts in one compiled pass (corpus/text/ngrams.py) equal the string
+definitions they replace (corpus/rules/quality.py, datatrove's ``find_top_duplicate`` and
 ``find_all_duplicate``): on words built to collide ("a"+"bc" is "ab"+"c" when joined without a
 space), on words holding spaces, and on real pages."""
 import random
 
-from c4forge.corpus.ngrams import ngram_counts
-from c4forge.corpus.wet import iter_file_documents
-from c4forge.corpus.words import split_into_words
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.text.ngrams import ngram_counts
+from c4forge.corpus.text.words import split_into_words
 from tests.conftest import shared_path
 
 TOP, DUPLICATED = (2, 3, 4), (5, 6, 7, 8, 9, 10)

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from c4forge.corpus.shards import iter_corpus_documents
+from c4forge.corpus.output.shards import iter_corpus_documents
 from c4forge.train.data import TokenDocuments
 
 
@@ -60,7 +60,7 @@ def test_every_one_liner_of_the_docs_reads_the_whole_corpus(sample_tokens, tmp_p
     from click.testing import CliRunner
 
     from c4forge.cli.corpus import cli as corpus_cli
-    from c4forge.corpus.shards import read_manifest
+    from c4forge.corpus.output.shards import read_manifest
 
     corpus = Path(sample_tokens).parent / "corpus"
     parquet = tmp_path / "pq"

@@ -137,9 +137,9 @@ def test_a_wet_file_read_as_warc_is_refused_naming_the_flag(tmp_path):
 def test_the_reader_refuses_a_mismatch_on_its_own(tmp_path):
     """Remote files are not sniffed up front: the reader stops at the third WARC response, or at
     the end of a file that had responses and no WET record."""
-    from c4forge.corpus.read_options import ReadOptions
-    from c4forge.corpus.sniff import InputFormatError
-    from c4forge.corpus.wet import iter_file_documents
+    from c4forge.corpus.read.options import ReadOptions
+    from c4forge.corpus.read.sniff import InputFormatError
+    from c4forge.corpus.read.wet import iter_file_documents
 
     warc = shared_path("crawl", "warc", "cc-2024-22-whirlwind.warc.gz")
     counted = {}
@@ -231,7 +231,7 @@ def test_an_unwritable_output_is_one_line_with_the_path(sample_corpus, tmp_path)
 
 def test_too_small_a_vocabulary_for_the_characters_says_to_grow_it(tmp_path):
     from c4forge.corpus.document import Document
-    from c4forge.corpus.shards import write_corpus
+    from c4forge.corpus.output.shards import write_corpus
     from c4forge.tokenizer.train import TokenizerConfig, TokenizerError, train_tokenizer
 
     rng = __import__("random").Random(0)
@@ -274,7 +274,7 @@ SWAP_STEPS = ["staged", "pointed", "placed", "superseded-removed", "final", "don
 def corpus_rows(directory: Path) -> tuple[str, int]:
     """(preset, documents) of a complete corpus: every listed shard exists and the rows read
     equal the manifest's counts; anything else fails the test."""
-    from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+    from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest
 
     manifest = read_manifest(str(directory))
     for split, info in manifest["splits"].items():
@@ -311,7 +311,7 @@ def test_corpus_build_overwrite_killed_at_each_swap_step(two_corpora, tmp_path, 
     proc = cli_run("c4forge.cli.corpus", "build", "-i", SAMPLE, "--preset", "c4", "--badwords", BADWORDS,
                    "-o", target, "--overwrite", "-q", *ONE_PROCESS)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from c4forge.corpus.shards import CORPUS_KIND, read_manifest
+    from c4forge.corpus.output.shards import CORPUS_KIND, read_manifest
 
     names = {p.name for p in target.iterdir()}
     assert names == set(CORPUS_KIND.files_of(read_manifest(str(target)))) | {"_manifest.json", "notes.txt"}

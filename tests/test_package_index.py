@@ -1,6 +1,6 @@
 """The `fineweb` preset needs nothing but the package index (issue 75): datatrove's URL block
 lists come from datatrove's pinned wheel, fetched through the simple API of PyPI or the index
-pip is pointed at (corpus/package_index.py), checked against the pinned sha256, cached; here a
+pip is pointed at (corpus/assets/package_index.py), checked against the pinned sha256, cached; here a
 fake index on 127.0.0.1 serves a wheel built for the test (GitHub is never asked)."""
 import hashlib
 import io
@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli as corpus_cli
-from c4forge.corpus import step, url_filter
-from c4forge.corpus.package_index import IndexUnavailable, PinnedWheel, wheel_member
+from c4forge.corpus.assets.package_index import IndexUnavailable, PinnedWheel, wheel_member
+from c4forge.corpus.chain import step
+from c4forge.corpus.steps import url_filter
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")

@@ -102,7 +102,7 @@ def test_building_the_wheel_warns_of_nothing_and_ships_the_engine_locks(tmp_path
     output = proc.stdout + proc.stderr
     assert "would be ignored" not in output and "absent from the `packages`" not in output
     names = zipfile.ZipFile(next((tmp_path / "dist").glob("c4forge-*.whl"))).namelist()
-    assert {f"c4forge/pipelines/engines/locks/{n}.json" for n in
+    assert {f"c4forge/pipelines/engines/jvm/locks/{n}.json" for n in
             ("flink-1.19-cluster", "flink-1.19-job-server", "spark-3-job-server", "spark-3.5-cluster")} <= set(names)
 
 
@@ -149,7 +149,7 @@ def _release(version: str) -> tuple:
 def test_the_portable_pool_stages_the_projects_own_setup_file():
     """Regression: when worker_pool moved into pipelines/engines/, its setup.py path pointed at
     pipelines/setup.py (absent), and every portable build failed inside Beam's stager."""
-    from c4forge.pipelines.engines.worker_pool import SETUP_FILE
+    from c4forge.pipelines.engines.workers.worker_pool import SETUP_FILE
     assert os.path.samefile(SETUP_FILE, ROOT / "setup.py")
 
 
@@ -159,7 +159,7 @@ def test_the_extras_that_run_the_managed_engines_pin_the_release_of_their_jars()
     managed engines and pin the Beam release the job-server locks are of."""
     import tomllib
 
-    from c4forge.pipelines.engines.jars import load_lock
+    from c4forge.pipelines.engines.jvm.jars import load_lock
     from c4forge.pipelines.engines.runners import JOB_SERVER_LOCKS
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]

@@ -1,12 +1,12 @@
-"""A page's per-word properties over code-point tables (corpus/page_words.py) are the per-word
+"""A page's per-word properties over code-point tables (corpus/text/page_words.py) are the per-word
 definitions datatrove's Gopher quality uses: a character outside its punctuation, and
 ``any(c.isalpha() for c in word)``; on real pages and on words from every plane (letters above
 the Basic Multilingual Plane are learnt as pages bring them)."""
 import random
 
-from c4forge.corpus.page_words import page_words
-from c4forge.corpus.wet import iter_file_documents
-from c4forge.corpus.words import PUNCTUATION_SET
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.text.page_words import page_words
+from c4forge.corpus.text.words import PUNCTUATION_SET
 from tests.conftest import shared_path
 
 

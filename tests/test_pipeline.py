@@ -11,10 +11,16 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.line_dedup import owner_of
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest, shard_info, shard_paths, write_corpus
+from c4forge.corpus.dedup.line_dedup import owner_of
+from c4forge.corpus.output.shards import (
+    iter_corpus_documents,
+    read_manifest,
+    shard_info,
+    shard_paths,
+    write_corpus,
+)
 from c4forge.pipelines.build import BuildError, counters_of, run_build
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, shared_path
@@ -84,7 +90,7 @@ def test_equally_new_crawls_of_a_url_keep_the_same_record_in_any_order_and_folde
     followed the input's order, so the pinned build changed with the folder the crawl sat in.
     Now the smaller record id (md5 of file *name* and offset) wins, in both chains, whatever the
     order of the inputs and whichever folder sorts first."""
-    from c4forge.corpus.urls import record_id
+    from c4forge.corpus.text.urls import record_id
 
     date = "2019-01-01T00:00:00Z"
     texts = {"x": article("garden", "This copy was read from the file named x."),
@@ -268,7 +274,7 @@ def test_build_equals_chain_on_shared_crawl(tmp_path):
     assert built == local and len(built) > 300
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
     # The single-process writer produces the very same shard files.
-    from c4forge.corpus.shards import write_corpus
+    from c4forge.corpus.output.shards import write_corpus
 
     docs = run_chain(crawl, cfg, Counters())
     write_corpus(str(tmp_path / "local"), docs, {"config": cfg.to_dict(), "counters": {}})
@@ -307,7 +313,7 @@ def test_corpus_package_never_imports_beam():
 
 
 def test_crawl_listing_errors(local_server, tmp_path):
-    from c4forge.corpus.commoncrawl import CrawlListingError, parse_slice, wet_urls
+    from c4forge.corpus.read.commoncrawl import CrawlListingError, parse_slice, wet_urls
 
     assert parse_slice("2:5") == slice(2, 5) and parse_slice("3") == slice(0, 3)
     with pytest.raises(CrawlListingError, match="A:B"):
@@ -369,11 +375,11 @@ def test_line_claims_combined_in_the_dofn_pick_every_lines_owner(max_lines):
     after the grouping LineOwnersFn names every line's owner as LineOwners does (the smallest
     md5(url)) with the index of the line's first occurrence in the owner's page, batched by the
     owner's page bucket, and no line is lost or named twice."""
-    from c4forge.corpus import digest_records, line_claims
+    from c4forge.corpus.dedup import digest_records, line_claims
+    from c4forge.corpus.dedup.line_dedup import LineOwners, line_key, line_keys, url_rank
     from c4forge.corpus.document import Document
-    from c4forge.corpus.line_dedup import LineOwners, line_key, line_keys, url_rank
     from c4forge.pipelines.dofns import digest_bucket
-    from c4forge.pipelines.line_dedup import ClaimLinesFn, LineOwnersFn
+    from c4forge.pipelines.twins.line_dedup import ClaimLinesFn, LineOwnersFn
 
     lines = [f"Line number {i} of a page that shares some of its lines." for i in range(12)]
     pages = [Document(url=f"http://site{p}.example/{p}", text="\n".join(lines[p:p + 5] + lines[p % 3::4]))

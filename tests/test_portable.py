@@ -8,9 +8,9 @@ import re
 import pytest
 
 from c4forge.corpus.config import build_config
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest
 from c4forge.pipelines.build import run_build
-from c4forge.pipelines.engines.worker_pool import local_portable_services
+from c4forge.pipelines.engines.workers.worker_pool import local_portable_services
 from tests.conftest import ROOT, shared_path
 
 pytestmark = pytest.mark.slow

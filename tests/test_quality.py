@@ -14,16 +14,16 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from c4forge.core.counters import Counters
-from c4forge.corpus import quality
-from c4forge.corpus.classifier import ClassifierFilter
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import ConfigError, build_config
 from c4forge.corpus.document import Document
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.pii import format_pii
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.rules import quality
 from c4forge.corpus.steps import c4_quality, fineweb_quality, gopher_quality, gopher_repetition
-from c4forge.corpus.url_filter import UrlBlocklist, UrlListsUnavailable, load_lists, parse_list
-from c4forge.corpus.wet import iter_file_documents
-from c4forge.corpus.words import count_sentences, split_into_words
+from c4forge.corpus.steps.pii import format_pii
+from c4forge.corpus.steps.quality_classifier import ClassifierFilter
+from c4forge.corpus.steps.url_filter import UrlBlocklist, UrlListsUnavailable, load_lists, parse_list
+from c4forge.corpus.text.words import count_sentences, split_into_words
 from c4forge.pipelines.build import counters_of
 from c4forge.pipelines.c4 import c4_pages
 from tests.conftest import ROOT, flink_local_or_skip, shared_path
@@ -130,7 +130,7 @@ def test_url_filter_each_reason_with_the_shipped_lists():
 
 
 def test_the_presets_name_their_chain_and_refuse_an_unknown_one():
-    from c4forge.corpus.chain import FINEWEB_CHAIN, GOPHER_CHAIN
+    from c4forge.corpus.chain.chains import FINEWEB_CHAIN, GOPHER_CHAIN
 
     assert build_config("fineweb").chain == FINEWEB_CHAIN and build_config("gopher").chain == GOPHER_CHAIN
     fineweb = build_config("fineweb")
@@ -225,7 +225,7 @@ def _url_reasons(pages, lists: str) -> list:
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["gopher", "fineweb"])
 def test_presets_on_flink_give_the_one_process_corpus(tmp_path, preset):
-    from c4forge.corpus.shards import read_manifest, read_shard, shard_paths
+    from c4forge.corpus.output.shards import read_manifest, read_shard, shard_paths
     from c4forge.pipelines.build import run_build
     flink_local_or_skip("the preset engine test")
     paths = [SAMPLE, *sorted(str(p) for p in shared_path("crawl").glob("*.wet.gz"))]

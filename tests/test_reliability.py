@@ -20,16 +20,16 @@ from c4forge.cli.train import cli as train_cli
 from c4forge.core import outdir
 from c4forge.core.counters import Counters
 from c4forge.core.settings import ConfigError
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import (
+from c4forge.corpus.output.shards import (
     CORPUS_KIND,
     CorpusFormatError,
     iter_corpus_documents,
     read_manifest,
     write_corpus,
 )
-from c4forge.corpus.wet import iter_crawl_documents as wet_documents
+from c4forge.corpus.read.wet import iter_crawl_documents as wet_documents
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.train import CONFIG_FILE, TokenizerConfig, TokenizerError, train_tokenizer
 from c4forge.train.config import build_train_config
@@ -282,8 +282,8 @@ def test_directories_expand_and_dangling_links_fail(tmp_path):
 
 
 def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
-    import c4forge.corpus.records as records
-    import c4forge.corpus.wet as wet
+    import c4forge.corpus.read.records as records
+    import c4forge.corpus.read.wet as wet
 
     good, unreadable = copies(tmp_path, 2)
     real = records.open_raw  # the reader's opening layer, as the record reader calls it
@@ -311,8 +311,8 @@ def test_clean_skips_an_unreadable_file_and_strict_fails(tmp_path, monkeypatch):
 
 def test_clean_keeps_good_records_before_an_io_error(tmp_path, monkeypatch):
     path = copies(tmp_path, 1)[0]
-    import c4forge.corpus.records as records
-    import c4forge.corpus.wet as wet
+    import c4forge.corpus.read.records as records
+    import c4forge.corpus.read.wet as wet
 
     real = records.open_raw
 
@@ -362,7 +362,7 @@ def test_a_content_length_that_is_not_ascii_digits_loses_only_its_record(tmp_pat
 
 
 def test_a_response_whose_content_length_is_not_ascii_digits_is_extracted():
-    from c4forge.corpus.extract import response_text
+    from c4forge.corpus.extract.html import response_text
 
     block = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\xb3\r\n\r\n"
              b"<html><body><p>The committee met on Tuesday to agree the plan.</p></body></html>")
@@ -507,7 +507,7 @@ def test_numeric_settings_are_validated(setting, message):
 # --------------------------------------------------------------------------- 6. no tracebacks
 
 def test_disk_full_in_corpus_clean_is_one_line(tmp_path, monkeypatch):
-    import c4forge.corpus.shards as shards
+    import c4forge.corpus.output.shards as shards
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")

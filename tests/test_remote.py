@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli as corpus_cli
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.remote import RemotePolicy, RemoteReadError, ResumingReader
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest
+from c4forge.corpus.read.remote import RemotePolicy, RemoteReadError, ResumingReader
 from tests.conftest import ROOT, shared_path
 from tests.faultserver import FaultServer
 
@@ -205,6 +205,6 @@ def test_the_connection_cap_per_host_holds(tmp_path):
 
 
 def test_requests_say_who_is_asking(tmp_path):
-    from c4forge.corpus.remote import user_agent
+    from c4forge.corpus.read.remote import user_agent
 
     assert user_agent().startswith("c4forge/")

@@ -1,4 +1,4 @@
-"""Rule samples (corpus/samples.py): what every rule did to a hash-chosen set of pages, recorded
+"""Rule samples (corpus/output/samples.py): what every rule did to a hash-chosen set of pages, recorded
 during the build. The explanations agree with the rules on every real page; tracing never
 changes a document or a counter; the reservoir's merge does not depend on how the events were
 split or ordered; and `corpus clean` writes the same bytes as the pinned `corpus build`
@@ -11,13 +11,13 @@ from collections import Counter
 import pytest
 
 from c4forge.core.counters import Counters
-from c4forge.corpus.clean import PageRules, clean_page, line_fates
+from c4forge.corpus.chain.local import run_chain
+from c4forge.corpus.chain.verdict import count_verdict
 from c4forge.corpus.config import build_config
-from c4forge.corpus.line_dedup import LineOwners, keep_owned_lines, sentence_check
-from c4forge.corpus.line_dedup import line_fates as dedup_fates
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.near_dedup import doc_id
-from c4forge.corpus.samples import (
+from c4forge.corpus.dedup.line_dedup import LineOwners, keep_owned_lines, sentence_check
+from c4forge.corpus.dedup.line_dedup import line_fates as dedup_fates
+from c4forge.corpus.dedup.near_dedup import doc_id
+from c4forge.corpus.output.samples import (
     DROP,
     GAP,
     KEEP,
@@ -29,10 +29,10 @@ from c4forge.corpus.samples import (
     read_samples,
     traced_key,
 )
-from c4forge.corpus.shards import export_corpus, iter_corpus_documents, read_manifest, write_corpus
-from c4forge.corpus.urls import normalize_url
-from c4forge.corpus.verdict import count_verdict
-from c4forge.corpus.wet import iter_file_documents
+from c4forge.corpus.output.shards import export_corpus, iter_corpus_documents, read_manifest, write_corpus
+from c4forge.corpus.read.wet import iter_file_documents
+from c4forge.corpus.rules.clean import PageRules, clean_page, line_fates
+from c4forge.corpus.text.urls import normalize_url
 from tests.conftest import ROOT, shared_path
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from c4forge.cli.corpus import cli as corpus_cli
 from c4forge.core.settings import ConfigError, rule_problem
-from c4forge.corpus.chain import CHAINS
+from c4forge.corpus.chain.chains import CHAINS
 from c4forge.corpus.config import CorpusConfig, build_config
-from c4forge.corpus.read_options import ReadOptions
-from c4forge.corpus.samples import SampleOptions
+from c4forge.corpus.output.samples import SampleOptions
+from c4forge.corpus.read.options import ReadOptions
 from c4forge.corpus.steps import REGISTRY
 from tests.conftest import ROOT
 
@@ -180,7 +180,7 @@ def test_a_bad_artefact_is_one_line_before_any_work_in_clean_and_build(tmp_path,
 
 
 def test_a_blank_line_in_a_block_list_is_said_and_read_as_datatrove_reads_it(tmp_path, caplog):
-    from c4forge.corpus.url_filter import UrlBlocklist, load_lists
+    from c4forge.corpus.steps.url_filter import UrlBlocklist, load_lists
 
     (tmp_path / "banned_words.txt").write_text("casino\n\n")
     (tmp_path / "banned_subwords.txt").write_text("\npoker\n")
@@ -207,8 +207,8 @@ def _tarball(files: dict[str, bytes]) -> bytes:
 
 def test_a_download_is_checked_before_it_is_cached_and_a_bad_cached_copy_is_fetched_again(
         tmp_path, monkeypatch, local_server):
-    from c4forge.corpus import downloads
-    from c4forge.corpus.url_filter import UrlListsUnavailable, load_lists
+    from c4forge.corpus.assets import downloads
+    from c4forge.corpus.steps.url_filter import UrlListsUnavailable, load_lists
 
     monkeypatch.setenv("C4FORGE_CACHE", str(tmp_path / "cache"))
     served = tmp_path / "served"
@@ -233,7 +233,7 @@ def test_a_download_is_checked_before_it_is_cached_and_a_bad_cached_copy_is_fetc
 def test_a_cut_language_id_model_is_refused_in_bounded_memory(tmp_path):
     """Regression: a truncated .ftz grew memory without bound (7-12 GB in under a minute) in
     fastText's loader; under a 1.5 GB address-space cap it is now a one-line error."""
-    from c4forge.corpus.langid import default_model_path
+    from c4forge.corpus.langid.lid176 import default_model_path
 
     whole = open(default_model_path(), "rb").read()
     (tmp_path / "cut.ftz").write_bytes(whole[: len(whole) // 2])

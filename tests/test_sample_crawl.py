@@ -6,8 +6,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "corpus" / "data" / "sample.warc.wet.gz"

@@ -1,4 +1,4 @@
-"""The SDK workers' data messages are capped (pipelines/engines/sdk_harness.py): regression for flink-local
+"""The SDK workers' data messages are capped (pipelines/engines/workers/sdk_harness.py): regression for flink-local
 running out of Java heap at 64x distinct input, where 10 MB messages queued in the JVM."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ PROBE = """
 import json, sys
 from apache_beam.runners.worker import data_plane
 if sys.argv[1] == "capped":
-    from c4forge.pipelines.engines.sdk_harness import cap_outbound_messages
+    from c4forge.pipelines.engines.workers.sdk_harness import cap_outbound_messages
     cap_outbound_messages()
 sent = {}
 for limit_ms in (0, 60_000):  # Beam's size-based stream, and its time-based one
@@ -46,7 +46,7 @@ def test_worker_messages_are_capped_at_one_megabyte():
 def test_the_private_names_the_cap_changes_exist_with_the_meaning_it_assumes():
     """Fails loudly on a Beam release that renamed or changed them: the cap must then be
     measured again before MEASURED_RELEASES names that release."""
-    from c4forge.pipelines.engines import sdk_harness
+    from c4forge.pipelines.engines.workers import sdk_harness
 
     assert sdk_harness.internals_problem() is None
     assert sdk_harness.applies("2.62.0") in (None, sdk_harness.internals_problem())

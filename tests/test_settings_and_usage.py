@@ -89,7 +89,7 @@ def test_runner_options_are_checked_before_anything_is_created(runner_args, said
 def test_runner_usage_errors_come_before_the_bad_word_download(runner_args, said, tmp_path, monkeypatch):
     """Preset c4 without --badwords downloads the lists; offline that fails with exit 1. A bad
     runner must still be the usage error (exit 2) it is when the lists are local."""
-    from c4forge.corpus import badwords
+    from c4forge.corpus.steps import bad_words as badwords
 
     monkeypatch.setattr(badwords, "EN_BADWORDS_URL", "http://127.0.0.1:9/en")
     monkeypatch.setattr(badwords, "BADWORDS_URL", "http://127.0.0.1:9/{lang}")
@@ -165,8 +165,8 @@ def test_the_corpus_stage_in_one_process_needs_no_beam(tmp_path):
 
 def test_machine_readable_outputs_follow_their_schemas(sample_tokens, tokens, tmp_path):
     from c4forge.core.schemas import problems
-    from c4forge.corpus.report import manifest_stats
-    from c4forge.corpus.shards import read_manifest
+    from c4forge.corpus.output.report import manifest_stats
+    from c4forge.corpus.output.shards import read_manifest
 
     corpus = Path(sample_tokens).parent / "corpus"
     result = invoke(corpus_cli, ["stats", corpus, "--json"])
@@ -267,7 +267,7 @@ def test_a_label_the_language_id_model_never_gives_is_refused(tmp_path):
     labels of the model in use (lid.176's 176 by default; GlotLID's eng_Latn with GlotLID)."""
     from c4forge.core.settings import ConfigError
     from c4forge.corpus.config import build_config
-    from c4forge.corpus.langid import model_labels
+    from c4forge.corpus.langid.lid176 import model_labels
 
     assert len(model_labels()) == 176 and {"en", "de", "zh"} <= model_labels()
     for word in ("null", "eng_Latn", "english"):

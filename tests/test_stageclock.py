@@ -5,8 +5,8 @@ import time
 
 from c4forge.core.counters import Counters
 from c4forge.core.stageclock import StageClock
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")

@@ -13,11 +13,11 @@ import pytest
 
 from c4forge.cli.common import TracebackBlocks
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.loop import StepFailure, StepLoop, step_failure_in
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import keep
 from c4forge.corpus.config import build_config
 from c4forge.corpus.document import Document
-from c4forge.corpus.step import page_step
-from c4forge.corpus.steploop import StepFailure, StepLoop, step_failure_in
-from c4forge.corpus.verdict import keep
 from tests.conftest import ROOT, flink_local_or_skip
 
 SAMPLE = str(ROOT / "corpus" / "data" / "sample.warc.wet.gz")
@@ -139,7 +139,7 @@ def test_the_line_is_found_in_what_each_runner_reports():
     line = "step boom (bad_steps:boom) failed on u (f): ZeroDivisionError: division by zero"
     assert step_failure_in(StepFailure(line + " [while running 'read, [Fails]']")) == line
     worker = RuntimeError(f"Pipeline failed\nTraceback (most recent call last):\n  File x\n"
-                          f"c4forge.corpus.steploop.StepFailure: {line} [while running 'x']\n\n")
+                          f"c4forge.corpus.chain.loop.StepFailure: {line} [while running 'x']\n\n")
     assert step_failure_in(worker) == line
     assert step_failure_in(RuntimeError("ZeroDivisionError: division by zero")) is None
 
@@ -148,7 +148,7 @@ def test_worker_tracebacks_of_a_step_failure_are_held_back_and_others_pass():
     failing = [b"Traceback (most recent call last):\n", b'  File "x.py", line 1\n', b"ZeroDivisionError: x\n",
                b"\n", b"The above exception was the direct cause of the following exception:\n", b"\n",
                b"Traceback (most recent call last):\n", b"  File y\n",
-               b"c4forge.corpus.steploop.StepFailure: step boom ...\n", b"\n"]
+               b"c4forge.corpus.chain.loop.StepFailure: step boom ...\n", b"\n"]
     other = [b"Traceback (most recent call last):\n", b"  File z\n", b"ValueError: not ours\n"]
     logged = [b"ERROR:apache_beam.runners.common:step boom ... failed\n", *failing]
     stream = [b"before\n", *logged, b"after\n", b"ERROR:x:alone\n", *other, b"ERROR:y:last\n"]
@@ -174,7 +174,7 @@ def test_a_damaged_word_rules_file_is_one_line_before_any_work(command, damage, 
     from click.testing import CliRunner
 
     from c4forge.cli.corpus import cli
-    from c4forge.corpus import en_words, words
+    from c4forge.corpus.text import en_words, words
 
     text = DAMAGED_RULES[damage]
     if text is None:

@@ -12,10 +12,10 @@ import pytest
 
 from c4forge.corpus.config import build_config
 from c4forge.corpus.document import Document, from_bytes, to_bytes
-from c4forge.corpus.shards import read_manifest
+from c4forge.corpus.output.shards import read_manifest
 from c4forge.pipelines import store
 from c4forge.pipelines.build import PARKED_PAGES, run_build
-from c4forge.pipelines.engines.worker_boot import pin_to_free_core
+from c4forge.pipelines.engines.workers.worker_boot import pin_to_free_core
 from c4forge.pipelines.store import INLINE, PageRef, PageStore, ParkingReader, ParkingWriter, Spot
 from tests.conftest import ROOT
 from tests.test_pipeline import DEMO_BADWORDS, SAMPLE, crawl_files
@@ -163,10 +163,10 @@ def test_parking_is_off_where_staging_is_not_a_local_path(monkeypatch):
 
 
 def test_workers_each_claim_a_core_of_their_own(tmp_path):
-    """SDK workers of a managed engine bind a core each (pipelines/engines/worker_boot.py); once every
+    """SDK workers of a managed engine bind a core each (pipelines/engines/workers/worker_boot.py); once every
     core of the affinity set is claimed, a worker stays unbound."""
     cores = sorted(os.sched_getaffinity(0))
-    script = ("import os, sys; from c4forge.pipelines.engines.worker_boot import pin_to_free_core; "
+    script = ("import os, sys; from c4forge.pipelines.engines.workers.worker_boot import pin_to_free_core; "
               "core = pin_to_free_core(sys.argv[1]); print(core, sorted(os.sched_getaffinity(0)))")
     seen = []
     for _ in range(len(cores) + 1):
@@ -189,7 +189,7 @@ def test_parked_pages_read_back_as_documents_and_through_later_page_steps(tmp_pa
     from apache_beam.testing.util import assert_that, equal_to
 
     from c4forge.core.counters import Counters
-    from c4forge.corpus.local import run_chain
+    from c4forge.corpus.chain.local import run_chain
     from c4forge.pipelines.build import counters_of
     from c4forge.pipelines.c4 import c4_pages
     from tests.test_chain import IN_MEMORY

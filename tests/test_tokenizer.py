@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from c4forge.cli.tokenizer import cli
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
 from c4forge.corpus.document import Document
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import write_corpus
+from c4forge.corpus.output.shards import write_corpus
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.formats import iter_token_documents, read_token_manifest
 from c4forge.tokenizer.inspect import inspect_tokenizer
@@ -71,7 +71,7 @@ def test_token_shards_round_trip(shared_corpora, tmp_path):
     manifest = encode_corpus(str(root / "c4"), str(tmp_path / "tok"), str(tmp_path / "ids"), workers=2,
                              max_docs_per_shard=100, log=lambda *_: None)
     sp, info = load_tokenizer(str(tmp_path / "tok"))
-    from c4forge.corpus.shards import iter_corpus_documents
+    from c4forge.corpus.output.shards import iter_corpus_documents
 
     texts = [d["text"] for d in iter_corpus_documents(str(root / "c4"), "train")]
     docs = list(iter_token_documents(str(tmp_path / "ids"), "train"))

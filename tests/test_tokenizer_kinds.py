@@ -14,9 +14,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from c4forge.cli.tokenizer import cli
 from c4forge.core.counters import Counters
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import iter_corpus_documents, write_corpus
+from c4forge.corpus.output.shards import iter_corpus_documents, write_corpus
 from c4forge.tokenizer.encode import encode_corpus
 from c4forge.tokenizer.formats import iter_token_documents, read_token_manifest
 from c4forge.tokenizer.kinds import (

@@ -1,4 +1,4 @@
-"""A user's own steps (corpus/step.py ``user_step``): a filter written in a module outside the
+"""A user's own steps (corpus/chain/step.py ``user_step``): a filter written in a module outside the
 repository, named in the config as ``package.module:function`` (or a Step of its own, with
 settings), runs in `corpus clean`, on the DirectRunner (one process, and worker processes that
 import the module), on flink-local (make test-slow) and in an ablation variant; the documents and
@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from c4forge.cli.corpus import cli
 from c4forge.core.counters import Counters
 from c4forge.core.settings import ConfigError
+from c4forge.corpus.chain.local import run_chain
 from c4forge.corpus.config import build_config
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.shards import iter_corpus_documents, read_manifest
+from c4forge.corpus.output.shards import iter_corpus_documents, read_manifest
 from c4forge.pipelines.build import run_build
 from tests.conftest import ROOT, flink_local_or_skip
 
@@ -30,7 +30,7 @@ MODULE = '''"""Two filters of a user's own, outside c4forge."""
 import dataclasses
 
 from c4forge.core.settings import UNIT_INTERVAL, setting
-from c4forge.corpus.step import page_step
+from c4forge.corpus.chain.step import page_step
 
 
 def short_lines(page):
@@ -48,7 +48,7 @@ class DigitShare:
 
 
 def digit_share(settings, page):
-    from c4forge.corpus.verdict import drop, keep
+    from c4forge.corpus.chain.verdict import drop, keep
 
     share = sum(c.isdigit() for c in page.text) / max(1, len(page.text))
     return drop("digits") if share > settings.max_share else keep(page)

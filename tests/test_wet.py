@@ -9,11 +9,11 @@ import zlib
 import pytest
 
 from c4forge.core.counters import Counters
-from c4forge.corpus.inputs import expand_inputs
-from c4forge.corpus.read_options import CrawlReadError, ReadOptions
-from c4forge.corpus.records import iter_records
-from c4forge.corpus.warc import http_payload
-from c4forge.corpus.wet import iter_crawl_documents, iter_file_documents, page_text
+from c4forge.corpus.read.inputs import expand_inputs
+from c4forge.corpus.read.options import CrawlReadError, ReadOptions
+from c4forge.corpus.read.records import iter_records
+from c4forge.corpus.read.warc import http_payload
+from c4forge.corpus.read.wet import iter_crawl_documents, iter_file_documents, page_text
 from tests.conftest import shared_path
 from tests.wetfiles import WARCINFO, gzip_member, page, record, wet_file
 
@@ -181,7 +181,7 @@ def test_unreadable_path_is_a_clear_error(tmp_path):
 
 def _page_text_by_definition(body, keep_metadata_like_lines=False):
     """tfds ``split_wet_file``'s lines, one at a time: the definition page_text is held to."""
-    from c4forge.corpus.wet import METADATA_PREFIXES, NEWLINES
+    from c4forge.corpus.read.wet import METADATA_PREFIXES, NEWLINES
 
     lines = [line.strip() for line in NEWLINES.split(body)]
     return "\n".join(line for line in lines
@@ -256,8 +256,8 @@ def _faulty_file():
 def test_buffer_sizes_do_not_change_what_is_read(tmp_path, monkeypatch, read_chunk, feed_chunk):
     path = write(tmp_path, _faulty_file())
     expected = read(path)
-    monkeypatch.setattr("c4forge.corpus.gzip_members.READ_CHUNK", read_chunk)
-    monkeypatch.setattr("c4forge.corpus.gzip_members.FEED_CHUNK", feed_chunk)
+    monkeypatch.setattr("c4forge.corpus.read.gzip_members.READ_CHUNK", read_chunk)
+    monkeypatch.setattr("c4forge.corpus.read.gzip_members.FEED_CHUNK", feed_chunk)
     docs, counters = read(path)
     assert docs == expected[0]
     # How much of the corrupt member zlib decodes before the fault depends on the feed size, so
@@ -271,7 +271,7 @@ def test_buffer_sizes_do_not_change_what_is_read(tmp_path, monkeypatch, read_chu
 def test_reader_feeds_each_compressed_byte_about_once(tmp_path, monkeypatch):
     """Regression: every gzip member used to be fed the whole rest of the 1 MiB read buffer
     (a copy per member, most of the reader's time on Common Crawl's one-member-per-record files)."""
-    import c4forge.corpus.gzip_members as gzip_layer  # the gzip layer of the reader
+    import c4forge.corpus.read.gzip_members as gzip_layer  # the gzip layer of the reader
 
     fed = []
     real = gzip_layer.isal_zlib.decompressobj
@@ -312,11 +312,11 @@ def _damaged_copies(data: bytes, count: int, seed: int = 7):
 
 
 def test_isal_and_zlib_read_the_same(tmp_path, monkeypatch):
-    """ISA-L inflates the members it ends cleanly, zlib the others (corpus/gzip_members.py); zlib
+    """ISA-L inflates the members it ends cleanly, zlib the others (corpus/read/gzip_members.py); zlib
     alone is the reference (``FAST_MEMBER_BYTES = 0``): on good files, every listed fault and
     300 randomly damaged files, both give the same pages and counters. Regression: ISA-L alone
     read 3 of the 300 damaged files on to their end, losing the good members after the fault."""
-    import c4forge.corpus.gzip_members as gzip_layer
+    import c4forge.corpus.read.gzip_members as gzip_layer
 
     members = [gzip_member(WARCINFO)] + [gzip_member(good(i)) for i in range(20)]
     files = [b"".join(members), _faulty_file(), gzip.compress(WARCINFO + b"".join(good(i) for i in range(30))),
@@ -337,7 +337,7 @@ def test_isal_and_zlib_read_the_same(tmp_path, monkeypatch):
 
 
 def test_isal_and_zlib_read_real_files_the_same(monkeypatch):
-    import c4forge.corpus.gzip_members as gzip_layer
+    import c4forge.corpus.read.gzip_members as gzip_layer
 
     for path in sorted(shared_path("crawl").glob("*.wet.gz")):
         monkeypatch.setattr(gzip_layer, "FAST_MEMBER_BYTES", 0)
@@ -349,8 +349,8 @@ def test_isal_and_zlib_read_real_files_the_same(monkeypatch):
 def test_isal_and_zlib_keep_the_same_records_before_an_io_error(tmp_path, monkeypatch):
     """Regression: ISA-L held a member back until its end, so an I/O error inside a member lost
     the records zlib had already handed on (a whole file in one gzip member lost them all)."""
-    import c4forge.corpus.gzip_members as gzip_layer
-    import c4forge.corpus.records as records
+    import c4forge.corpus.read.gzip_members as gzip_layer
+    import c4forge.corpus.read.records as records
 
     real = records.open_raw
 

@@ -1,4 +1,4 @@
-"""SDK workers forked from a warm process (pipelines/engines/worker_fork.py): the client the engine runs
+"""SDK workers forked from a warm process (pipelines/engines/workers/worker_fork.py): the client the engine runs
 hands the server its arguments, environment, folder and standard streams, the worker runs in
 them with what the server loaded, signals reach it, its status is the client's, and no worker
 or server outlives what started it. The builds on flink-local and spark-local (tests/
@@ -18,9 +18,9 @@ import grpc
 import psutil
 import pytest
 
-from c4forge.pipelines.engines import worker_fork
-from c4forge.pipelines.engines.worker_fork import CLIENT, SOCKET_NAME, ForkServer, forking_available
-from c4forge.pipelines.engines.worker_fork_client import exit_status
+from c4forge.pipelines.engines.workers import worker_fork
+from c4forge.pipelines.engines.workers.worker_fork import CLIENT, SOCKET_NAME, ForkServer, forking_available
+from c4forge.pipelines.engines.workers.worker_fork_client import exit_status
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork server: Linux")
@@ -154,7 +154,7 @@ def test_server_and_workers_die_with_the_process_that_started_them(tmp_path, for
     """SIGKILL of the submitting process (no clean-up runs): the server gets SIGTERM from the
     kernel (parent-death signal) and kills its workers."""
     script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
-              "from c4forge.pipelines.engines.worker_fork import ForkServer\n"
+              "from c4forge.pipelines.engines.workers.worker_fork import ForkServer\n"
               "from tests.test_worker_fork import linger\n"
               f"server = ForkServer({str(tmp_path)!r}, {str(tmp_path / 'log')!r}, None, linger, fork_here={fork_here})\n"
               "server.start()\n"
@@ -270,7 +270,7 @@ def grpc_scenario(folder: str) -> None:
 
 def test_fork_hazard_names_other_python_threads_and_grpcs_threads():
     script = ("import threading, grpc\n"
-              "from c4forge.pipelines.engines.worker_fork import fork_hazard\n"
+              "from c4forge.pipelines.engines.workers.worker_fork import fork_hazard\n"
               "print(fork_hazard())\n"
               "channel = grpc.insecure_channel('127.0.0.1:1')\n"  # nothing listens: gRPC's core starts
               "try:\n    channel.unary_unary('/a/b')(b'x', timeout=0.5)\nexcept grpc.RpcError:\n    pass\n"

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from c4forge.core import progress
 from c4forge.core.io import shown_place
 from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
-from c4forge.corpus.shards import (
+from c4forge.corpus.output.shards import (
     CorpusFormatError,
     manifest_path,
     read_manifest,

@@ -30,7 +30,12 @@ from collections.abc import Iterator
 from typing import Optional
 
 from c4forge.core.outdir import OutputError, claim, hook_from_env, writing
-from c4forge.corpus.shards import CorpusFormatError, iter_corpus_documents, manifest_path, read_manifest
+from c4forge.corpus.output.shards import (
+    CorpusFormatError,
+    iter_corpus_documents,
+    manifest_path,
+    read_manifest,
+)
 from c4forge.tokenizer.formats import file_sha256
 from c4forge.tokenizer.hf import hf_tokenizer_files
 from c4forge.tokenizer.hf_train import HF_MODEL_TYPES, train_hf_tokenizer

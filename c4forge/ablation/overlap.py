@@ -1,6 +1,6 @@
 """How much of each variant's training text overlaps each evaluation set the ablation scores
 on: the words of the variant's train split that lie in a 13-gram an evaluation set holds
-(corpus/decontaminate.py's n-grams and normalisation), and the documents with any. A report
+(corpus/rules/decontaminate.py's n-grams and normalisation), and the documents with any. A report
 whose variants overlap their own evaluation differently is comparing memorisation as well as
 data; the table says so, per variant and set, beside the verdicts.
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 
 from c4forge.ablation.spec import AblationSpec, locate
-from c4forge.corpus.decontaminate import EvalIndex, overlapping_words
-from c4forge.corpus.shards import iter_corpus_documents
-from c4forge.train.evaluate import TASK_FILES
+from c4forge.corpus.output.shards import iter_corpus_documents
+from c4forge.corpus.rules.decontaminate import EvalIndex, overlapping_words
+from c4forge.train.evaluation.evaluate import TASK_FILES
 
 
 def evaluation_sets(spec: AblationSpec) -> tuple[str, ...]:

@@ -15,9 +15,9 @@ from c4forge.ablation.spec import AblationSpec, locate
 from c4forge.ablation.stages import run_budgets
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import OutputKind, claim, manifest_text, writing
-from c4forge.corpus.shards import read_manifest
+from c4forge.corpus.output.shards import read_manifest
 from c4forge.tokenizer.formats import read_token_manifest
-from c4forge.train.evaluate import EvaluationError, chance_accuracy, load_task
+from c4forge.train.evaluation.evaluate import EvaluationError, chance_accuracy, load_task
 from c4forge.train.objectives import LEFT_TO_RIGHT
 from c4forge.train.stats import compare, holm, seeds_text, t_quantile
 

@@ -29,7 +29,7 @@ from c4forge.core.settings import (
 from c4forge.corpus.config import build_config
 from c4forge.tokenizer.train import TokenizerConfig
 from c4forge.train.config import build_train_config
-from c4forge.train.finetune.run import task_configs
+from c4forge.train.evaluation.finetune.run import task_configs
 from c4forge.train.objectives import LEFT_TO_RIGHT, OBJECTIVES
 
 

@@ -23,11 +23,11 @@ from c4forge.ablation.spec import (
 from c4forge.core.counters import Counters
 from c4forge.core.io import atomic_write
 from c4forge.core.settings import ConfigError, apply_settings
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.samples import Reservoir
-from c4forge.corpus.shards import (
+from c4forge.corpus.chain.local import run_chain
+from c4forge.corpus.chain.provenance import corpus_manifest
+from c4forge.corpus.output.samples import Reservoir
+from c4forge.corpus.output.shards import (
     CorpusFormatError,
-    corpus_manifest,
     manifest_path,
     read_manifest,
     write_corpus,
@@ -43,10 +43,10 @@ from c4forge.tokenizer.kinds import TokenizerSpec, open_tokenizer
 from c4forge.tokenizer.train import TokenizerConfig, tokenizer_settings, train_tokenizer
 from c4forge.train.checkpoint import copy_run, finished_steps, latest_checkpoint, run_manifest
 from c4forge.train.config import DataConfig, build_train_config
-from c4forge.train.evaluate import evaluate_checkpoint
-from c4forge.train.finetune.baselines import reference_rows
-from c4forge.train.finetune.metrics import glue_average
-from c4forge.train.finetune.run import run_glue, task_configs
+from c4forge.train.evaluation.evaluate import evaluate_checkpoint
+from c4forge.train.evaluation.finetune.baselines import reference_rows
+from c4forge.train.evaluation.finetune.metrics import glue_average
+from c4forge.train.evaluation.finetune.run import run_glue, task_configs
 from c4forge.train.objectives import LEFT_TO_RIGHT
 from c4forge.train.trainer import total_steps, train
 

@@ -69,7 +69,7 @@ class _NoiseFilter(logging.Filter):
         if BEAM_NOISE.search(message):
             return False
         # A runner logging a step's failure with the worker's traceback: the build reports it
-        # as one line (corpus/steploop.py StepFailure); C4FORGE_DEBUG=1 shows the traceback.
+        # as one line (corpus/chain/loop.py StepFailure); C4FORGE_DEBUG=1 shows the traceback.
         return not (record.levelno >= logging.ERROR and not os.environ.get("C4FORGE_DEBUG")
                     and "StepFailure" in message + _exception_text(record))
 
@@ -165,7 +165,7 @@ def group(func):
 
 class ForkSafeThread(threading.Thread):
     """A thread that holds nothing a forked copy of this process uses (it only moves bytes
-    between file descriptors): pipelines/engines/worker_fork.py's ``fork_hazard`` does not count it."""
+    between file descriptors): pipelines/engines/workers/worker_fork.py's ``fork_hazard`` does not count it."""
 
     fork_safe = True
 
@@ -173,7 +173,7 @@ class ForkSafeThread(threading.Thread):
 class TracebackBlocks:
     """Lines of a child process's stderr, with each Python traceback held back until it ends and
     dropped whole when it holds ``drop_if`` (a worker printing the traceback of a step's failure,
-    which the build reports as one line: corpus/steploop.py StepFailure). Every other line, and
+    which the build reports as one line: corpus/chain/loop.py StepFailure). Every other line, and
     every other traceback, passes through unchanged and in order."""
 
     _START = b"Traceback (most recent call last):"

@@ -26,15 +26,15 @@ from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import atomic_write
 from c4forge.core.outdir import LOCAL, OutputError, claim, hook_from_env
-from c4forge.corpus.chain import describe, load_steps
-from c4forge.corpus.commoncrawl import DEFAULT_BASE_URL, crawl_urls
+from c4forge.corpus.chain.chains import describe, load_steps
+from c4forge.corpus.chain.local import run_chain
+from c4forge.corpus.chain.provenance import corpus_manifest
 from c4forge.corpus.config import PRESETS, build_config
+from c4forge.corpus.dedup.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.estimate import estimate, report
-from c4forge.corpus.extract import EXTRACTORS
-from c4forge.corpus.inputs import expand_inputs
-from c4forge.corpus.local import run_chain
-from c4forge.corpus.near_dedup import DEFAULT_CC_ROUNDS
-from c4forge.corpus.report import (
+from c4forge.corpus.extract.html import EXTRACTORS
+from c4forge.corpus.output.jsonl import check_jsonl_target, write_jsonl
+from c4forge.corpus.output.report import (
     counter_table,
     manifest_report,
     manifest_stats,
@@ -42,11 +42,12 @@ from c4forge.corpus.report import (
     strict_problem,
     zero_documents_warning,
 )
-from c4forge.corpus.samples import Reservoir
-from c4forge.corpus.sniff import check_input_formats
-from c4forge.corpus.urls import split_of
-from c4forge.corpus.wet import STRICT_SKIPS
-from c4forge.pipelines.engines.java import java_executable
+from c4forge.corpus.output.samples import Reservoir
+from c4forge.corpus.read.commoncrawl import DEFAULT_BASE_URL, crawl_urls
+from c4forge.corpus.read.inputs import expand_inputs, input_bytes
+from c4forge.corpus.read.sniff import check_input_formats
+from c4forge.corpus.read.wet import STRICT_SKIPS
+from c4forge.pipelines.engines.jvm.java import java_executable
 
 STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is skipped whole "
                "or cut short: the counters split-wet-file/" + ", ".join(STRICT_SKIPS) + ". By "
@@ -54,8 +55,8 @@ STRICT_HELP = ("Fail, exit 1 with the output unchanged, when any input file is s
 
 
 def _shards():
-    """corpus/shards.py, loaded where a command first needs it."""
-    from c4forge.corpus import (
+    """corpus/output/shards.py, loaded where a command first needs it."""
+    from c4forge.corpus.output import (
         shards,  # lazy: pyarrow: `corpus --help` and `corpus clean --jsonl` start without it
     )
     return shards
@@ -172,7 +173,7 @@ flink-local and spark-local where no system Java is found).
 @output_options
 def clean_command(inputs, more_inputs, output, output_dir, shard_format, counters_path, overwrite,
                   strict, **config_args) -> None:
-    """`corpus clean` (CLEAN_HELP: the chain's order rendered from corpus/chain.py)."""
+    """`corpus clean` (CLEAN_HELP: the chain's order rendered from corpus/chain/chains.py)."""
     inputs = input_paths(inputs, more_inputs)
     if not inputs:
         raise click.UsageError("give -i/--input crawl files")
@@ -212,27 +213,6 @@ def clean_command(inputs, more_inputs, output, output_dir, shard_format, counter
         f"(preset {config.preset}, {len(paths)} input file(s))")
 
 
-def check_jsonl_target(path: str, overwrite: bool) -> None:
-    """The output-file rule for ``--jsonl``: a new file is written; an existing one is replaced
-    only with ``--overwrite``, and only when it is empty or a JSONL of ``corpus clean`` (its
-    first line a document record): a file of anything else is never replaced."""
-    if not os.path.lexists(path):
-        return
-    if os.path.isdir(path):
-        raise OutputError(f"{path} is a directory; --jsonl takes a file name")
-    if not overwrite:
-        raise OutputError(f"{path} already exists; pass --overwrite to replace it")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline()
-        record = json.loads(first) if first.strip() else {}
-    except (OSError, UnicodeDecodeError, ValueError):
-        record = None
-    if not isinstance(record, dict) or (record and not {"url", "text", "split"} <= set(record)):
-        raise OutputError(f"{path} is not a `corpus clean --jsonl` output: refusing to replace it, "
-                          "--overwrite or not; choose another file")
-
-
 def refuse_early(directory: str, overwrite: bool, fs=None) -> None:
     """Apply the output-directory rule before the work starts, not after it (the writer
     claims the directory again when it writes)."""
@@ -245,27 +225,14 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
                          overwrite, shard_format="arrow", samples=None) -> None:
     if output_dir:
         shards = _shards()
-        manifest = shards.corpus_manifest(config, paths, counters.as_dict(),
-                                   "single process (corpus clean)", ["corpus", *sys.argv[1:]],
-                                   seconds=round(time.perf_counter() - started, 1))
+        manifest = corpus_manifest(config, paths, counters.as_dict(), "single process (corpus clean)",
+                                   ["corpus", *sys.argv[1:]], seconds=round(time.perf_counter() - started, 1),
+                                   input_bytes=input_bytes(paths))
         shards.write_corpus(output_dir, documents, manifest,
                      validation_per_mille=config.validation_per_mille, overwrite=overwrite,
                      hook=hook_from_env(), shard_format=shard_format, samples=samples)
-    if not output:
-        return
-    scored = config.runs("quality-classifier")
-    with atomic_write(output) as handle:
-        for doc in documents:
-            record = {
-                "url": doc.url, "timestamp": doc.timestamp, "text": doc.text,
-                "language": doc.language, "language_score": doc.language_score,
-                "split": split_of(doc.normalized_url, config.validation_per_mille),
-                "source": doc.source, "offset": doc.offset,
-                "near_dup_cluster_size": doc.near_dup_cluster_size,
-            }
-            if scored:  # the quality classifier's score, as the shards' quality_score column
-                record["quality_score"] = doc.quality_score
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if output:
+        write_jsonl(output, documents, config.validation_per_mille, config.runs("quality-classifier"))
 
 
 @cli.command("build", context_settings={"ignore_unknown_options": True}, help=BUILD_HELP)
@@ -304,7 +271,7 @@ def _write_clean_outputs(documents, *, config, paths, counters, started, output,
 def build_command(inputs, crawl, files, cc_base_url, output, overwrite, shard_format, runner,
                   workers, docs_per_shard, num_shards, cc_rounds, strict, extra,
                   **config_args) -> None:
-    """`corpus build` (BUILD_HELP: the chain's order rendered from corpus/chain.py)."""
+    """`corpus build` (BUILD_HELP: the chain's order rendered from corpus/chain/chains.py)."""
     build = _build()
 
     try:
@@ -462,7 +429,7 @@ def inspect_command(directories, output, as_text, overwrite) -> None:
     language, domain, length and near-duplicate cluster; with two corpora (C4 and
     C4-unfiltered, two extractors), the pages one kept and the other did not and the lines one
     removed, struck out in their page."""
-    from c4forge.corpus.inspect import (  # lazy: pyarrow (shards), only for `corpus inspect`
+    from c4forge.corpus.output.inspect import (  # lazy: pyarrow (shards), only for `corpus inspect`
         html_report,
         inspect,
         text_report,

@@ -12,7 +12,7 @@ from typing import Optional
 import click
 
 from c4forge.cli.common import Command, guarded_main
-from c4forge.corpus.langid import self_check_model
+from c4forge.corpus.langid.lid176 import self_check_model
 
 
 @click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})

@@ -22,7 +22,7 @@ from c4forge.cli.common import (
 from c4forge.core.io import atomic_write
 from c4forge.core.settings import load_yaml_mapping, merge_settings, parse_overrides
 from c4forge.train.config import build_train_config
-from c4forge.train.finetune.glue import TASKS
+from c4forge.train.evaluation.finetune.glue import TASKS
 
 CHECKPOINT = click.option("--input", "-i", "--checkpoint", "checkpoint", required=True,
                           type=click.Path(exists=True),

@@ -4,10 +4,10 @@ trickles one byte every few seconds cannot hold a command for minutes: the per-r
 urllib alone would let it), a bounded number of tries for the faults that pass (a stall, a
 connection cut short, HTTP 5xx and 429), a progress bar on a terminal for large files, and one
 line naming what was being fetched from where when it cannot be had. It returns bytes or yields
-chunks; callers check what they got before they cache it (corpus/downloads.py,
-corpus/package_index.py, pipelines/engines/jars.py).
+chunks; callers check what they got before they cache it (corpus/assets/downloads.py,
+corpus/assets/package_index.py, pipelines/engines/jvm/jars.py).
 
-Reading is crawl data's job elsewhere (corpus/remote.py: ranged, resumable reads of large
+Reading is crawl data's job elsewhere (corpus/read/remote.py: ranged, resumable reads of large
 objects); this is for the small files that rules and engines need, read whole.
 """
 from __future__ import annotations

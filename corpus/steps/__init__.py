@@ -1,17 +1,17 @@
 """Every built-in step of the chains, registered by name in one place (``REGISTRY``); each is one
-module of this package (its settings type, what it loads, its function: corpus/step.py says
-what a step is). corpus/chain.py orders them into chains; the corpus config holds one settings
+module of this package (its settings type, what it loads, its function: corpus/chain/step.py says
+what a step is). corpus/chain/chains.py orders them into chains; the corpus config holds one settings
 object per step, keyed by its name (corpus/config.py).
 
 Adding a built-in page filter: a module here with ``STEP = page_step(...)``, its line below, and
-its name in the chain lists of corpus/chain.py where it runs. A user's own step needs neither:
-the config names it as ``package.module:function`` (corpus/step.py ``user_step``).
+its name in the chain lists of corpus/chain/chains.py where it runs. A user's own step needs neither:
+the config names it as ``package.module:function`` (corpus/chain/step.py ``user_step``).
 """
 from __future__ import annotations
 
 from types import ModuleType
 
-from c4forge.corpus.step import Step
+from c4forge.corpus.chain.step import Step
 from c4forge.corpus.steps import (
     bad_words,
     c4_quality,

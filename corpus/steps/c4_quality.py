@@ -1,6 +1,6 @@
 """C4's rules as datatrove 0.10's ``C4QualityFilter`` has them, with FineWeb's setting
 (``filter_no_terminal_punct`` off; namespace ``c4-quality``). Not tfds' ``clean_page``
-(corpus/clean.py, the ``c4`` preset): datatrove keeps lines of 3 words (tfds: 5), counts ``'`` as
+(corpus/rules/clean.py, the ``c4`` preset): datatrove keeps lines of 3 words (tfds: 5), counts ``'`` as
 terminal punctuation, counts sentences with spaCy's sentencizer (tfds: Punkt) and wants 5
 (tfds: 3)."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import dataclasses
 import re
 
 from c4forge.core.settings import NON_NEGATIVE_INT, OFF_OR_NON_NEGATIVE_INT, OFF_OR_POSITIVE_INT, setting
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import count_sentences, english_words
+from c4forge.corpus.text.words import count_sentences, english_words
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """tfds' ``clean_page`` (namespace ``clean-page``): C4's line rules and page rules, exact to tfds
-3.1.0 (corpus/clean.py argues and tests it). The settings are its PageRules and the switch."""
+3.1.0 (corpus/rules/clean.py argues and tests it). The settings are its PageRules and the switch."""
 from __future__ import annotations
 
 import dataclasses
 
-from c4forge.corpus.clean import PageRules, clean_page, line_fates
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict
 from c4forge.corpus.document import Document
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict
+from c4forge.corpus.rules.clean import PageRules, clean_page, line_fates
 
 
 @dataclasses.dataclass(frozen=True)
 class CleanPage(PageRules):
-    """``clean-page`` in the corpus config: on, and the rules' parameters (corpus/clean.py's
+    """``clean-page`` in the corpus config: on, and the rules' parameters (corpus/rules/clean.py's
     PageRules, tfds' defaults; a falsy value switches a rule off)."""
 
     on: bool = True

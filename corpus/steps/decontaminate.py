@@ -1,5 +1,5 @@
 """Decontamination against evaluation sets (GPT-3's 13-gram overlap; namespace ``decontaminate``;
-corpus/decontaminate.py): a page sharing an n-gram with a set is dropped, or with
+corpus/rules/decontaminate.py): a page sharing an n-gram with a set is dropped, or with
 ``action=drop-lines`` loses the lines the matched n-grams touch."""
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from c4forge.core.settings import NAMED_PATHS, POSITIVE_INT, ConfigError, setting
-from c4forge.corpus.decontaminate import (
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict
+from c4forge.corpus.document import Document
+from c4forge.corpus.rules.decontaminate import (
     ACTIONS,
     EvalIndex,
     EvalSetError,
@@ -15,9 +18,6 @@ from c4forge.corpus.decontaminate import (
     line_fates,
     parse_sets,
 )
-from c4forge.corpus.document import Document
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict
 
 
 @dataclasses.dataclass(frozen=True)

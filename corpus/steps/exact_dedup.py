@@ -1,12 +1,12 @@
 """Exact-text dedup (namespace ``exact-dedup``; off in every C4 preset, Gopher's chain runs it):
-pages of the same normalised text keep their earliest crawl. Twins: corpus/exact_dedup.py and
-pipelines/exact_dedup.py."""
+pages of the same normalised text keep their earliest crawl. Twins: corpus/dedup/exact_dedup.py and
+pipelines/twins/exact_dedup.py."""
 from __future__ import annotations
 
 import dataclasses
 
-from c4forge.corpus.exact_dedup import NS_EXACT, run
-from c4forge.corpus.step import Scope, wide_step
+from c4forge.corpus.chain.step import Scope, wide_step
+from c4forge.corpus.dedup.exact_dedup import NS_EXACT, run
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,11 +7,11 @@ import dataclasses
 from typing import Optional
 
 from c4forge.core.settings import NON_NEGATIVE_INT, POSITIVE, UNIT_INTERVAL, setting
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
-from c4forge.corpus.quality import duplicates
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import TERMINAL_PUNCTUATION, english_words, split_into_words
+from c4forge.corpus.rules.quality import duplicates
+from c4forge.corpus.text.words import TERMINAL_PUNCTUATION, english_words, split_into_words
 
 
 @dataclasses.dataclass(frozen=True)

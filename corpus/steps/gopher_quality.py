@@ -2,7 +2,7 @@
 exact with the same settings; namespace ``gopher-quality``): document length in words, mean word
 length, hash and ellipsis symbols per word, bullet and ellipsis lines, words with a letter, stop
 words. Each rule is its own reason (datatrove's names); None switches a rule off, as there.
-Words are datatrove's (corpus/words.py); tests/test_quality.py checks every verdict against
+Words are datatrove's (corpus/text/words.py); tests/test_quality.py checks every verdict against
 datatrove itself on every real page. Where datatrove would divide by zero (a text of no words
 with ``min_doc_words`` off) this returns a verdict instead (docs/corpus.md)."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ import dataclasses
 from typing import Any, Optional
 
 from c4forge.core.settings import POSITIVE, POSITIVE_INT, SHARE, ConfigError, setting
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
-from c4forge.corpus.page_words import PageWords, page_words
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import english_words
+from c4forge.corpus.text.page_words import PageWords, page_words
+from c4forge.corpus.text.words import english_words
 
 GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 

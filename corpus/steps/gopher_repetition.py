@@ -9,12 +9,12 @@ import re
 from typing import Any, Optional
 
 from c4forge.core.settings import SHARE, ConfigError, setting
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
-from c4forge.corpus.ngrams import ngram_counts
-from c4forge.corpus.quality import duplicates
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict, drop, keep
-from c4forge.corpus.words import english_words, split_into_words
+from c4forge.corpus.rules.quality import duplicates
+from c4forge.corpus.text.ngrams import ngram_counts
+from c4forge.corpus.text.words import english_words, split_into_words
 
 _PARAGRAPHS = re.compile(r"\n{2,}")
 

@@ -1,6 +1,6 @@
 """Language ID with fastText lid.176 (namespace ``language-filter``; tfds' ``english-filter``
 used langdetect): a page is kept when its top language is one of ``languages`` with a score of
-at least ``threshold`` (corpus/langid.py; the compiled kernel gives fastText's answers bit for bit)."""
+at least ``threshold`` (corpus/langid/lid176.py; the compiled kernel gives fastText's answers bit for bit)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +8,10 @@ import re
 from typing import Any, Optional
 
 from c4forge.core.settings import PATH, UNIT_INTERVAL, ConfigError, setting
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict
 from c4forge.corpus.document import Document
-from c4forge.corpus.langid import (
+from c4forge.corpus.langid.lid176 import (
     DEFAULT_THRESHOLD,
     LangidError,
     LanguageFilter,
@@ -17,8 +19,6 @@ from c4forge.corpus.langid import (
     model_labels,
     preload,
 )
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict
 
 
 @dataclasses.dataclass(frozen=True)

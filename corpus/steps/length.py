@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from c4forge.core.settings import POSITIVE, setting
-from c4forge.corpus.clean import MAX_PAGE_CHARS, is_valid_length
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict, drop, keep
+from c4forge.corpus.rules.clean import MAX_PAGE_CHARS, is_valid_length
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """tfds' corpus-wide line dedup (``remove_duplicate_text``; namespace ``dedupe-lines``): each line
-is kept only by the page with the smallest md5(url) that holds it. Twins: corpus/line_dedup.py
-and pipelines/line_dedup.py."""
+is kept only by the page with the smallest md5(url) that holds it. Twins: corpus/dedup/line_dedup.py
+and pipelines/twins/line_dedup.py."""
 from __future__ import annotations
 
 import dataclasses
 
-from c4forge.corpus.line_dedup import NS_LINES, run
-from c4forge.corpus.step import Scope, wide_step
+from c4forge.corpus.chain.step import Scope, wide_step
+from c4forge.corpus.dedup.line_dedup import NS_LINES, run
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """MinHash near-dedup (namespace ``near-dedup``; not in tfds, ``near-dedup.on=false`` gives
 exactly tfds' documents): near-duplicate pages are clustered and each cluster keeps one page.
-Twins: corpus/near_dedup.py (union-find) and pipelines/near_dedup.py (Hash-to-Min)."""
+Twins: corpus/dedup/near_dedup.py (union-find) and pipelines/twins/near_dedup.py (Hash-to-Min)."""
 from __future__ import annotations
 
 import dataclasses
 
-from c4forge.corpus.minhash import MinHashConfig
-from c4forge.corpus.near_dedup import NS_NEAR, run
-from c4forge.corpus.step import Scope, wide_step
+from c4forge.corpus.chain.step import Scope, wide_step
+from c4forge.corpus.dedup.minhash import MinHashConfig
+from c4forge.corpus.dedup.near_dedup import NS_NEAR, run
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,19 +1,66 @@
 """A fastText quality classifier (DCLM's place for it: after the rules, before dedup's last step;
-namespace ``quality-classifier``; corpus/classifier.py): pages scoring below ``threshold`` are
-dropped and every kept page's score goes to the shards' ``quality_score`` column."""
+namespace ``quality-classifier``;: pages scoring below ``threshold`` are
+dropped and every kept page's score goes to the shards' ``quality_score`` column.
+
+A model-based quality filter: a fastText classifier scores each page, pages under a threshold
+are dropped, and the score of every kept page goes to the shards' ``quality_score`` column, so a
+user can keep a top fraction afterwards (DCLM kept its top 10%; docs/corpus.md shows it in
+duckdb).
+
+The model is any supervised fastText file (``.bin`` or quantised ``.ftz``); the score is the
+probability of the positive label, as DCLM's published classifier (Hugging Face
+``mlfoundations/fasttext-oh-eli5``, labels ``__label__hq`` / ``__label__cc``) is
+read: for a two-label model, P(hq), which is DCLM's ``1 - P(cc)`` when ``cc`` ranks first. The
+page goes to fastText as datatrove's ``FastTextClassifierFilter`` sends a whole document: text
+stripped, newlines replaced (here by a space, as DCLM joins lines; fastText reads one line).
+The project's own small classifier (tests/data/quality-classifier.ftz) is trained by
+scripts/train_quality_classifier.py."""
 from __future__ import annotations
 
 import dataclasses
 import os
 from typing import Any
 
+from c4forge.core.errors import C4forgeError
 from c4forge.core.io import shown_path
 from c4forge.core.settings import PATH, UNIT_INTERVAL, ConfigError, setting
-from c4forge.corpus.classifier import ClassifierFilter
+from c4forge.corpus.chain.step import page_step
+from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
-from c4forge.corpus.langid import LangidError, check_model_file, model_labels
-from c4forge.corpus.step import page_step
-from c4forge.corpus.verdict import Verdict
+from c4forge.corpus.langid.lid176 import LangidError, check_model_file, load_model, model_labels
+
+
+class ClassifierError(C4forgeError, ValueError):
+    """A classifier setting that cannot work: no model, a label the model does not give."""
+
+
+def model_text(text: str) -> str:
+    """What fastText is given for a page (and was trained on): one line."""
+    return text.strip().replace("\n", " ")
+
+
+class ClassifierFilter:
+    """Score pages with the model; keep those scoring >= threshold, with ``quality_score`` set.
+    Counted (namespace ``quality-classifier``): ``passed`` and ``filtered:low_score``."""
+
+    def __init__(self, model: str, label: str = "hq", threshold: float = 0.0) -> None:
+        self.model = load_model(model)
+        self.positive = f"__label__{label}"
+        self.threshold = threshold
+
+    def score(self, text: str) -> float:
+        """P(positive label) of ``text``; 0 where the model gives no label (empty text)."""
+        labels, probs = self.model.predict(model_text(text), k=-1)
+        for label, prob in zip(labels, probs):
+            if label == self.positive:
+                return min(1.0, float(prob))
+        return 0.0
+
+    def __call__(self, page: Document) -> Verdict:
+        score = self.score(page.text)
+        if score < self.threshold:
+            return drop("low_score")
+        return keep(page.replace(quality_score=score))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """URL dedup (tfds' ``select_newest_page``; namespace ``duplicate-url-filter``): of the crawls of
-one normalised URL the newest is kept. Needs every page: its twins are corpus/url_dedup.py (one
-process) and pipelines/url_dedup.py (Beam), held to the contract below."""
+one normalised URL the newest is kept. Needs every page: its twins are corpus/dedup/url_dedup.py (one
+process) and pipelines/twins/url_dedup.py (Beam), held to the contract below."""
 from __future__ import annotations
 
 import dataclasses
 
-from c4forge.corpus.step import Scope, wide_step
-from c4forge.corpus.url_dedup import NS_URL, run
+from c4forge.corpus.chain.step import Scope, wide_step
+from c4forge.corpus.dedup.url_dedup import NS_URL, run
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ Standalone clusters on this machine (flink.py's JobManager + TaskManagers, spark
 worker) are the second case; the tests and benchmarks start them.
 
 The job server is Beam's (``--flink_job_server_jar`` / ``--spark_job_server_jar`` when given,
-else the launcher of the pinned jars, pipelines/engines/jars.py).
+else the launcher of the pinned jars, pipelines/engines/jvm/jars.py).
 """
 from __future__ import annotations
 
@@ -35,9 +35,19 @@ import requests
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from c4forge.core.io import shown_place
-from c4forge.pipelines.engines.class_sharing import class_archive
-from c4forge.pipelines.engines.flink import FLINK_VERSION, embedded_conf
-from c4forge.pipelines.engines.jars import (
+from c4forge.pipelines.engines.clusters.flink import FLINK_VERSION, embedded_conf
+from c4forge.pipelines.engines.clusters.processes import (
+    Services,
+    answers,
+    disown,
+    free_port,
+    get_json,
+    owned_folder,
+    port_open,
+)
+from c4forge.pipelines.engines.clusters.spark import SPARK_VERSION
+from c4forge.pipelines.engines.jvm.class_sharing import class_archive
+from c4forge.pipelines.engines.jvm.jars import (
     LOG_PROPERTIES,
     SPARK_OPENS,
     EngineError,
@@ -48,18 +58,8 @@ from c4forge.pipelines.engines.jars import (
     launcher_jar,
     load_lock,
 )
-from c4forge.pipelines.engines.processes import (
-    Services,
-    answers,
-    disown,
-    free_port,
-    get_json,
-    owned_folder,
-    port_open,
-)
-from c4forge.pipelines.engines.spark import SPARK_VERSION
-from c4forge.pipelines.engines.worker_boot import PIN_ENV, ROOT_ENV
-from c4forge.pipelines.engines.worker_fork import ForkServer, client_command, forking_available
+from c4forge.pipelines.engines.workers.worker_boot import PIN_ENV, ROOT_ENV
+from c4forge.pipelines.engines.workers.worker_fork import ForkServer, client_command, forking_available
 
 FLINK, SPARK = "FlinkRunner", "SparkRunner"
 FLINK_LOCAL, SPARK_LOCAL = "flink-local", "spark-local"
@@ -192,13 +192,13 @@ def check_master_answers(runner: str, args: Sequence[str]) -> None:
 
 def boot_command(folder: str, forked: bool = False) -> str:
     """An executable that boots one SDK worker of this installation (PROCESS environment):
-    pipelines/engines/worker_boot.py with this interpreter, its folders under ``folder``; ``forked``:
-    forked by the fork server listening in ``folder`` (pipelines/engines/worker_fork.py)."""
+    pipelines/engines/workers/worker_boot.py with this interpreter, its folders under ``folder``; ``forked``:
+    forked by the fork server listening in ``folder`` (pipelines/engines/workers/worker_fork.py)."""
     path = os.path.join(folder, "c4forge-worker-boot")
     workers = os.path.join(folder, "workers")
     os.makedirs(workers, exist_ok=True)
     start = (client_command(folder) if forked else
-             f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.engines.worker_boot \"$@\"")
+             f"exec {shlex.quote(sys.executable)} -m c4forge.pipelines.engines.workers.worker_boot \"$@\"")
     with open(path, "w") as handle:
         pin = f"export {PIN_ENV}=${{{PIN_ENV}-{shlex.quote(workers)}}}\n"
         handle.write(f"#!/bin/sh\nexport {ROOT_ENV}={shlex.quote(workers)}\n{pin}{start}\n")
@@ -310,7 +310,7 @@ def flink_slots(master: str) -> int:
 
 
 def _fork_server(services: Services, folder: str, warm: Optional[Callable[[], None]]) -> bool:
-    """Start the fork server SDK workers are forked from (pipelines/engines/worker_fork.py), stopped
+    """Start the fork server SDK workers are forked from (pipelines/engines/workers/worker_fork.py), stopped
     after the engine (which stops the workers first); whether it runs. Started before the job
     server, it warms while the JVM starts."""
     if not forking_available(folder):
@@ -339,7 +339,7 @@ def engine(runner: str, args: Sequence[str], *, workers: Optional[int] = None,
     removed on success; after a failure the logs stay and their place is said.
 
     SDK workers of this installation (no ``--environment_type`` given) are forked from a fork
-    server that ran ``warm`` (pipelines/engines/worker_fork.py), where forking is available."""
+    server that ran ``warm`` (pipelines/engines/workers/worker_fork.py), where forking is available."""
     java = java_executable(f"--runner {runner}", log)
     check_master_answers(runner, args)
     folder = owned_folder(f"c4forge-{engine_of(runner)}-")

@@ -11,7 +11,7 @@ input (bytes) and checks the contract, not just "no crash":
   format's own error;
 - ``settings``: ``--set`` words and YAML settings files to the stage configs: a config or a
   ConfigError;
-- ``words``: any text to datatrove's English words (corpus/en_words.py): exactly spaCy's.
+- ``words``: any text to datatrove's English words (corpus/text/en_words.py): exactly spaCy's.
 
 Driven by atheris (``make fuzz``: coverage-guided, tests/fuzz/run.py) and by a short smoke run
 in ``make test`` (tests/test_fuzz_smoke.py: the seeds and random mutations of them).
@@ -27,9 +27,9 @@ from collections.abc import Callable
 
 from c4forge.core.counters import Counters
 from c4forge.core.errors import C4forgeError
-from c4forge.corpus.gzip_members import BREAK, decompressed_pieces
-from c4forge.corpus.read_options import ReadOptions
-from c4forge.corpus.records import _RecordParser
+from c4forge.corpus.read.gzip_members import BREAK, decompressed_pieces
+from c4forge.corpus.read.options import ReadOptions
+from c4forge.corpus.read.records import _RecordParser
 
 # Small bounds: a fuzz input may claim gigabytes; the reader must not take them.
 OPTIONS = ReadOptions(max_record_bytes=1 << 16, max_member_bytes=1 << 20)
@@ -89,7 +89,7 @@ def resync(data: bytes, seeds: list[bytes] | None = None) -> None:
 
 
 def response(data: bytes) -> None:
-    from c4forge.corpus.extract import response_text
+    from c4forge.corpus.extract.html import response_text
 
     counters = Counters()
     for extractor in ("resiliparse", "trafilatura"):
@@ -103,7 +103,7 @@ def response(data: bytes) -> None:
 
 
 def manifests(data: bytes) -> None:
-    from c4forge.corpus.shards import CorpusFormatError, manifest_path, read_manifest
+    from c4forge.corpus.output.shards import CorpusFormatError, manifest_path, read_manifest
     from c4forge.tokenizer.formats import MANIFEST, TokenFormatError, read_token_manifest
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,11 +155,11 @@ def settings(data: bytes) -> None:
 
 
 def words(data: bytes) -> None:
-    """Any text: the words corpus/en_words.py splits are spaCy's (corpus/words.py's reference)."""
-    from c4forge.corpus.words import english_words, spacy_words
+    """Any text: the words corpus/text/en_words.py splits are spaCy's (corpus/text/words.py's reference)."""
+    from c4forge.corpus.text.words import english_words, spacy_words
 
     text = data.decode("utf-8", "replace")
-    if "IS_ALPHA" in text:  # left to spaCy by design (corpus/words.py)
+    if "IS_ALPHA" in text:  # left to spaCy by design (corpus/text/words.py)
         return
     ours, theirs = english_words().words(text), spacy_words(text)
     if ours != theirs:
@@ -177,7 +177,7 @@ _SEED_RECORDS: list[bytes] = []
 def SEED_RECORDS() -> list[bytes]:  # noqa: N802 - a constant computed once
     """Eight gzip members of the embedded sample crawl, one record each (the resync base)."""
     if not _SEED_RECORDS:
-        from c4forge.corpus.records import iter_records
+        from c4forge.corpus.read.records import iter_records
 
         sample = os.path.join(os.path.dirname(__file__), "..", "..", "corpus", "data", "sample.warc.wet.gz")
         for record in iter_records(sample):

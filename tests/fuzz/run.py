@@ -30,11 +30,11 @@ import pyarrow  # noqa: E402,F401
 with atheris.instrument_imports():
     import c4forge.core.settings  # noqa: E402,F401
     import c4forge.corpus.config  # noqa: E402,F401
-    import c4forge.corpus.extract  # noqa: E402,F401
-    import c4forge.corpus.gzip_members  # noqa: E402,F401
-    import c4forge.corpus.records  # noqa: E402,F401
-    import c4forge.corpus.shards  # noqa: E402,F401
-    import c4forge.corpus.warc  # noqa: E402,F401
+    import c4forge.corpus.extract.html  # noqa: E402,F401
+    import c4forge.corpus.output.shards  # noqa: E402,F401
+    import c4forge.corpus.read.gzip_members  # noqa: E402,F401
+    import c4forge.corpus.read.records  # noqa: E402,F401
+    import c4forge.corpus.read.warc  # noqa: E402,F401
     import c4forge.tokenizer.formats  # noqa: E402,F401
     import c4forge.train.config  # noqa: E402,F401
     from tests.fuzz import harnesses  # noqa: E402
