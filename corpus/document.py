@@ -7,7 +7,7 @@ import threading
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
 if TYPE_CHECKING:
-    import zstandard
+    import zstandard  # lazy: zstandard, only when a page is packed to cross a shuffle
 
 # The quality classifier's score: this record's field and the corpus shards' (and JSONL's) column.
 SCORE_COLUMN = "quality_score"
@@ -113,7 +113,7 @@ def _codec():
     "flink-local's memory at 64x"): 29% fewer page bytes there."""
     pair = getattr(_PER_THREAD, "zstd", None)
     if pair is None:
-        import zstandard
+        import zstandard  # lazy: zstandard, only when a page is packed to cross a shuffle
 
         pair = _PER_THREAD.zstd = _Zstd(zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
     return pair

@@ -24,7 +24,7 @@ from typing import Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from c4forge.core.errors import C4forgeError
 from c4forge.core.io import write_then_rename
@@ -183,9 +183,15 @@ def local_runner(options: PipelineOptions):
     back, online it silently ran another engine. None for every other runner."""
     if options.get_all_options().get("runner") != "DirectRunner":
         return None
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+    from apache_beam.portability.api import (
+        beam_provision_api_pb2,  # lazy: the portable runner's modules, only when a local engine's runner is made
+    )
+    from apache_beam.runners.portability.fn_api_runner import (
+        fn_runner,  # lazy: the portable runner's modules, only when a local engine's runner is made
+    )
+    from apache_beam.runners.portability.portable_runner import (
+        JobServiceHandle,  # lazy: the portable runner's modules, only when a local engine's runner is made
+    )
 
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
     return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
@@ -541,7 +547,6 @@ def split_beam_args(tokens: Sequence[str]) -> tuple:
     """(inputs, beam_args) from the words `corpus build` did not recognise: words that are not
     options are input files (``-i a b c``, an unquoted glob), options Beam knows are Beam's, and
     anything else is an error naming it (a misspelled flag must never be swallowed)."""
-    from apache_beam.options.pipeline_options import _BeamArgumentParser
 
     parser = _BeamArgumentParser(allow_abbrev=False)
     seen = {}

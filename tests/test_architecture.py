@@ -147,9 +147,10 @@ MAX_LAZY_IMPORTS = 10
 
 
 def _functions_and_lazy_imports():
-    """(function, lines) for every function of the package, and every import of the project's
-    own modules made inside a function, with its source lines."""
-    functions, lazy = [], []
+    """(function, lines) for every function of the package, every import of the project's own
+    modules made inside a function, and every other in-function import (third-party and the
+    standard library), each with its source lines."""
+    functions, lazy, other = [], [], []
     for path in modules().values():
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
@@ -165,16 +166,15 @@ def _functions_and_lazy_imports():
                     own = bool(sub.level) or (sub.module or "").startswith("c4forge")
                 else:
                     continue
-                if own:
-                    lazy.append((f"{path.relative_to(ROOT)}:{sub.lineno}",
-                                 "\n".join(lines[sub.lineno - 1:sub.end_lineno])))
-    return functions, sorted(set(lazy))
+                found = (f"{path.relative_to(ROOT)}:{sub.lineno}", "\n".join(lines[sub.lineno - 1:sub.end_lineno]))
+                (lazy if own else other).append(found)
+    return functions, sorted(set(lazy)), sorted(set(other))
 
 
 def test_no_product_function_is_longer_than_a_screen():
     """Functions of the installed package fit in 60 lines: longer ones are split into named
     steps (docs/architecture.md, "Style")."""
-    functions, _ = _functions_and_lazy_imports()
+    functions, _, _ = _functions_and_lazy_imports()
     long = [f"{where} ({n} lines)" for where, n in functions if n > MAX_FUNCTION_LINES]
     assert not long, "\n".join(long)
 
@@ -182,10 +182,19 @@ def test_no_product_function_is_longer_than_a_screen():
 def test_lazy_imports_of_our_own_modules_are_few_and_say_why():
     """An import inside a function hides a dependency from the reader: at most ten, each with a
     ``# lazy:`` comment saying what it spares (an extra's package, start-up time)."""
-    _, lazy = _functions_and_lazy_imports()
+    _, lazy, _ = _functions_and_lazy_imports()
     unexplained = [where for where, source in lazy if "# lazy:" not in source]
     assert not unexplained, "in-function imports without a '# lazy:' reason:\n" + "\n".join(unexplained)
     assert len(lazy) <= MAX_LAZY_IMPORTS, "\n".join(where for where, _ in lazy)
+
+
+def test_other_imports_sit_at_the_top_unless_a_reason_is_written_beside_them():
+    """A third-party (or standard-library) import inside a function hides a dependency too: it
+    belongs at the top of the module unless a ``# lazy:`` comment beside it says what loading
+    it there would cost (an optional extra, start-up time, a process that must stay free of it)."""
+    _, _, other = _functions_and_lazy_imports()
+    unexplained = [f"{where}: {source.strip()}" for where, source in other if "# lazy:" not in source]
+    assert not unexplained, "in-function imports without a '# lazy:' reason:\n" + "\n".join(unexplained)
 
 
 STEPS = "c4forge.corpus.steps"

@@ -314,3 +314,22 @@ def test_pages_packed_on_several_threads_are_the_bytes_of_one_thread():
         together = list(pool.map(lambda doc: to_bytes(doc, compress=True), docs))
         back = list(pool.map(from_bytes, together))
     assert together == alone and back == docs
+
+
+def test_corpus_clean_records_its_input_bytes_and_stats_shows_them(tmp_path):
+    """`corpus clean -o` records the stored size of its inputs as `corpus build` does
+    (build.input_bytes), so `corpus stats` says how much crawl a corpus came from (it said
+    "(0.0 MB)" before the manifest held it)."""
+    from click.testing import CliRunner
+
+    from c4forge.cli.corpus import cli
+
+    sample = ROOT / "corpus" / "data" / "sample.warc.wet.gz"
+    out = tmp_path / "c"
+    result = CliRunner().invoke(cli, ["clean", "-i", str(sample), "-o", str(out), "-q",
+                                      "--set", f"bad-words.lists={ROOT / 'corpus/data/demo-badwords'}"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["build"]["input_bytes"] == os.path.getsize(sample) > 0
+    stats = CliRunner().invoke(cli, ["stats", str(out)])
+    assert f"({os.path.getsize(sample) / 1e6:.1f} MB)" in stats.output and "(0.0 MB)" not in stats.output

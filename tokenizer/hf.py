@@ -41,7 +41,7 @@ DOCUMENT_START = "</s>"  # what precedes every document in training (the EOS of 
 
 
 def _pieces(model_file: str):
-    import sentencepiece as spm
+    import sentencepiece as spm  # lazy: sentencepiece (the [tokenizer] extra), only for a SentencePiece model
 
     sp = spm.SentencePieceProcessor(model_file=model_file)
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
@@ -65,7 +65,15 @@ def _bpe_merges(pieces: list[str], skip: set) -> list[tuple[str, str]]:
 
 def build_fast_tokenizer(model_file: str, model_type: str, user_defined: list[str]):
     """A ``tokenizers.Tokenizer`` equal to the sentencepiece model in ``model_file``."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import (  # lazy: tokenizers (the [tokenizer] extra), only when a tokenizer.json is written
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
 
     sp, pieces, scores = _pieces(model_file)
     unk_id = sp.unk_id()

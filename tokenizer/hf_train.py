@@ -42,7 +42,7 @@ def _specials(model_type: str, sentinels: int) -> tuple[list[str], str, str]:
 
 def build_trainer(model_type: str, vocab_size: int, sentinels: int):
     """(untrained tokenizers.Tokenizer, its trainer, the EOS text) for a model type."""
-    from tokenizers import (  # the [tokenizer] extra: `tokenizer --help` runs without it
+    from tokenizers import (  # lazy: the [tokenizer] extra: `tokenizer --help` runs without it
         Tokenizer,
         decoders,
         models,
@@ -77,7 +77,7 @@ def train_hf_tokenizer(texts: Iterator[str], stats: dict, target, config, corpus
                        threads: int) -> dict:
     """Train on ``texts`` (filling ``stats``) and write the directory through the claimed
     ``target``; returns its description."""
-    import tokenizers  # the [tokenizer] extra: `tokenizer --help` runs without it
+    import tokenizers  # lazy: the [tokenizer] extra: `tokenizer --help` runs without it
 
     specials, _, unk = _specials(config.model_type, config.t5_sentinels)
     minimum = len(specials) + (256 if config.model_type == "byte-bpe" else 1)

@@ -354,7 +354,9 @@ def _hf_named_tokens(directory: str) -> tuple[Optional[str], Optional[str]]:
 
 def _open_hf(spec: TokenizerSpec, file: str) -> Tokenizer:
     try:
-        from tokenizers import Tokenizer as HFTokenizer
+        from tokenizers import (
+            Tokenizer as HFTokenizer,  # lazy: each library only for its own kind of tokenizer
+        )
     except ImportError as exc:
         raise TokenizerError("a Hugging Face tokenizer needs the `tokenizers` library: "
                              "pip install 'c4forge[tokenizer]'") from exc
@@ -375,7 +377,7 @@ def _open_hf(spec: TokenizerSpec, file: str) -> Tokenizer:
 
 def _open_sentencepiece(spec: TokenizerSpec, file: str) -> Tokenizer:
     try:
-        import sentencepiece as spm
+        import sentencepiece as spm  # lazy: each library only for its own kind of tokenizer
     except ImportError as exc:
         raise TokenizerError("a SentencePiece model needs sentencepiece: pip install 'c4forge[tokenizer]'") from exc
     try:
@@ -397,7 +399,7 @@ def _open_sentencepiece(spec: TokenizerSpec, file: str) -> Tokenizer:
 
 def _open_tiktoken(spec: TokenizerSpec, file: str) -> Tokenizer:
     try:
-        import tiktoken
+        import tiktoken  # lazy: each library only for its own kind of tokenizer
     except ImportError as exc:
         raise TokenizerError("a tiktoken ranks file needs tiktoken: pip install 'c4forge[tokenizer]'") from exc
     name = spec.tiktoken_encoding

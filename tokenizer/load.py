@@ -75,7 +75,7 @@ def load_tokenizer(directory: str):
     if file_sha256(model_path) != info.get("model_sha256"):
         raise TokenizerError(f"{model_path} is not the model {CONFIG_FILE} describes (files from "
                              "different training runs?); retrain or restore the pair")
-    import sentencepiece as spm  # the [tokenizer] extra: `tokenizer --help` runs without it
+    import sentencepiece as spm  # lazy: the [tokenizer] extra: `tokenizer --help` runs without it
 
     try:
         processor = spm.SentencePieceProcessor(model_file=model_path)

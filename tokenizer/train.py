@@ -122,7 +122,7 @@ def _sampled(corpus: str, config: TokenizerConfig, total_bytes: int, stats: dict
 
 
 def _vocab_text(model_proto: bytes) -> str:
-    import sentencepiece as spm
+    import sentencepiece as spm  # lazy: sentencepiece (the [tokenizer] extra): the module's settings load without it
 
     sp = spm.SentencePieceProcessor(model_proto=model_proto)
     rows = []
@@ -158,7 +158,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
         stats = {"documents": 0, "bytes": 0, "lines": 0, "empty_documents": 0}
         return train_hf_tokenizer(sampled_documents(corpus, config, split["bytes"], stats), stats,
                                   target, config, corpus_info, num_threads or os.cpu_count() or 1)
-    import sentencepiece as spm
+    import sentencepiece as spm  # lazy: sentencepiece (the [tokenizer] extra): the module's settings load without it
 
     minimum = 256 + len(SPECIAL_PIECES) + config.t5_sentinels + 1
     if config.vocab_size < minimum:
@@ -179,7 +179,7 @@ def train_tokenizer(corpus: str, output: str, config: TokenizerConfig = Tokenize
 def _train_model(lines: Iterator[str], config: TokenizerConfig, stats: dict, num_threads: int) -> bytes:
     """The SentencePiece model trained on ``lines`` (its settings: the module doc), or one clear
     error saying which setting to change."""
-    import sentencepiece as spm
+    import sentencepiece as spm  # lazy: sentencepiece (the [tokenizer] extra): the module's settings load without it
 
     proto = io.BytesIO()
     try:

@@ -49,7 +49,10 @@ class CheckpointError(C4forgeError, RuntimeError):
 def _state_dicts(model, optimizer, world: int):
     """Full (unsharded) model and optimizer state dicts, on CPU."""
     if world > 1:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+        from torch.distributed.checkpoint.state_dict import (  # lazy: torch.distributed.checkpoint, only for a sharded (FSDP) run
+            StateDictOptions,
+            get_state_dict,
+        )
 
         return get_state_dict(model, optimizer,
                               options=StateDictOptions(full_state_dict=True, cpu_offload=True))

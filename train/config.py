@@ -231,7 +231,7 @@ def check_attention(attention: str) -> None:
     """``model.attention`` is one the machine can train with: FlexAttention has no backward on
     the CPU, so ``flex`` without CUDA is refused here, before anything is built."""
     if attention == "flex":
-        import torch
+        import torch  # lazy: torch: the config loads without it (`train --help`, the ablation's planning)
 
         if not torch.cuda.is_available():
             raise ConfigError("model.attention=flex needs a CUDA GPU (FlexAttention cannot train on "

@@ -126,7 +126,7 @@ def export_hf(checkpoint: str, output: str, tokenizer_dir: str = None,
     """Write the export into ``output`` following the output-directory rule of
     :mod:`c4forge.core.outdir`: a new or empty directory, or (with ``overwrite``) an earlier export,
     whose own files alone are replaced."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # lazy: safetensors, only for `train export`
 
 
     model, config = load_model(checkpoint)

@@ -309,7 +309,7 @@ class Trainer:
         model, train_model = self.model, self.model
         if self.world > 1:
             if self.config.distributed == "fsdp":
-                from torch.distributed.fsdp import fully_shard
+                from torch.distributed.fsdp import fully_shard  # lazy: FSDP, only for a sharded run
 
                 for block in [*getattr(model, "encoder", []), *model.blocks]:
                     fully_shard(block)

@@ -247,7 +247,9 @@ def task_signal_section(spec: AblationSpec, summary: dict, alpha: float = 0.05) 
     """Markdown: every zero-shot task's accuracy against guessing (issue 28: a metric at chance is
     "no signal", not a result). One-sided exact binomial test of each variant's mean accuracy over
     the task's items (the seeds score the same items, so they are not pooled as independent)."""
-    from scipy.stats import binomtest
+    from scipy.stats import (
+        binomtest,  # lazy: scipy (the [train] extra), only for a report with task accuracies
+    )
 
 
     ev = spec.eval
@@ -518,10 +520,10 @@ def plot(summary: dict, runs, directory: str) -> list[str]:
     min-max band over seeds; final_metrics.png: per metric, each variant's mean and 95%
     interval over seeds as a dot and a bar (axes fit the data, not zero: the differences are
     small). Legends sit outside the data."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib (0.35 s to import), only where the report draws its charts
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib (0.35 s to import), only where the report draws its charts
 
     files = [_plot_loss_curves(plt, runs, directory)]
     metrics = []

@@ -1,6 +1,7 @@
 """``train``: pretrain, evaluate and export small decoder LMs on token shards."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -111,7 +112,6 @@ def run_command(config_file, overrides, output, resume, overwrite, bare_override
 def eval_command(checkpoint, data, split, tokenizer_dir, tasks, eval_dir, limit, seed, seq_len, output,
                  as_json) -> None:
     """Loss, perplexity and bits per byte on held-out data, and zero-shot task accuracy."""
-    import json
 
     stage = _stage()
 
@@ -188,9 +188,8 @@ def lm_eval_tasks_command(eval_dir, output, tasks, limit, seed, overwrite) -> No
 def finetune_command(checkpoint, tasks, glue_dir, config_file, overrides, seeds, lrs, output) -> None:
     """Fine-tune a pretrained run (any objective) on GLUE and report the official metrics,
     mean and spread over seeds, and T5's GLUE average."""
-    import json
 
-    import torch
+    import torch  # lazy: torch: `train --help` and the other commands start without it
 
     stage = _stage()
 

@@ -34,7 +34,7 @@ def enabled() -> bool:
 
 def bar(iterable: Optional[Iterable] = None, **options: Any) -> tqdm:
     """A tqdm bar (a plain pass-through when bars are off)."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: tqdm, only when a bar is shown (stderr a terminal)
 
     options.setdefault("dynamic_ncols", True)
     options.setdefault("leave", False)

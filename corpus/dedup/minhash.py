@@ -154,7 +154,7 @@ def _compiled(function):
     costs 0.35-0.6 CPU s, which every process reading ``corpus.config`` (every CLI command,
     every engine worker) paid whether or not it computed a signature."""
     try:
-        import numba
+        import numba  # lazy: numba, and its compile, only when a signature is first asked for
     except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
         return None
     return numba.njit(cache=True, nogil=True)(function)

@@ -97,7 +97,6 @@ def bucket_edges(members: Sequence[tuple[int, np.ndarray]], threshold: Optional[
     if threshold is None:
         yield from star_edges([m[0] for m in unique])
         return
-    import numpy as np
 
     ids = [m[0] for m in unique]
     sigs = np.stack([m[1] for m in unique])

@@ -653,7 +653,7 @@ _KERNELS = ("_sign_extended", "_fnv_step", "_lookup_word", "_pruned_row", "_push
 def kernel():
     """The compiled ``_predict`` (cached on disk), or None without numba."""
     try:
-        import numba
+        import numba  # lazy: numba, and its compile, only when language ID first runs
     except ImportError:  # pragma: no cover - numba is a dependency; fastText then predicts
         return None
     compiled = globals()

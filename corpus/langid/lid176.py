@@ -75,7 +75,7 @@ def load_model(path: Optional[str] = None):
         with _LOCK:
             model = _MODELS.get(path)
             if model is None:
-                import fasttext
+                import fasttext  # lazy: fasttext-predict, only where the compiled kernel does not cover a model
 
                 check_model_file(path)
                 try:

@@ -359,7 +359,7 @@ def read_shard(path: str, columns: Optional[Iterable[str]] = None) -> pa.Table:
     wanted = list(columns) if columns else None
     try:
         if "://" in path:
-            import smart_open
+            import smart_open  # lazy: smart-open (and the cloud SDKs it probes), only for a gs:// or s3:// shard
 
             with smart_open.open(path, "rb") as handle:
                 return _read_source(pa.BufferReader(handle.read()), wanted)

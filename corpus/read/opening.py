@@ -22,7 +22,7 @@ def open_raw(path: str, options: ReadOptions = ReadOptions(), inc: IncFn = null_
             return ResumingReader(path, remote_policy(options), inc)
         except RemoteReadError as exc:
             raise CrawlReadError(f"cannot open {exc}") from exc
-    import smart_open
+    import smart_open  # lazy: smart-open (and the cloud SDKs it probes), only for a remote input
 
     try:
         return smart_open.open(path, "rb", compression="disable")

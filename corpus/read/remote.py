@@ -35,6 +35,8 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from importlib import metadata
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -89,7 +91,6 @@ class RemotePolicy:
 
 
 def user_agent() -> str:
-    from importlib import metadata
 
     try:
         version = metadata.version("c4forge")
@@ -137,7 +138,7 @@ _SESSION = threading.local()
 
 
 def _session():
-    import requests
+    import requests  # lazy: requests, only for an https:// input
 
     if not hasattr(_SESSION, "value"):
         session = requests.Session()
@@ -154,7 +155,6 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
         return None
     if re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
         return float(value)
-    from email.utils import parsedate_to_datetime
 
     try:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
@@ -167,7 +167,7 @@ class _HttpBody:
     :class:`_Transient` for faults worth a retry."""
 
     def __init__(self, url: str, offset: int, policy: RemotePolicy, identity: Optional[tuple]) -> None:
-        import requests
+        import requests  # lazy: requests, only for an https:// input
 
         self.host = _host(url, policy)
         self.host.pace()
@@ -208,8 +208,8 @@ class _HttpBody:
         return (headers.get("ETag") or headers.get("Last-Modified"), length)
 
     def read(self, n: int) -> bytes:
-        import requests
-        import urllib3
+        import requests  # lazy: requests, only for an https:// input
+        import urllib3  # lazy: urllib3 (through requests), only for an https:// input
 
         raw = self.response.raw
         try:  # read1: what has arrived (up to n), so a stall or a cut loses no delivered byte
@@ -237,7 +237,7 @@ class _SmartOpenBody:
     """An s3:// or gs:// object through smart-open, opened at ``offset`` (its readers seek)."""
 
     def __init__(self, url: str, offset: int, policy: RemotePolicy, identity: Optional[tuple]) -> None:
-        import smart_open
+        import smart_open  # lazy: smart-open (and the cloud SDKs it probes), only for a gs:// or s3:// input
 
         try:
             self.stream = smart_open.open(url, "rb", compression="disable")

@@ -12,6 +12,7 @@ kept for exactness; ``keep_metadata_like_lines=True`` switches it off).
 """
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from typing import Optional
 
@@ -114,7 +115,6 @@ def url_set(path: str) -> frozenset:
         if path.endswith(CRAWL_SUFFIXES):
             urls = (r.header("WARC-Target-URI") for r in iter_records(path))
         else:
-            import gzip
 
             opener = gzip.open if path.endswith(".gz") else open
             with opener(path, "rt", encoding="utf-8") as handle:

@@ -209,7 +209,7 @@ class UrlBlocklist:
     def __init__(self, lists: UrlLists, soft_word_threshold: int = 2) -> None:
         self.lists = lists
         self.soft_word_threshold = soft_word_threshold
-        from tldextract import TLDExtract  # it imports requests: only where the filter runs
+        from tldextract import TLDExtract  # lazy: it imports requests: only where the filter runs
 
         self.extract = TLDExtract(suffix_list_urls=(), cache_dir=None)
         self.subwords = ahocorasick.Automaton(ahocorasick.STORE_INTS)

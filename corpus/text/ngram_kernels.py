@@ -19,7 +19,7 @@ def compiled() -> Optional[object]:
     """:func:`counts` compiled, with the helpers it calls (compiled first: numba resolves them
     as this module's globals), or None where numba is missing."""
     try:
-        import numba
+        import numba  # lazy: numba, and its compile, only when a rule first counts n-grams
     except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
         return None
     jit = numba.njit(cache=True, nogil=True)

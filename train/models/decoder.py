@@ -61,7 +61,9 @@ def attention_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] 
 def document_block_mask(doc_ids: torch.Tensor, bidirectional: Optional[torch.Tensor] = None):
     """:func:`attention_mask` as a FlexAttention BlockMask: blocks that no query of a block may
     see are skipped, so attention costs what each document's own triangle costs."""
-    from torch.nn.attention.flex_attention import create_block_mask
+    from torch.nn.attention.flex_attention import (
+        create_block_mask,  # lazy: FlexAttention, only for attention=flex (CUDA)
+    )
 
     docs = doc_ids
     both = bidirectional.bool() if bidirectional is not None else torch.zeros_like(doc_ids, dtype=torch.bool)

@@ -18,7 +18,7 @@ def schema(name: str) -> dict:
 
 @functools.cache
 def _validator(name: str) -> Any:
-    import jsonschema
+    import jsonschema  # lazy: jsonschema, only when a manifest is checked
 
     return jsonschema.Draft202012Validator(schema(name))
 

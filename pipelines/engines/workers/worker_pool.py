@@ -48,7 +48,9 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=50000, help="gRPC port the runner connects to")
     parser.add_argument("--port-file", help="write the port here once listening (for --port 0)")
     args = parser.parse_args(argv)
-    from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
+    from apache_beam.runners.worker.worker_pool_main import (
+        BeamFnExternalWorkerPoolServicer,  # lazy: Beam's worker pool and gRPC, only in the pool's own process
+    )
 
     folder = tempfile.mkdtemp(prefix="c4forge-pool-")
     address, server = BeamFnExternalWorkerPoolServicer.start(

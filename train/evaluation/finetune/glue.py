@@ -10,6 +10,8 @@ import os
 from collections.abc import Sequence
 from typing import Optional
 
+import numpy as np
+
 from c4forge.core.errors import C4forgeError
 
 
@@ -39,7 +41,6 @@ def stratified_subset(labels: Sequence[float], size: int, seed: int = 0) -> list
     split to within one example: each label gets floor(size x share) examples, the remainder
     goes to the labels with the largest fractional parts, each label's examples are drawn at
     random (seeded). STS-B's real-valued scores are stratified by their rounded value."""
-    import numpy as np
 
     strata: dict[int, list[int]] = {}
     for i, label in enumerate(labels):
