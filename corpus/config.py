@@ -104,20 +104,17 @@ class CorpusConfig:
     read: ReadOptions = ReadOptions()
     rule_samples: SampleOptions = SampleOptions()
 
-    def settings_of(self, name: str) -> Any:
-        """The settings of the step named ``name``."""
+    def settings_of(self, step: str | Step) -> Any:
+        """The settings of a step, named or given: this config's; for a ``Step`` the config was
+        not built with (a chain handed to a runner directly, as tests do), its defaults; for a
+        name it does not hold, a ConfigError."""
+        name = step.name if isinstance(step, Step) else step
         try:
             return self.steps.get(name)
         except KeyError:
+            if isinstance(step, Step):
+                return step.settings()
             raise ConfigError(f"no settings for step {name!r} (not in chain {', '.join(self.chain)})") from None
-
-    def settings_for(self, step: Step) -> Any:
-        """``step``'s settings: this config's, or its defaults for a step the config was not
-        built with (a chain given to a runner directly, as tests do)."""
-        try:
-            return self.steps.get(step.name)
-        except KeyError:
-            return step.settings()
 
     def chain_steps(self) -> tuple[Step, ...]:
         """The steps of the chain (reading left out)."""
@@ -125,7 +122,7 @@ class CorpusConfig:
 
     def runs(self, name: str) -> bool:
         """Whether the step named ``name`` is in the chain and switched on."""
-        return any(step.name == name and step.enabled(self.settings_for(step)) for step in self.chain_steps())
+        return any(step.name == name and step.enabled(self.settings_of(step)) for step in self.chain_steps())
 
     def to_dict(self) -> dict[str, Any]:
         """The config as its settings file would give it: the chain's steps' settings only."""
@@ -229,10 +226,12 @@ class Layers:
 
 def build_config(preset: str = "c4", file: Optional[str] = None,
                  overrides: Iterable[str] = (), updates: Optional[Mapping[str, Any]] = None,
-                 **settings: Any) -> CorpusConfig:
+                 flags: Optional[Mapping[str, tuple[str, Any]]] = None, **settings: Any) -> CorpusConfig:
     """Preset, then the YAML file, then ``key=value`` overrides, then a nested mapping of
-    ``updates`` (an ablation variant's ``set:`` block), then keyword settings (flags; None
-    means not given). Every value is checked before any input is read."""
+    ``updates`` (an ablation variant's ``set:`` block), then the command line's flags (``flags``:
+    flag -> (the setting it sets, its value); None means not given), then keyword settings
+    (a caller's shorthand, the flat names of earlier releases included: ``badwords=DIR``).
+    Every value is checked before any input is read."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     layers = Layers()
@@ -241,6 +240,9 @@ def build_config(preset: str = "c4", file: Optional[str] = None,
         layers.add(nest(load_yaml_mapping(file)), file)
     layers.add(parse_overrides(overrides), "--set")
     layers.add(updates or {}, "the variant's settings")
+    for flag, (key, value) in (flags or {}).items():
+        if value is not None:
+            layers.add(nest({key: value}), flag)
     given = {k: v for k, v in settings.items() if v is not None}
     layers.add(nest(given), " and ".join(f"--{k.replace('_', '-')}" for k in given))
     config = apply_corpus_settings(CorpusConfig(preset=preset), layers.merged)

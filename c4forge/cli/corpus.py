@@ -113,11 +113,15 @@ def config_options(func):
 
 def make_config(preset, config_file, overrides, badwords, badwords_fraction, languages,
                 lid_threshold, lid_model, input_format=None, extractor=None):
-    reads = [f"read.input_format={input_format}"] * bool(input_format) + \
-        [f"read.extractor={extractor}"] * bool(extractor)
-    return build_config(preset, config_file, [*overrides, *reads], badwords=badwords,
-                        badwords_fraction=badwords_fraction, languages=languages,
-                        lid_threshold=lid_threshold, lid_model=lid_model)
+    """The config the options give: each flag sets the step setting its help names."""
+    flags = {"--badwords": ("bad-words.lists", badwords),
+             "--badwords-fraction": ("bad-words.fraction", badwords_fraction),
+             "--languages": ("language-id.languages", languages),
+             "--lid-threshold": ("language-id.threshold", lid_threshold),
+             "--lid-model": ("language-id.model", lid_model),
+             "--input-format": ("read.input_format", input_format),
+             "--extractor": ("read.extractor", extractor)}
+    return build_config(preset, config_file, overrides, flags=flags)
 
 
 @group

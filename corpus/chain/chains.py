@@ -170,7 +170,7 @@ def plan(config: Any, chain: Sequence[Step] | None = None) -> Plan:
     first: list[Step] = []
     wide: list[tuple[Step, list[Step]]] = []
     for step in chain[1:]:
-        if not step.enabled(config.settings_for(step)):
+        if not step.enabled(config.settings_of(step)):
             continue
         if step.is_page_step():
             (wide[-1][1] if wide else first).append(step)

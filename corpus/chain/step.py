@@ -11,7 +11,7 @@ config)``; nothing for most steps), and its **function**:
   where ``loaded`` is what ``load`` returned, or the step's settings when it loads nothing.
   It counts nothing itself: the step loop (corpus/chain/loop.py) does, in both runners;
 - a *corpus-wide step* needs every page at once: ``local(pages, job)`` is its one-process
-  algorithm (corpus/chain/wide.py), and pipelines/twins.py names its Beam transform.
+  algorithm (corpus/chain/wide.py), and pipelines/c4.py's TWINS names its Beam twin (pipelines/twins/).
 
 Nothing loaded is ever pickled: a Beam DoFn carries the config and its steps, and each worker
 loads what its steps need on first use, once per process (:func:`loaded`), so no step writes
@@ -113,7 +113,7 @@ def page_step(name: str, apply: Callable[[Any, Document], Verdict], summary: str
 
 def wide_step(name: str, namespace: str, scope: Scope, summary: str, local: Callable, contract: str,
               **fields) -> Step:
-    """A corpus-wide step: ``local`` its one-process twin; pipelines/twins.py names its Beam one."""
+    """A corpus-wide step: ``local`` its one-process twin; pipelines/c4.py's TWINS names its Beam one (pipelines/twins/)."""
     return Step(name, namespace, scope, summary, local=local, contract=contract, **fields)
 
 
@@ -125,10 +125,10 @@ KEPT_CONFIGS = 16  # what one process keeps loaded: tests build many configs in 
 
 
 def loaded(step: Step, config: Any) -> Any:
-    """What ``step``'s function is given under ``config`` (whose ``settings_for(step)`` is the
+    """What ``step``'s function is given under ``config`` (whose ``settings_of(step)`` is the
     step's settings): its ``load``'s result, built on first use and kept for the process (the
     models and lists of every DoFn of a worker are loaded once), or its settings."""
-    settings = config.settings_for(step)
+    settings = config.settings_of(step)
     if step.load is None:
         return settings
     key = (step.name, config)

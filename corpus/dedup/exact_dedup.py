@@ -1,6 +1,6 @@
 """Exact-text dedup (off in every C4 preset): pages whose normalised text is the same keep one
-crawl, the earliest. The twin of pipelines/twins/exact_dedup.py; contract: corpus/chain/chains.py's
-EXACT_DEDUP. Line dedup already empties most exact copies in C4; this is the cheap first pass
+crawl, the earliest. The twin of pipelines/twins/exact_dedup.py; contract: the
+``contract`` of corpus/steps/exact_dedup.py. Line dedup already empties most exact copies in C4; this is the cheap first pass
 the presets without line dedup want (FineWeb-style chains, ``c4-noclean``), as NeMo Curator's
 ``ExactDuplicates`` is (which hashes the text as it is; this normalises it first).
 

@@ -187,8 +187,8 @@ def sentence_check(config) -> int:
 
 
 def run(pages: Iterable[Document], job: WideJob) -> list[Document]:
-    """Line dedup in one process (the twin of pipelines/twins/line_dedup.py; contract: corpus/chain/chains.py's
-    line-dedup step): every page's lines claimed in memory (``LineOwners``), then each page keeps
+    """Line dedup in one process (the twin of pipelines/twins/line_dedup.py; contract: the
+    ``contract`` of corpus/steps/line_dedup.py): every page's lines claimed in memory (``LineOwners``), then each page keeps
     the lines it owns. A page's lines are hashed once, in the first pass, and its keys kept
     packed (16 bytes a line, ``pack_keys``) for the second: hashing them again there was about
     2% of `corpus clean`'s CPU."""

@@ -171,7 +171,7 @@ def hash_to_min(node: int, cluster: tuple[int, ...]) -> Iterator[tuple[int, tupl
 
 def run(pages: Iterable[Document], job: WideJob, batch_size: int = 512) -> list[Document]:
     """MinHash near-dedup in one process (the twin of pipelines/twins/near_dedup.py; contract:
-    corpus/chain/chains.py's NEAR_DEDUP): one page per cluster (the smallest id), each kept page
+    corpus/steps/near_dedup.py's ``contract``): one page per cluster (the smallest id), each kept page
     recording its cluster's size."""
     pages = list(pages)
     settings, clock = job.config.settings_of(NS_NEAR), job.clock

@@ -1,5 +1,5 @@
-"""URL dedup in one process (the twin of pipelines/twins/url_dedup.py; contract: corpus/chain/chains.py's
-URL_DEDUP): of the crawls of one normalised URL the newest is kept, in first-seen order of the
+"""URL dedup in one process (the twin of pipelines/twins/url_dedup.py; contract: the
+``contract`` of corpus/steps/url_dedup.py): of the crawls of one normalised URL the newest is kept, in first-seen order of the
 URLs (tfds ``select_newest_page``; equal times: the smallest record id, ``urls.newer_page``).
 """
 from __future__ import annotations
