@@ -215,8 +215,10 @@ class Layers:
     def add(self, updates: Mapping[str, Any], who: str) -> None:
         if not updates:
             return
-        chain = self.merged.get("chain", updates.get("chain", C4_CHAIN))
-        names = {*REGISTRY, *(step_of(ref).name for ref in chain_names(updates.get("chain", chain)))}
+        if "chain" in updates:  # resolved against the chain the layers below set (an extension)
+            updates = {**updates, "chain": chain_names(updates["chain"], self.merged.get("chain", C4_CHAIN))}
+        chain = updates.get("chain", self.merged.get("chain", C4_CHAIN))
+        names = {*REGISTRY, *(step_of(ref).name for ref in chain_names(chain))}
         found = canonical(updates, names)
         for key in found:
             if key not in GLOBAL_KEYS:

@@ -1,5 +1,6 @@
 """Write the parts of the docs that are rendered from the code, each between its two marker
-comments: the chain table of docs/corpus.md (corpus/chain/chains.py's ``markdown_table``) and
+comments: the chain table and the settings table of docs/corpus.md (corpus/chain/chains.py's
+``markdown_table``, corpus/settings_table.py) and
 the map of every module in docs/architecture.md (each module's path and the first sentence of
 its docstring, room by room). The docs test fails when a file and the code disagree;
 ``make docs`` (this script) brings them together.
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from c4forge.corpus.chain.chains import markdown_table
+from c4forge.corpus.settings_table import settings_table
 
 ROOT = Path(__file__).resolve().parents[1]
 # The folders of the installed package (pyproject's package-dir), in the order the map shows them.
@@ -59,6 +61,7 @@ def module_map() -> str:
 
 
 SECTIONS = (Section(ROOT / "docs" / "corpus.md", "chain-table", markdown_table),
+            Section(ROOT / "docs" / "corpus.md", "settings-table", settings_table),
             Section(ROOT / "docs" / "architecture.md", "module-map", module_map))
 
 

@@ -59,3 +59,30 @@ def test_readme_is_short_and_its_links_exist():
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
             if "://" not in target:
                 assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
+
+
+def test_the_settings_table_is_rendered_from_the_steps_and_holds_every_setting():
+    """docs/corpus.md's settings table is the code's (`make docs`), and it names every field of
+    every step's settings type, the reader's and the rule samples', with its c4 default."""
+    import dataclasses
+
+    from c4forge.corpus.config import CorpusConfig
+    from c4forge.corpus.output.samples import SampleOptions
+    from c4forge.corpus.read.options import ReadOptions
+    from c4forge.corpus.settings_table import shown
+    from c4forge.corpus.steps import REGISTRY
+    from scripts.render_docs import SECTIONS, rendered
+
+    section = next(s for s in SECTIONS if s.name == "settings-table")
+    text = section.doc.read_text(encoding="utf-8")
+    assert rendered(text, section) == text, "docs/corpus.md's settings table is out of date: run make docs"
+    rows = {line.split(" | ")[0].split("`")[1].split(".")[0]: line for line in text.splitlines()
+            if line.startswith("| `") and "." in line.split(" | ")[0]}
+    config = CorpusConfig()
+    holders = [(name, config.settings_of(name)) for name in REGISTRY if name != "read"]
+    for name, settings in [*holders, ("read", ReadOptions()), ("rule_samples", SampleOptions())]:
+        row = rows[name]
+        keys, defaults = row.split(" | ")[0], row.split(" | ")[1]
+        for field in dataclasses.fields(settings):
+            assert f"`{name}.{field.name}`" in keys or f"`.{field.name}`" in keys, (name, field.name)
+            assert shown(getattr(settings, field.name)).replace("|", "/") in defaults, (name, field.name)

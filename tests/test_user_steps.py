@@ -26,11 +26,8 @@ IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 PROCESSES = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 pytestmark = pytest.mark.newest_beam  # also on the newest Beam (.venv-hf); flink-local in .venv
 
-MODULE = '''"""Two filters of a user's own, outside c4forge."""
-import dataclasses
-
-from c4forge.core.settings import UNIT_INTERVAL, setting
-from c4forge.corpus.chain.step import page_step
+MODULE = '''"""Two filters of a user's own, outside c4forge, with the one import a step's author needs."""
+from c4forge.corpus.chain import UNIT_INTERVAL, drop, keep, page_step, setting, step_settings
 
 
 def short_lines(page):
@@ -41,20 +38,19 @@ def short_lines(page):
     return True
 
 
-@dataclasses.dataclass(frozen=True)
+@step_settings
 class DigitShare:
     on: bool = True
     max_share: float = setting(0.5, UNIT_INTERVAL)
 
 
 def digit_share(settings, page):
-    from c4forge.corpus.chain.verdict import drop, keep
-
     share = sum(c.isdigit() for c in page.text) / max(1, len(page.text))
     return drop("digits") if share > settings.max_share else keep(page)
 
 
 DIGITS = page_step("digit-share", digit_share, "[too many digits]", settings=DigitShare, flow="few digits")
+PLAIN = page_step("plain-digits", digit_share, settings=DigitShare)  # no flow=: its row is its name
 '''
 CHAIN = ("chain=length,url-dedup,clean-page,line-dedup,language-id,my_filters:short_lines,bad-words,"
          "my_filters:DIGITS,near-dedup")
@@ -114,6 +110,45 @@ def test_a_users_step_in_the_cli_stats_and_inspect(tmp_path, user_module):
     assert report.exit_code == 0 and "short-lines/filtered:short_lines" in report.output
 
 
+# One --set puts a user's step after language ID in the c4 chain (the chain extended, not retyped).
+AFTER_LANGUAGE_ID = "chain.after.language-id=my_filters:short_lines"
+
+
+def test_one_set_puts_a_users_step_after_language_id_in_the_c4_chain(tmp_path, user_module):
+    from c4forge.corpus.chain.chains import C4_CHAIN
+
+    extended = build_config("c4", badwords=DEMO_BADWORDS, overrides=[AFTER_LANGUAGE_ID])
+    at = C4_CHAIN.index("language-id") + 1
+    assert extended.chain == (*C4_CHAIN[:at], "my_filters:short_lines", *C4_CHAIN[at:])
+    result = CliRunner().invoke(cli, ["clean", "-i", SAMPLE, "--badwords", DEMO_BADWORDS, "-o", "out",
+                                      "--set", AFTER_LANGUAGE_ID, "-q"])
+    assert result.exit_code == 0, result.output
+    cleaned = sorted(d["text"] for split in ("train", "validation") for d in iter_corpus_documents("out", split))
+    counters = read_manifest("out")["counters"]
+    assert counters["short-lines/filtered:short_lines"] > 0
+    assert counters["short-lines/passed"] == counters["badwords-filter/passed"] + counters.get(
+        "badwords-filter/filtered", 0)  # it runs between language ID and bad words
+    manifest = run_build([SAMPLE], str(tmp_path / "built"), extended, log=lambda *_: None, beam_args=PROCESSES)
+    assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == \
+        {k: v for k, v in counters.items() if not k.startswith("output/")}
+    assert sorted(d["text"] for split in ("train", "validation")
+                  for d in iter_corpus_documents(str(tmp_path / "built"), split)) == cleaned
+    appended = build_config("gopher", overrides=["chain.before.gopher-quality=my_filters:PLAIN"]).chain
+    assert appended[appended.index("my_filters:PLAIN") + 1] == "gopher-quality"
+    with pytest.raises(ConfigError, match="chain.after.no-such-step: the chain has no step"):
+        build_config("c4", overrides=["chain.after.no-such-step=my_filters:short_lines"])
+    with pytest.raises(ConfigError, match="near-dedup ends a chain"):  # c4,STEP: the c4 chain, then STEP
+        build_config("c4", overrides=["chain=c4,my_filters:short_lines"])
+
+
+def test_a_page_step_without_flow_has_its_name_as_its_page_flow_row(tmp_path, user_module):
+    result = CliRunner().invoke(cli, ["clean", "-i", SAMPLE, "--badwords", DEMO_BADWORDS, "--jsonl", "o.jsonl",
+                                      "--set", "chain.after.bad-words=my_filters:PLAIN"])
+    assert result.exit_code == 0, result.output
+    flow = next(line for line in result.output.splitlines() if line.startswith("pages:"))
+    assert "-> bad words " in flow and "-> plain-digits " in flow.split("-> bad words ", 1)[1]
+
+
 def test_a_step_that_cannot_be_imported_is_a_one_line_error_before_any_work(tmp_path, user_module):
     with pytest.raises(ConfigError, match="cannot import no_such_module .*No module named"):
         build_config("c4", overrides=["chain=length,no_such_module:keep_all"])
@@ -157,6 +192,14 @@ def test_a_users_steps_on_flink_local(tmp_path, user_module):
     local = run_chain([SAMPLE], config(), counters)
     out = tmp_path / "flink"
     manifest = run_build([SAMPLE], str(out), config(), runner="flink-local", workers=2, log=lambda *_: None)
+    assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
+    assert sorted(d["text"] for split in ("train", "validation") for d in iter_corpus_documents(str(out), split)) \
+        == sorted(d.text for d in local)
+    extended = build_config("c4", badwords=DEMO_BADWORDS, overrides=[AFTER_LANGUAGE_ID])
+    counters = Counters()
+    local = run_chain([SAMPLE], extended, counters)
+    out = tmp_path / "flink-after-language-id"
+    manifest = run_build([SAMPLE], str(out), extended, runner="flink-local", workers=2, log=lambda *_: None)
     assert {k: v for k, v in manifest["counters"].items() if not k.startswith("output/")} == counters.as_dict()
     assert sorted(d["text"] for split in ("train", "validation") for d in iter_corpus_documents(str(out), split)) \
         == sorted(d.text for d in local)

@@ -44,9 +44,22 @@ class ChainError(ConfigError):
     """A chain that breaks the rules of ``check_chain`` or names no step."""
 
 
-def chain_names(value: Any) -> tuple[str, ...]:
-    """The ``chain`` setting as step references: a chain's name (``c4``) is its list; a list
-    (YAML, or ``a,b,c`` on the command line) is taken as it is, ``read`` first implied."""
+EDITS = ("base", "before", "after", "append")
+
+
+def chain_names(value: Any, current: Any = C4_CHAIN) -> tuple[str, ...]:
+    """The ``chain`` setting as step references, ``read`` first implied:
+
+    - a chain's name (``c4``) is its list;
+    - a list (YAML, or ``a,b,c`` on the command line) is taken as it is, a chain's name in it
+      standing for that chain's steps (``c4,my_filters:digits``: the c4 chain, then a step);
+    - a mapping extends a chain: ``base`` (a chain's name or list; by default the chain the
+      layers below set, ``current``), then ``before``/``after`` (a step of it -> the steps to put
+      there) and ``append`` (steps to add at the end), as in ``--set
+      chain.after.language-id=my_filters:digits``.
+    """
+    if isinstance(value, dict):
+        return _extended(value, current)
     if isinstance(value, str):
         value = value.strip()
         if value in CHAINS:
@@ -54,10 +67,41 @@ def chain_names(value: Any) -> tuple[str, ...]:
         value = [part.strip() for part in value.strip("[]").split(",")]
     if not isinstance(value, (list, tuple)) or not value:
         raise ChainError(f"chain={value!r}: name a chain ({', '.join(CHAINS)}) or list its steps")
-    names = tuple(_spelled(str(part).strip()) for part in value if str(part).strip())
-    if len(names) == 1 and names[0] in CHAINS:
-        return CHAINS[names[0]]
-    return names[1:] if names and names[0] == READ.name else names
+    names: list[str] = []
+    for part in value:
+        ref = _spelled(str(part).strip())
+        if ref:
+            names.extend(CHAINS[ref] if ref in CHAINS else (ref,))
+    return tuple(names[1:] if names and names[0] == READ.name else names)
+
+
+def _extended(edits: dict, current: Any) -> tuple[str, ...]:
+    """A chain with steps put before or after its named steps, or appended (``chain_names``)."""
+    unknown = sorted(set(edits) - set(EDITS))
+    if unknown:
+        raise ChainError(f"chain.{unknown[0]}: a chain is extended with {', '.join(EDITS)} "
+                         f"(e.g. --set chain.after.language-id=my_module:my_step)")
+    names = list(chain_names(edits.get("base", current)))
+    for where in ("before", "after"):
+        anchors = edits.get(where) or {}
+        if not isinstance(anchors, dict):
+            raise ChainError(f"chain.{where}: give a step of the chain and the steps to put {where} it "
+                             f"(chain.{where}.language-id=my_module:my_step)")
+        for anchor, refs in anchors.items():
+            spelled = _spelled(str(anchor))
+            if spelled not in names:
+                raise ChainError(f"chain.{where}.{anchor}: the chain has no step {anchor!r} "
+                                 f"(it holds {', '.join(names)})")
+            at = names.index(spelled) + (where == "after")
+            names[at:at] = _refs(refs)
+    names.extend(_refs(edits.get("append") or ()))
+    return tuple(names)
+
+
+def _refs(value: Any) -> list[str]:
+    """Step references given as one (``a``), a comma list (``a,b``) or a YAML list."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    return [_spelled(str(part).strip()) for part in parts if str(part).strip()]
 
 
 def _spelled(ref: str) -> str:
@@ -211,5 +255,4 @@ def markdown_table(names: Sequence[str] = C4_CHAIN) -> str:
 
 
 def _switch(step: Step) -> str:
-    said = (step.enabled.__doc__ or "on").strip()
-    return " and ".join(f"{step.name}.{part.strip()}" for part in said.split(" and "))
+    return " and ".join(f"{step.name}.{part.strip()}" for part in step.runs_when.split(" and "))

@@ -59,7 +59,7 @@ class Switch:
 
 
 def switched_on(settings: Any) -> bool:
-    """on"""
+    """A step runs when its settings' ``on`` is true (a step without one always runs)."""
     return bool(getattr(settings, "on", True))
 
 
@@ -67,7 +67,9 @@ def switched_on(settings: Any) -> bool:
 class Step:
     """One step of a chain (module doc). ``clock``: the stage its CPU seconds go to (the per-stage
     cost table); ``flow``: its row in a report's page flow, read from its ``passed`` counters;
-    ``enabled``: whether its settings switch it on (a plan leaves a step that is off out);
+    ``enabled``: whether its settings switch it on (a plan leaves a step that is off out), and
+    ``runs_when`` the same rule as the docs state it, in its settings' names (``on and fraction
+    > 0``; a step whose ``enabled`` is not ``switched_on`` says its own);
     ``check(settings, config)``: what its settings' field rules cannot say alone (a file that
     must exist, a label the model gives), raising ConfigError; ``origin``: a user's step as the
     config names it (``module:function``), empty for a built-in one; ``preflight()``: a check
@@ -84,6 +86,7 @@ class Step:
     explain: Optional[Explain] = None
     check: Optional[Callable[[Any, Any], None]] = None
     enabled: Callable[[Any], bool] = switched_on
+    runs_when: str = "on"
     flow: Optional[str] = None
     passed: tuple[str, ...] = ("passed",)
     clock: Optional[str] = None
@@ -107,13 +110,17 @@ class Step:
 def page_step(name: str, apply: Callable[[Any, Document], Verdict], summary: str = "",
               namespace: str = "", **fields) -> Step:
     """A page step: ``apply(loaded, page)`` returns a Verdict (corpus/chain/verdict.py). The counter
-    namespace is the name unless given; the summary (help texts, docs) is the name unless given."""
+    namespace, the summary (help texts, docs) and its row in a report's page flow are the name
+    unless given (``flow=None``: no row, for a step that rarely drops a page)."""
+    fields.setdefault("flow", name)
     return Step(name, namespace or name, Scope.PAGE, summary or name, apply=apply, **fields)
 
 
 def wide_step(name: str, namespace: str, scope: Scope, summary: str, local: Callable, contract: str,
               **fields) -> Step:
-    """A corpus-wide step: ``local`` its one-process twin; pipelines/c4.py's TWINS names its Beam one (pipelines/twins/)."""
+    """A corpus-wide step: ``local`` its one-process twin; pipelines/c4.py's TWINS names its Beam
+    one (pipelines/twins/). Its page-flow row is its name unless given."""
+    fields.setdefault("flow", name)
     return Step(name, namespace, scope, summary, local=local, contract=contract, **fields)
 
 
@@ -207,7 +214,7 @@ def user_step(ref: str) -> Step:
         raise ConfigError(f"chain: {ref} is a {type(found).__name__}, not a function or a Step")
     name = step_name_of(attribute)
     summary = ((found.__doc__ or "").strip().splitlines() or [name])[0].rstrip(".")
-    return page_step(name, FilterFunction(found, name), f"[{summary}]", flow=name, origin=ref)
+    return page_step(name, FilterFunction(found, name), f"[{summary}]", origin=ref)
 
 
 def import_user_module(module_name: str, ref: str):

@@ -35,6 +35,12 @@ INPUT_FORMATS = ("auto", "wet", "warc")
 class ReadOptions:
     """Bounds of the reader; defaults suit Common Crawl (records are at most a few MB).
 
+    max_record_bytes: larger records are counted skips (16 MiB).
+    max_member_bytes: a gzip member inflating beyond this is abandoned (a bomb guard, 8 GiB).
+    keep_metadata_like_lines: tfds drops body lines starting with ``WARC``/``Content-``; true
+        keeps them.
+    binary_control_share: a page whose text holds more control characters than this share of
+        it is binary, a counted skip.
     input_format: "wet" reads ``conversion`` records (Common Crawl's text), "warc" ``response``
         records (HTML, main text extracted: corpus.extract), "auto" each record by its type.
     extractor: "cascade" (resiliparse, and trafilatura on the pages the router picks),

@@ -251,7 +251,7 @@ class BadWords:
 
 
 def switched_on(settings: BadWords) -> bool:
-    """on and fraction > 0"""
+    """``fraction`` 0 switches the filter off too (``runs_when`` below says so)."""
     return settings.on and settings.fraction > 0
 
 
@@ -267,4 +267,4 @@ def bad_words(words: BadwordsFilter, page: Document) -> Verdict:
 
 
 STEP = page_step("bad-words", bad_words, "bad words", namespace=NAMESPACE, settings=BadWords,
-                 load=load, enabled=switched_on, flow="bad words", passed=("passed", "soft-passed"))
+                 load=load, enabled=switched_on, runs_when="on and fraction > 0", flow="bad words", passed=("passed", "soft-passed"))

@@ -11,7 +11,9 @@ from c4forge.corpus.dedup.exact_dedup import NS_EXACT, run
 
 @dataclasses.dataclass(frozen=True)
 class ExactDedup:
-    """``exact-dedup`` in the corpus config."""
+    """``exact-dedup`` in the corpus config: of the cleaned pages whose text is the same after
+    NFKC, case folding and whitespace runs made one space, the earliest crawl is kept (off in
+    every C4 preset)."""
 
     on: bool = False
 

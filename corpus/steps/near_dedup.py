@@ -13,7 +13,9 @@ from c4forge.corpus.dedup.near_dedup import NS_NEAR, run
 @dataclasses.dataclass(frozen=True)
 class NearDedup(MinHashConfig):
     """``near-dedup`` in the corpus config: on, and the MinHash parameters (bands x rows
-    permutations, shingle size, seed, threshold; FineWeb's 14 x 8, 5-grams)."""
+    permutations, shingle size, seed, threshold; FineWeb's 14 x 8, 5-grams). tfds' C4 has no
+    near-dedup: ``near-dedup.on=false`` gives exactly its documents (c4-noclean and mc4 switch
+    it off)."""
 
     on: bool = True
 

@@ -13,7 +13,8 @@ from c4forge.corpus.rules.clean import paragraph_filter as has_paragraphs
 
 @dataclasses.dataclass(frozen=True)
 class ParagraphFilter:
-    """``paragraph-filter`` in the corpus config (mC4's defaults)."""
+    """``paragraph-filter`` in the corpus config: mC4's filter, with its defaults. min_paragraphs:
+    the lines a page must have of at least min_paragraph_len characters (mC4: 3 of 200)."""
 
     on: bool = False
     min_paragraphs: int = setting(3, POSITIVE_INT)
@@ -26,4 +27,4 @@ def paragraphs(settings: ParagraphFilter, page: Document) -> Verdict:
 
 
 STEP = page_step("paragraph-filter", paragraphs, "[paragraph filter]", settings=ParagraphFilter,
-                 clock="clean-page")
+                 clock="clean-page", flow=None)

@@ -86,4 +86,4 @@ def pii(settings: Pii, page: Document) -> Verdict:
     return format_pii(page, settings.emails, settings.ips, settings.only_public_ips)
 
 
-STEP = page_step("pii", pii, "[PII replaced]", settings=Pii, drops_pages=False)
+STEP = page_step("pii", pii, "[PII replaced]", settings=Pii, drops_pages=False, flow=None)

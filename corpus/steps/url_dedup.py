@@ -11,7 +11,11 @@ from c4forge.corpus.dedup.url_dedup import NS_URL, run
 
 @dataclasses.dataclass(frozen=True)
 class UrlDedup:
-    """``url-dedup`` in the corpus config."""
+    """``url-dedup`` in the corpus config: one page per normalised URL (scheme, ``www.``,
+    ``?utm_``/``?ref``/``?feed`` tails and a trailing ``/`` stripped), the newest by WARC-Date;
+    of equally new crawls the one with the smaller record id (md5 of file *name* and byte
+    offset), so the choice is the same in any input order, folder or runner (tfds keeps
+    whichever its shuffle delivers first)."""
 
     on: bool = True
 
