@@ -109,3 +109,24 @@ def build_graph(pipeline, paths: Iterable[str], config: CorpusConfig, staging: s
                         per_mille=config.validation_per_mille, shard_format=shard_format,
                         metadata=shard_metadata((recorded or config).to_dict(), shard_format),
                         progress_dir=progress_dir)
+
+
+def planned_labels(config: CorpusConfig) -> list[str]:
+    """The graph ``build_graph`` makes for ``config``, as the labels of its transforms in the
+    order they are applied (composites by their own label; nothing runs): what docs/architecture.md
+    shows for each preset (``make docs``)."""
+    pipeline = beam.Pipeline(runner="DirectRunner")
+    build_graph(pipeline, ["CRAWL"], config, "STAGING")
+    labels: list[str] = []
+
+    class TopLevel(beam.pipeline.PipelineVisitor):
+        def enter_composite_transform(self, node) -> None:
+            if node.full_label and "/" not in node.full_label:
+                labels.append(node.full_label)
+
+        def visit_transform(self, node) -> None:
+            if "/" not in node.full_label:
+                labels.append(node.full_label)
+
+    pipeline.visit(TopLevel())
+    return labels

@@ -60,9 +60,37 @@ def module_map() -> str:
     return "\n".join(lines).lstrip("\n")
 
 
+PRESETS_DRAWN = ("c4", "gopher", "fineweb")
+
+
+def planned_graphs() -> str:
+    """Each preset's Beam graph as ``corpus build`` plans it: its transforms' labels in order (the
+    connected-components rounds of near-dedup shown once, with their count)."""
+    from c4forge.corpus.config import build_config  # lazy: with the Beam graph below
+    from c4forge.pipelines.c4 import planned_labels  # lazy: Beam, only where the docs are rendered
+
+    out = []
+    for preset in PRESETS_DRAWN:
+        labels = planned_labels(build_config(preset, badwords=str(ROOT / "corpus" / "data" / "demo-badwords"))
+                                if preset == "c4" else build_config(preset))
+        rounds = sorted({int(m.group(1)) for m in map(re.compile(r"cc(\d+) ").match, labels) if m})
+        shown, seen = [], False
+        for label in labels:
+            if re.match(r"cc\d+ ", label):
+                if not seen:
+                    shown += [f"cc0..cc{rounds[-1]} gather, cluster ({len(rounds)} rounds of connected components)"]
+                seen = True
+                continue
+            shown.append(label)
+        out.append(f"`--preset {preset}` ({len(labels)} transforms):\n\n" +
+                   "\n".join(f"{i}. {label}" for i, label in enumerate(shown, 1)))
+    return "\n\n".join(out)
+
+
 SECTIONS = (Section(ROOT / "docs" / "corpus.md", "chain-table", markdown_table),
             Section(ROOT / "docs" / "corpus.md", "settings-table", settings_table),
-            Section(ROOT / "docs" / "architecture.md", "module-map", module_map))
+            Section(ROOT / "docs" / "architecture.md", "module-map", module_map),
+            Section(ROOT / "docs" / "architecture.md", "planned-graphs", planned_graphs))
 
 
 def markers(name: str) -> tuple[str, str]:

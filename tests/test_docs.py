@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -86,3 +88,18 @@ def test_the_settings_table_is_rendered_from_the_steps_and_holds_every_setting()
         for field in dataclasses.fields(settings):
             assert f"`{name}.{field.name}`" in keys or f"`.{field.name}`" in keys, (name, field.name)
             assert shown(getattr(settings, field.name)).replace("|", "/") in defaults, (name, field.name)
+
+
+def test_the_planned_graph_of_each_preset_in_the_docs_is_the_code_s():
+    """docs/architecture.md shows each preset's Beam graph as `corpus build` plans it (transform
+    labels in order, from pipelines/c4.py planned_labels; `make docs` renders it)."""
+    pytest.importorskip("apache_beam", reason="the graph is Beam's: the engines' environment renders it")
+    from scripts.render_docs import SECTIONS, rendered
+
+    section = next(s for s in SECTIONS if s.name == "planned-graphs")
+    text = section.doc.read_text(encoding="utf-8")
+    assert rendered(text, section) == text, "docs/architecture.md's planned graphs are stale: run make docs"
+    block = text.split("<!-- planned-graphs", 1)[1].split("<!-- /planned-graphs", 1)[0]
+    for preset in ("c4", "gopher", "fineweb"):
+        assert f"`--preset {preset}`" in block
+    assert "group by url bucket" in block and "write shards" in block
