@@ -65,6 +65,8 @@ def user_module(tmp_path, monkeypatch):
     (folder / "my_filters.py").write_text(MODULE, encoding="utf-8")
     monkeypatch.chdir(folder)
     monkeypatch.setenv("PYTHONPATH", "")  # exported by the resolution, for the worker processes
+    # as a fresh process: no step resolved from another test's my_filters (its module is gone)
+    monkeypatch.setattr("c4forge.corpus.chain.chains._USER_STEPS", {})
     yield folder / "my_filters.py"
     sys.modules.pop("my_filters", None)
 
