@@ -67,8 +67,12 @@ def token_dirs(crawl_corpus, tmp_path_factory):  # noqa: F811 - the fixture impo
     return work
 
 
-@pytest.fixture(params=["u16", "u32"])
+@pytest.fixture(params=["c4forge", "u16", "u32"])
 def tokens(request, token_dirs):
+    """The crawl's c4 corpus encoded by c4forge's own SentencePiece tokenizer (conftest's
+    crawl_tokens), by a byte-level BPE (uint16) and by its 70,001-id variant (uint32)."""
+    if request.param == "c4forge":
+        return request.getfixturevalue("crawl_tokens")
     return str(token_dirs / request.param)
 
 
