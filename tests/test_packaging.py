@@ -49,7 +49,7 @@ def test_wheel_from_the_dockerfile_copies_has_the_cli_and_only_c4forge(dockerfil
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"c4forge"}, top
-    for needed in ("c4forge/cli/corpus.py", "c4forge/corpus/clean.py", "c4forge/pipelines/c4.py",
+    for needed in ("c4forge/cli/corpus.py", "c4forge/corpus/rules/clean.py", "c4forge/pipelines/c4.py",
                    "c4forge/tokenizer/formats.py", "c4forge/train/trainer.py",
                    "c4forge/corpus/data/sample.warc.wet.gz", "c4forge/corpus/data/demo-badwords/en",
                    "c4forge/core/schemas/corpus-manifest.schema.json"):
