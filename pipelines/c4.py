@@ -22,7 +22,7 @@ from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.dedup.near_dedup import DEFAULT_CC_ROUNDS
 from c4forge.corpus.output.shards import DEFAULT_DOCS_PER_SHARD, DEFAULT_SHARD_FORMAT, shard_metadata
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS
-from c4forge.pipelines.pages import BeamJob, Fusion, Pages
+from c4forge.pipelines.pages import BeamJob, Fused, Fusion, Pages
 from c4forge.pipelines.shards import write_shards
 from c4forge.pipelines.store import INLINE, PageStore
 from c4forge.pipelines.twins import exact_dedup, line_dedup, near_dedup, url_dedup
@@ -56,14 +56,14 @@ def fusions(layout: Plan, job: BeamJob) -> tuple[Stage, ...]:
         step = segment.step
         before = wide[i - 1] if i else None
         after = wide[i + 1] if i + 1 < len(wide) else None
-        url_then_lines = (step.scope is Scope.URL_GROUPS and after is not None
-                          and after.scope is Scope.LINE_OWNERS)
-        stages.append(Stage(segment, Fusion(
-            after_at_reader=step.scope is Scope.URL_GROUPS,
-            claim_lines=url_then_lines,
-            lines_claimed=(step.scope is Scope.LINE_OWNERS and before is not None
-                           and before.scope is Scope.URL_GROUPS),
-            store=parked if step.scope in STORING else INLINE)))
+        fused = set()
+        if step.scope is Scope.URL_GROUPS:
+            fused.add(Fused.PAGE_STEPS_AT_READER)
+            if after is not None and after.scope is Scope.LINE_OWNERS:
+                fused.add(Fused.CLAIM_LINES_IN_URL_GROUPS)
+        if step.scope is Scope.LINE_OWNERS and before is not None and before.scope is Scope.URL_GROUPS:
+            fused.add(Fused.LINES_CLAIMED_AT_URL_JOIN)
+        stages.append(Stage(segment, Fusion(frozenset(fused), parked if step.scope in STORING else INLINE)))
     return tuple(stages)
 
 
@@ -130,3 +130,10 @@ def planned_labels(config: CorpusConfig) -> list[str]:
 
     pipeline.visit(TopLevel())
     return labels
+
+
+def planned_fusions(config: CorpusConfig) -> dict[str, list[str]]:
+    """Each corpus-wide step's fusions as the planning pass names them, for a build with a local
+    folder where pages may wait (docs/architecture.md, ``make docs``)."""
+    job = BeamJob(config, parking="PARKING")
+    return {stage.segment.step.name: stage.fusion.names() for stage in fusions(plan(config), job)}

@@ -65,19 +65,31 @@ class PageEntry(NamedTuple):
 Joiner = Callable[[Mapping, Iterator, "JoinFn"], Iterator]
 
 
+class Fused(enum.Enum):
+    """The fusions the planning pass (pipelines/c4.py ``fusions``) can choose for a corpus-wide
+    step's twin, by name: what each lets the graph skip."""
+
+    PAGE_STEPS_AT_READER = "the page steps after it run where the pages are read (no DoFn of their own)"
+    CLAIM_LINES_IN_URL_GROUPS = "its URL groups claim the winners' lines for the line dedup after it"
+    LINES_CLAIMED_AT_URL_JOIN = "it takes the line claims the pages carry from URL dedup's join"
+
+
 @dataclasses.dataclass(frozen=True)
 class Fusion:
-    """What the planning pass (pipelines/c4.py ``fusions``) decided for one corpus-wide step's
-    twin, so that no twin decides by looking at another. ``after_at_reader``: the page steps
-    after the step run where the pages are read (URL dedup: its candidates carry their counts);
-    ``claim_lines``: the step's groups claim the winners' lines for the line dedup right after
-    it; ``lines_claimed``: the step takes the claims the pages carry; ``store``: where the pages
-    the step hands on wait (pipelines/store.py)."""
+    """What the planning pass decided for one corpus-wide step's twin, so that no twin decides
+    by looking at another: the named fusions it applies (``Fused.X in fusion``) and where the
+    pages it hands on wait (``store``: pipelines/store.py)."""
 
-    after_at_reader: bool = False
-    claim_lines: bool = False
-    lines_claimed: bool = False
+    fused: frozenset[Fused] = frozenset()
     store: PageStore = INLINE
+
+    def __contains__(self, fused: Fused) -> bool:
+        return fused in self.fused
+
+    def names(self) -> list[str]:
+        """The fusions as the docs list them (``parks pages`` where a store holds them)."""
+        return [f.name.lower().replace("_", " ") for f in sorted(self.fused, key=lambda f: f.name)] + \
+            (["parks pages"] if self.store is not INLINE else [])
 
 
 class Form(enum.Enum):

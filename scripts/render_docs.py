@@ -67,12 +67,17 @@ def planned_graphs() -> str:
     """Each preset's Beam graph as ``corpus build`` plans it: its transforms' labels in order (the
     connected-components rounds of near-dedup shown once, with their count)."""
     from c4forge.corpus.config import build_config  # lazy: with the Beam graph below
-    from c4forge.pipelines.c4 import planned_labels  # lazy: Beam, only where the docs are rendered
+    from c4forge.pipelines.c4 import (  # lazy: Beam, only where docs are rendered
+        planned_fusions,
+        planned_labels,
+    )
 
     out = []
     for preset in PRESETS_DRAWN:
-        labels = planned_labels(build_config(preset, badwords=str(ROOT / "corpus" / "data" / "demo-badwords"))
-                                if preset == "c4" else build_config(preset))
+        config = (build_config(preset, badwords=str(ROOT / "corpus" / "data" / "demo-badwords"))
+                  if preset == "c4" else build_config(preset))
+        labels = planned_labels(config)
+        fused = "; ".join(f"{step}: {', '.join(names) or 'none'}" for step, names in planned_fusions(config).items())
         rounds = sorted({int(m.group(1)) for m in map(re.compile(r"cc(\d+) ").match, labels) if m})
         shown, seen = [], False
         for label in labels:
@@ -82,7 +87,7 @@ def planned_graphs() -> str:
                 seen = True
                 continue
             shown.append(label)
-        out.append(f"`--preset {preset}` ({len(labels)} transforms):\n\n" +
+        out.append(f"`--preset {preset}` ({len(labels)} transforms; fusions: {fused}):\n\n" +
                    "\n".join(f"{i}. {label}" for i, label in enumerate(shown, 1)))
     return "\n\n".join(out)
 

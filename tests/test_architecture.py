@@ -241,8 +241,7 @@ def test_no_twin_reads_another_twins_state():
         source = modules()[twin].read_text(encoding="utf-8")
         assert "next_wide" not in source and "job.parking" not in source, twin
     assert "c4forge.pipelines.c4" in {m for m, targets in edges.items() if "c4forge.pipelines.pages" in targets}
-    assert {field.name for field in __import__("dataclasses").fields(Fusion)} == {
-        "after_at_reader", "claim_lines", "lines_claimed", "store"}
+    assert {field.name for field in __import__("dataclasses").fields(Fusion)} == {"fused", "store"}
 
 
 def _renames(path: Path) -> list[str]:

@@ -122,15 +122,17 @@ def test_the_planning_pass_decides_every_fusion():
         job = BeamJob(config, parking=parking)
         return {stage.segment.step.name: stage.fusion for stage in fusions(chain.plan(config), job)}
 
+    from c4forge.pipelines.pages import Fused
+
     c4 = decided(build_config("c4", badwords=DEMO_BADWORDS), parking="/tmp/parked")
-    assert c4["url-dedup"].claim_lines and c4["url-dedup"].after_at_reader
-    assert c4["line-dedup"].lines_claimed and not c4["line-dedup"].claim_lines
+    assert c4["url-dedup"].fused == {Fused.PAGE_STEPS_AT_READER, Fused.CLAIM_LINES_IN_URL_GROUPS}
+    assert c4["line-dedup"].fused == {Fused.LINES_CLAIMED_AT_URL_JOIN}
     assert c4["url-dedup"].store.parks and c4["near-dedup"].store.parks and not c4["line-dedup"].store.parks
     assert not decided(build_config("c4", badwords=DEMO_BADWORDS))["near-dedup"].store.parks
     gopher = decided(build_config("gopher"))  # exact dedup between URL dedup and near-dedup
-    assert not gopher["url-dedup"].claim_lines and not gopher["exact-dedup"].lines_claimed
+    assert gopher["url-dedup"].fused == {Fused.PAGE_STEPS_AT_READER} and not gopher["exact-dedup"].fused
     lines_first = decided(build_config("c4", badwords=DEMO_BADWORDS, dedupe_urls=False))
-    assert not lines_first["line-dedup"].lines_claimed and not lines_first["line-dedup"].after_at_reader
+    assert not lines_first["line-dedup"].fused
     assert Step is not None and Scope.PAGE  # (the record and its scopes: corpus/chain/step.py)
 
 

@@ -27,11 +27,11 @@ from c4forge.corpus.dedup.line_dedup import NS_LINES, dedupe_page_at, page_ownin
 from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size
 from c4forge.corpus.text.urls import url_rank
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS, BucketBatchingFn, in_global_window
-from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages
+from c4forge.pipelines.pages import BeamJob, Form, Fused, Fusion, Pages
 
 
 def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
-    if fusion.lines_claimed:
+    if Fused.LINES_CLAIMED_AT_URL_JOIN in fusion:
         claims = pages.claims
     else:
         documents = pages.documents(job, "line-dedup")

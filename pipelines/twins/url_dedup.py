@@ -45,26 +45,28 @@ from c4forge.pipelines.dofns import (
     unpack_counts,
     url_bucket,
 )
-from c4forge.pipelines.pages import BeamJob, Form, Fusion, PageEntry, Pages, ReadFn
+from c4forge.pipelines.pages import BeamJob, Form, Fused, Fusion, PageEntry, Pages, ReadFn
 from c4forge.pipelines.store import PageStore, StoreWriter
 
 
 def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
     if pages.form is not Form.FILES:  # check_chain keeps URL dedup the first corpus-wide step
         raise ValueError("url-dedup reads its candidates where the pages are read")
-    after = segment.after if fusion.after_at_reader else ()
+    at_reader = Fused.PAGE_STEPS_AT_READER in fusion
+    claim_lines = Fused.CLAIM_LINES_IN_URL_GROUPS in fusion
+    after = segment.after if at_reader else ()
     read = (pages.pcoll
             | "read, page steps, url candidates" >> beam.ParDo(
-                ReadCandidatesFn(job, pages.pending, after, fusion.claim_lines, fusion.store))
+                ReadCandidatesFn(job, pages.pending, after, claim_lines, fusion.store))
             .with_outputs(ReadCandidatesFn.PAGES, main="candidates"))
     newest = (read.candidates
               | "group by url bucket" >> beam.GroupByKey()
-              | "newest per url" >> beam.ParDo(NewestPagesFn(fusion.claim_lines, job.buckets, job.samples_dir,
+              | "newest per url" >> beam.ParDo(NewestPagesFn(claim_lines, job.buckets, job.samples_dir,
                                                              job.config.rule_samples))
               .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
     joined = Pages.joined(read[ReadCandidatesFn.PAGES], fusion.store, {"winners": newest.winners},
-                          (keep_winners,), newest[NewestPagesFn.CLAIMS] if fusion.claim_lines else None)
-    return joined if fusion.after_at_reader else joined.then(segment.after)
+                          (keep_winners,), newest[NewestPagesFn.CLAIMS] if claim_lines else None)
+    return joined if at_reader else joined.then(segment.after)
 
 
 class ReadCandidatesFn(ReadFn):
