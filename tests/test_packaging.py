@@ -168,3 +168,25 @@ def test_the_extras_that_run_the_managed_engines_pin_the_release_of_their_jars()
     for extra in ("dev", "bench"):
         pins = re.findall(r"apache-beam==([\d.]+)", " ".join(extras[extra]))
         assert pins == list(locked), extra
+
+
+def test_the_dockerfiles_python_lines_import_what_exists():
+    """Every `python -c "..."` and `python -m ...` of the Dockerfiles names modules and names that
+    exist (a module moved without its Dockerfile line fails here, not in an image build)."""
+    import importlib.util
+
+    found = 0
+    for dockerfile in sorted((ROOT / "docker").glob("*/Dockerfile")):
+        text = dockerfile.read_text(encoding="utf-8")
+        for code in re.findall(r'python -c "([^"]+)"', text):
+            for module, names in re.findall(r"from ([\w.]+) import ([\w, ]+)", code):
+                loaded = importlib.import_module(module)
+                for name in (n.strip() for n in names.split(",")):
+                    assert hasattr(loaded, name) or importlib.util.find_spec(f"{module}.{name}"), \
+                        f"{dockerfile.relative_to(ROOT)}: {module} has no {name}"
+                found += 1
+        for module in re.findall(r"python -m ([\w.]+)", text):
+            if module.startswith("c4forge"):
+                assert importlib.util.find_spec(module), f"{dockerfile.relative_to(ROOT)}: no module {module}"
+                found += 1
+    assert found >= 3
