@@ -38,9 +38,9 @@ SHARED = Path(os.environ.get("C4FORGE_SHARED_DATA", ROOT.parent / "shared" / "da
 # collected.
 BEAM = importlib.util.find_spec("apache_beam") is not None
 CURRENT = os.environ.get("C4FORGE_TEST_ENV") == "current"
-INTEROP = os.environ.get("C4FORGE_TEST_ENV") == "interop"
-_CURRENT_MARKS = re.compile(r"mark\.(?:hf|newest_beam)\b")
-_INTEROP_MARKS = re.compile(r"mark\.interop\b")
+# The marks a test module must hold to be collected in each of the other two environments.
+_ENV_MARKS = {"current": re.compile(r"mark\.(?:hf|newest_beam)\b"), "interop": re.compile(r"mark\.interop\b")}
+_MARKS = _ENV_MARKS.get(os.environ.get("C4FORGE_TEST_ENV", ""))
 _BEAM_IMPORT = re.compile(r"^(?:from|import) (?:apache_beam|c4forge\.pipelines)\b", re.M)
 _TEST_IMPORT = re.compile(r"^from tests\.(\w+) import", re.M)
 
@@ -55,10 +55,8 @@ def _needs_beam(module: str) -> bool:
 def pytest_ignore_collect(collection_path, config):
     if collection_path.suffix != ".py" or collection_path.parent != ROOT / "tests":
         return None
-    if CURRENT and collection_path.name.startswith("test_"):
-        return not _CURRENT_MARKS.search(collection_path.read_text(encoding="utf-8")) or None
-    if INTEROP and collection_path.name.startswith("test_"):
-        return not _INTEROP_MARKS.search(collection_path.read_text(encoding="utf-8")) or None
+    if _MARKS and collection_path.name.startswith("test_"):
+        return not _MARKS.search(collection_path.read_text(encoding="utf-8")) or None
     if not BEAM:
         return _needs_beam(collection_path.stem) or None
     return None

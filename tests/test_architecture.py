@@ -133,13 +133,7 @@ def test_no_top_level_stage_names_are_imported():
 
 
 def test_train_config_loads_no_corpus_module():
-    code = ("import sys, c4forge.train.config; "
-            "print(sorted(m for m in sys.modules if m.startswith(('c4forge.corpus', "
-            "'c4forge.pipelines', 'apache_beam'))))")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env=env, timeout=120, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
+    assert _loaded_by("c4forge.train.config", ("c4forge.corpus", "c4forge.pipelines", "apache_beam")) == []
 
 
 MAX_FUNCTION_LINES = 60
@@ -294,7 +288,7 @@ def _loaded_by(module: str, prefixes: tuple[str, ...]) -> list[str]:
             f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
-    return __import__("ast").literal_eval(out.stdout.strip())
+    return ast.literal_eval(out.stdout.strip())
 
 
 def test_no_module_of_the_formats_imports_the_chain():
