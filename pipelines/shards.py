@@ -12,8 +12,6 @@ from apache_beam.io.filesystems import FileSystems
 
 from c4forge.corpus.document import from_bytes
 from c4forge.corpus.output.shards import (
-    DEFAULT_DOCS_PER_SHARD,
-    DEFAULT_SHARD_FORMAT,
     counting_extractors,
     document_row,
     shard_key,
@@ -78,31 +76,14 @@ class WriteShardFn(Counting, beam.DoFn):
         yield name, stats
 
 
-def _assign_shard(ref: tuple, counts: dict[str, int], docs_per_shard: int,
-                  fixed: Optional[int], per_mille: int):
+def assign_shard(ref: tuple, counts: dict[str, int], docs_per_shard: int,
+                 fixed: Optional[int], per_mille: int):
     """PageRef -> (shard key, (url, PageRef)): a shard's pages sort by url before they are read."""
     page = PageRef._make(ref)
     split = split_of(page.normalized_url, per_mille)
     return tuple(shard_key(page.normalized_url, split, counts.get(split, 0), docs_per_shard, fixed)), (page.url, ref)
 
 
-def _split(ref: tuple, per_mille: int):
+def page_split(ref: tuple, per_mille: int):
+    """PageRef -> (its split, 1): what the count per split sums."""
     return split_of(PageRef._make(ref).normalized_url, per_mille), 1
-
-
-def write_shards(refs, store: PageStore, staging: str, docs_per_shard: int = DEFAULT_DOCS_PER_SHARD,
-                 num_shards: Optional[int] = None, per_mille: int = 1,
-                 shard_format: str = DEFAULT_SHARD_FORMAT, metadata: Optional[dict] = None,
-                 progress_dir: Optional[str] = None):
-    """Split and shard the pages (``refs``: PageRefs of pages in ``store``); returns a
-    PCollection of (file name, stats)."""
-    counts = (refs
-              | "split of page" >> beam.Map(_split, per_mille)
-              | "count per split" >> beam.CombinePerKey(sum))
-    return (refs
-            | "assign shard" >> beam.Map(_assign_shard, counts=beam.pvalue.AsDict(counts),
-                                         docs_per_shard=docs_per_shard, fixed=num_shards,
-                                         per_mille=per_mille)
-            | "group shards" >> beam.GroupByKey()
-            | "write shards" >> beam.ParDo(WriteShardFn(staging, shard_format, metadata or {}, store,
-                                                        progress_dir)))

@@ -193,7 +193,7 @@ def test_other_imports_sit_at_the_top_unless_a_reason_is_written_beside_them():
 
 STEPS = "c4forge.corpus.steps"
 # each corpus-wide step's two twins, under one name in the three rooms (corpus/steps/ declares the
-# step, corpus/dedup/ is its one-process twin, pipelines/twins/ its Beam twin: pipelines/c4.py TWINS)
+# step, corpus/dedup/ is its one-process twin, pipelines/twins/ its Beam twin's DoFns: pipelines/c4.py CORPUS_WIDE)
 TWIN_NAMES = ("url_dedup", "exact_dedup", "line_dedup", "near_dedup")
 TWINS = {f"c4forge.{room}.{name}" for room in ("corpus.dedup", "pipelines.twins") for name in TWIN_NAMES}
 
@@ -236,6 +236,44 @@ def test_no_twin_reads_another_twins_state():
         assert "next_wide" not in source and "job.parking" not in source, twin
     assert "c4forge.pipelines.c4" in {m for m, targets in edges.items() if "c4forge.pipelines.pages" in targets}
     assert {field.name for field in __import__("dataclasses").fields(Fusion)} == {"fused", "store"}
+
+
+def _applied_transforms(path: Path) -> list[tuple[str, int]]:
+    """Where ``path`` applies a Beam transform (``pcoll | "label" >> beam.X(...)`` or
+    ``pcoll | beam.X(...)``), as (the enclosing class, or "" at module level, line)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    owner = {}
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        owner.update({id(node): cls.name for node in ast.walk(cls)})
+
+    def is_beam_call(node) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "beam")
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and (
+                is_beam_call(node.right) or (isinstance(node.right, ast.BinOp)
+                                             and isinstance(node.right.op, ast.RShift))):
+            found.append((owner.get(id(node), ""), node.lineno))
+    return found
+
+
+def test_the_builds_transforms_are_applied_in_one_module():
+    """Issue 82: the corpus build's graph reads in order in pipelines/c4.py, as tfds' c4.py does.
+    Every transform it applies is applied there; the twins (pipelines/twins/) and the shard
+    writer hold DoFns and element functions only, and the page handle (pipelines/pages.py)
+    applies only its own conversions between forms, inside ``Pages``. pipelines/encode.py is the
+    token stage's graph, of its own."""
+    mods = modules()
+    applied = {name: _applied_transforms(path) for name, path in mods.items()
+               if name.startswith("c4forge.pipelines") and not name.startswith("c4forge.pipelines.engines")}
+    assert len(applied["c4forge.pipelines.c4"]) >= 25
+    elsewhere = [f"{name}:{line}" for name, found in applied.items()
+                 if name not in ("c4forge.pipelines.c4", "c4forge.pipelines.pages", "c4forge.pipelines.encode")
+                 for _owner, line in found]
+    assert not elsewhere, "transforms applied outside pipelines/c4.py:\n" + "\n".join(elsewhere)
+    assert applied["c4forge.pipelines.pages"] and {owner for owner, _ in applied["c4forge.pipelines.pages"]} == {"Pages"}
 
 
 def _renames(path: Path) -> list[str]:

@@ -13,7 +13,7 @@ from c4forge.corpus.config import build_config
 from c4forge.corpus.dedup.near_dedup import DEFAULT_CC_ROUNDS, clusters_in_memory
 from c4forge.corpus.document import Document
 from c4forge.pipelines.build import run_build
-from c4forge.pipelines.twins.near_dedup import connected_components
+from c4forge.pipelines.c4 import connected_components
 from tests.wetfiles import record, wet_file
 
 IN_MEMORY = ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"]
@@ -105,14 +105,14 @@ def test_build_warns_when_near_dedup_did_not_converge(tmp_path):
                                                           (4096, 16, 0.8), (4096, 16, None)])
 def test_band_key_batches_give_the_one_process_edges(tmp_path, batch_bytes, buckets, threshold):
     """Band keys cross the shuffle with their page (id and signature digest), in batches per
-    bucket, and the candidates of a checked bucket fetch their signatures (pipelines/twins/near_dedup.py
+    bucket, and the candidates of a checked bucket fetch their signatures (pipelines/c4.py
     band_edges): with a flush after every item, one bucket, or anything between, with a threshold
     or without, the edges are those of the one-process twin's band buckets (corpus/dedup/near_dedup.py).
     Two pages share an id (two crawls of one URL, URL dedup off), each near a different page:
     each keeps its own edge (fetching a signature by id alone lost one)."""
     from c4forge.corpus.dedup.minhash import MinHashConfig, MinHasher
     from c4forge.corpus.dedup.near_dedup import bucket_edges
-    from c4forge.pipelines.twins.near_dedup import band_edges
+    from c4forge.pipelines.c4 import band_edges
 
     rng = random.Random(7)
     words = [f"w{i}" for i in range(400)]

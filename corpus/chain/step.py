@@ -11,7 +11,8 @@ config)``; nothing for most steps), and its **function**:
   where ``loaded`` is what ``load`` returned, or the step's settings when it loads nothing.
   It counts nothing itself: the step loop (corpus/chain/loop.py) does, in both runners;
 - a *corpus-wide step* needs every page at once: ``local(pages, job)`` is its one-process
-  algorithm (corpus/chain/wide.py), and pipelines/c4.py's TWINS names its Beam twin (pipelines/twins/).
+  algorithm (corpus/chain/wide.py), and pipelines/c4.py's CORPUS_WIDE names its Beam twin (its
+  transforms there, its DoFns in pipelines/twins/).
 
 Nothing loaded is ever pickled: a Beam DoFn carries the config and its steps, and each worker
 loads what its steps need on first use, once per process (:func:`loaded`), so no step writes
@@ -118,8 +119,8 @@ def page_step(name: str, apply: Callable[[Any, Document], Verdict], summary: str
 
 def wide_step(name: str, namespace: str, scope: Scope, summary: str, local: Callable, contract: str,
               **fields) -> Step:
-    """A corpus-wide step: ``local`` its one-process twin; pipelines/c4.py's TWINS names its Beam
-    one (pipelines/twins/). Its page-flow row is its name unless given."""
+    """A corpus-wide step: ``local`` its one-process twin; pipelines/c4.py's CORPUS_WIDE names its
+    Beam one (DoFns: pipelines/twins/). Its page-flow row is its name unless given."""
     fields.setdefault("flow", name)
     return Step(name, namespace, scope, summary, local=local, contract=contract, **fields)
 

@@ -1,7 +1,7 @@
 """Corpus-wide steps in one process: the typed protocol every one-process twin meets. A
 corpus-wide step (corpus/steps/) names its one-process algorithm ``run(pages, job)`` as its
-``local``; pipelines/c4.py's TWINS names its Beam transform (pipelines/twins/); the two are held to the step's written
-contract (tests run them against each other).
+``local``; pipelines/c4.py's CORPUS_WIDE names its Beam transforms (DoFns: pipelines/twins/); the
+two are held to the step's written contract (tests run them against each other).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Exact-text dedup on Beam (the twin of corpus/dedup/exact_dedup.py; contract:
 corpus/steps/exact_dedup.py): pages grouped by the key of their normalised text, each group keeping its
 earliest crawl. One shuffle of the packed pages (the step is off in every C4 preset; a build
-that turns it on pays it once).
+that turns it on pays it once). The transforms: pipelines/c4.py ``exact_dedup``.
 """
 from __future__ import annotations
 
@@ -9,27 +9,15 @@ from typing import Optional
 
 import apache_beam as beam
 
-from c4forge.corpus.chain.chains import Segment
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.dedup.exact_dedup import (
     NS_EXACT,
     count_exact_page,
     sample_dropped,
-    text_key,
     winner_order,
 )
 from c4forge.corpus.document import from_bytes
-from c4forge.pipelines.dofns import Counting, Sampling, packed
-from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages
-
-
-def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
-    kept = (pages.documents(job, "exact-dedup")
-            | "key by text" >> beam.Map(lambda page: (text_key(page.text), page))
-            | "pack pages for text groups" >> beam.Map(packed)
-            | "group by text" >> beam.GroupByKey()
-            | "earliest per text" >> beam.ParDo(EarliestPageFn(job.config, job.samples_dir)))
-    return Pages(Form.DOCUMENTS, kept, pending=segment.after)
+from c4forge.pipelines.dofns import Counting, Sampling
 
 
 class EarliestPageFn(Counting, Sampling, beam.DoFn):

@@ -3,8 +3,8 @@ every line's claims meet in a group by line bucket (the owner: the smallest md5(
 owners go to their page's bucket, and each page meets the lines it owns at the join by page
 bucket (``keep_owned_lines``). The claims are made here from the pages (``ClaimLinesFn``), or,
 where the planning pass fused this step with a URL dedup right before it
-(``Fusion.lines_claimed``), are the ones its URL groups made; the pages then already wait at
-its join.
+(``Fused.LINES_CLAIMED_AT_URL_JOIN``), are the ones its URL groups made; the pages then already wait at
+its join. The transforms: pipelines/c4.py ``line_dedup``.
 
 A claim names the page (md5(url): URLs are unique after URL dedup) and the index of the line in
 it (corpus/dedup/line_claims.py); the smallest claim of a key is its owner, and names the line of its
@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping
 
 import apache_beam as beam
 
-from c4forge.corpus.chain.chains import Segment
 from c4forge.corpus.chain.verdict import count_verdict
 from c4forge.corpus.dedup import digest_records, line_claims
 from c4forge.corpus.dedup.line_claims import ClaimBuffer, pack_keys, text_line_keys
@@ -27,20 +26,6 @@ from c4forge.corpus.dedup.line_dedup import NS_LINES, dedupe_page_at, page_ownin
 from c4forge.corpus.document import Document, from_bytes, packed_normalized_url, packed_text_size
 from c4forge.corpus.text.urls import url_rank
 from c4forge.pipelines.dofns import DEFAULT_BUCKETS, BucketBatchingFn, in_global_window
-from c4forge.pipelines.pages import BeamJob, Form, Fused, Fusion, Pages
-
-
-def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
-    if Fused.LINES_CLAIMED_AT_URL_JOIN in fusion:
-        claims = pages.claims
-    else:
-        documents = pages.documents(job, "line-dedup")
-        claims = documents | "line claims" >> beam.ParDo(ClaimLinesFn(buckets=job.buckets))
-        pages = Pages(Form.DOCUMENTS, documents)
-    owners = (claims
-              | "group claims by line bucket" >> beam.GroupByKey()
-              | "owner of line" >> beam.ParDo(LineOwnersFn(job.buckets)))
-    return pages.meet(job, "lines", owners, keep_owned_lines).then(segment.after)
 
 
 class ClaimLinesFn(beam.DoFn):

@@ -1,7 +1,8 @@
 """MinHash near-dedup on Beam (the twin of corpus/dedup/near_dedup.py; contract:
 corpus/steps/near_dedup.py): band keys per page, the candidates' signatures fetched and checked per band
 bucket (or star edges without a threshold), connected components by Hash-to-Min unrolled on
-the engine, then each page meets its cluster's label and size.
+the engine, then each page meets its cluster's label and size. The transforms: pipelines/c4.py
+``near_dedup``, ``band_edges``, ``connected_components``.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import Optional
 import apache_beam as beam
 import numpy as np
 
-from c4forge.corpus.chain.chains import Segment
 from c4forge.corpus.config import CorpusConfig
 from c4forge.corpus.dedup import digest_records
 from c4forge.corpus.dedup.minhash import MinHashConfig, MinHasher
@@ -21,7 +21,6 @@ from c4forge.corpus.dedup.near_dedup import (
     band_members,
     bucket_edges,
     count_near_dedup,
-    doc_id,
     hash_to_min,
     initial_cluster,
     sample_dropped,
@@ -38,14 +37,7 @@ from c4forge.pipelines.dofns import (
     digest_bucket,
     in_global_window,
 )
-from c4forge.pipelines.pages import BeamJob, Form, Fusion, Pages
 from c4forge.pipelines.store import PageRef, PageStore, StoreWriter
-
-
-def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
-    documents = pages.documents(job, "near-dedup")
-    kept = near_dedup(documents, job.config, job.cc_rounds, fusion.store, job.samples_dir, job.buckets)
-    return Pages(Form.REFS, kept, store=fusion.store, pending=segment.after)
 
 
 def page_member(node: int, signature: np.ndarray) -> bytes:
@@ -202,27 +194,7 @@ def checked_edges(element, threshold: float):
                             threshold)
 
 
-def band_edges(keyed, settings: MinHashConfig, buckets: int, batch: int = 512,
-               batch_bytes: int = 4 << 20):
-    """Pages keyed by id -> the edges of their band buckets (corpus/dedup/near_dedup.py's): band keys
-    (and signatures) grouped by shuffle bucket; without a threshold the stars of the buckets of
-    two or more ids; with one, their members' signatures fetched and checked per band bucket."""
-    threshold = settings.threshold
-    candidates = (keyed
-                  | "signatures and band keys" >> beam.ParDo(BandKeysFn(settings, batch, buckets, batch_bytes))
-                  | "group bands" >> beam.GroupByKey()
-                  | "band candidates" >> beam.ParDo(CandidatesFn(threshold, buckets))
-                  .with_outputs(CandidatesFn.REQUESTS, main="edges"))
-    if threshold is None:
-        return candidates.edges
-    return (candidates[CandidatesFn.REQUESTS]
-            | "fetch candidates' signatures" >> beam.GroupByKey()
-            | "signatures to band buckets" >> beam.FlatMap(answer_requests)
-            | "group candidates" >> beam.GroupByKey()
-            | "checked edges" >> beam.FlatMap(checked_edges, threshold))
-
-
-def _both_directions(edge: tuple[int, int]):
+def both_directions(edge: tuple[int, int]):
     a, b = edge
     yield a, b
     yield b, a
@@ -272,25 +244,6 @@ class ClusterRoundFn(beam.DoFn):
         yield from hash_to_min(node, cluster)
         if self.tell_self:
             yield node, (_PREVIOUS, *cluster)
-
-
-def connected_components(edges, rounds: int):
-    """{node: smallest id in its component} by Hash-to-Min (corpus.near_dedup.hash_to_min;
-    Rastogi et al., "Finding Connected Components in Map-Reduce in Logarithmic Rounds", ICDE
-    2013), unrolled ``rounds`` times on the engine: no collect-to-one-node step, one shuffle per
-    round (plus one for the neighbour lists). Returns the labels and the nodes whose cluster
-    still changed in the last round (none: the fixed point, every label final). Edges may repeat
-    (a node's first cluster is a set)."""
-    messages = edges | "both directions" >> beam.FlatMap(_both_directions)
-    for r in range(rounds + 1):
-        name = "neighbours" if r == 0 else f"cc{r - 1}"
-        out = (messages
-               | f"{name} gather" >> beam.GroupByKey()
-               | f"{name} cluster" >> beam.ParDo(ClusterRoundFn(first=r == 0, last=r == rounds,
-                                                                tell_self=r == rounds - 1))
-               .with_outputs(ClusterRoundFn.CHANGED, main="out"))
-        messages = out.out
-    return out.out, out[ClusterRoundFn.CHANGED]
 
 
 class NodeBatchesFn(BucketBatchingFn):
@@ -370,28 +323,7 @@ class ApplyClustersFn(Counting, Sampling, beam.DoFn):
             reader.close()
 
 
-def near_dedup(pages, config: CorpusConfig, rounds: int, store: PageStore, samples_dir: Optional[str] = None,
-               buckets: int = DEFAULT_BUCKETS):
-    """Documents -> the PageRefs of the pages near-dedup keeps, each with its cluster size, the
-    pages in ``store``."""
-    settings = config.settings_of(NS_NEAR)
-    keyed = pages | "key by id" >> beam.Map(lambda p: (doc_id(p.normalized_url), p))
-    edges = band_edges(keyed, settings, buckets)
-    labels, changed = connected_components(edges, rounds)
-    sizes = (labels
-             | "root of node" >> beam.Map(lambda kv: (kv[1], 1))
-             | "cluster size" >> beam.CombinePerKey(sum))
-    deduped = ({"page": keyed | ("park pages, tickets for join" if store.parks else "pack pages for join")
-                >> beam.ParDo(NodeBatchesFn(buckets, store)),
-                "label": labels | "labels by node bucket" >> beam.ParDo(NodeBatchesFn(buckets)),
-                "size": sizes | "sizes by node bucket" >> beam.ParDo(NodeBatchesFn(buckets))}
-               | "join clusters" >> beam.CoGroupByKey()
-               | "apply clusters" >> beam.ParDo(ApplyClustersFn(config, store, samples_dir)))
-    _ = changed | "count unconverged" >> beam.ParDo(_CountUnconverged())
-    return deduped
-
-
-class _CountUnconverged(Counting, beam.DoFn):
+class CountUnconvergedFn(Counting, beam.DoFn):
     """One count per node whose cluster still changed (the counter sums them)."""
 
     def process(self, _node: int):

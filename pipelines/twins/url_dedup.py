@@ -1,6 +1,6 @@
 """URL dedup on Beam (the twin of corpus/dedup/url_dedup.py; contract: corpus/steps/url_dedup.py), with
 the engine's one optimisation of the chain: the page steps between URL dedup and the next
-corpus-wide step run on every crawl *where it is read* (``Fusion.after_at_reader``), and the
+corpus-wide step run on every crawl *where it is read* (``Fused.PAGE_STEPS_AT_READER``), and the
 page is split in two.
 
 Its *candidate*, (normalised url, UrlCandidate: crawl time, raw text bytes, the counts its page
@@ -12,9 +12,9 @@ shuffle, not two. Page steps are per page, so the winner's output is the same ei
 counts are recorded at the reader and counted only for the winner (NewestPagesFn), so every
 counter equals tfds' order (dedup, then clean) and ``corpus clean``'s. The record id
 (``page_record_id``: md5 of the record's file name and offset) tells apart two crawls of one URL
-and breaks ties between equally new ones. Where the plan says so (``Fusion.claim_lines``), the
-URL groups claim the winners' lines at once, for the line dedup that meets the pages at the
-same join.
+and breaks ties between equally new ones. Where the plan says so
+(``Fused.CLAIM_LINES_IN_URL_GROUPS``), the URL groups claim the winners' lines at once, for the
+line dedup that meets the pages at the same join. The transforms: pipelines/c4.py ``url_dedup``.
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from typing import Optional
 
 import apache_beam as beam
 
-from c4forge.corpus.chain.chains import Segment
 from c4forge.corpus.chain.step import Step
 from c4forge.corpus.dedup.line_claims import ClaimBuffer, pack_keys, text_line_keys
 from c4forge.corpus.dedup.url_dedup import NS_URL
@@ -45,28 +44,8 @@ from c4forge.pipelines.dofns import (
     unpack_counts,
     url_bucket,
 )
-from c4forge.pipelines.pages import BeamJob, Form, Fused, Fusion, PageEntry, Pages, ReadFn
+from c4forge.pipelines.pages import BeamJob, PageEntry, ReadFn
 from c4forge.pipelines.store import PageStore, StoreWriter
-
-
-def expand(pages: Pages, segment: Segment, job: BeamJob, fusion: Fusion) -> Pages:
-    if pages.form is not Form.FILES:  # check_chain keeps URL dedup the first corpus-wide step
-        raise ValueError("url-dedup reads its candidates where the pages are read")
-    at_reader = Fused.PAGE_STEPS_AT_READER in fusion
-    claim_lines = Fused.CLAIM_LINES_IN_URL_GROUPS in fusion
-    after = segment.after if at_reader else ()
-    read = (pages.pcoll
-            | "read, page steps, url candidates" >> beam.ParDo(
-                ReadCandidatesFn(job, pages.pending, after, claim_lines, fusion.store))
-            .with_outputs(ReadCandidatesFn.PAGES, main="candidates"))
-    newest = (read.candidates
-              | "group by url bucket" >> beam.GroupByKey()
-              | "newest per url" >> beam.ParDo(NewestPagesFn(claim_lines, job.buckets, job.samples_dir,
-                                                             job.config.rule_samples))
-              .with_outputs(NewestPagesFn.CLAIMS, main="winners"))
-    joined = Pages.joined(read[ReadCandidatesFn.PAGES], fusion.store, {"winners": newest.winners},
-                          (keep_winners,), newest[NewestPagesFn.CLAIMS] if claim_lines else None)
-    return joined if at_reader else joined.then(segment.after)
 
 
 class ReadCandidatesFn(ReadFn):
