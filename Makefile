@@ -137,6 +137,10 @@ demo: $(STAMP)
 # build (fasttext-numpy2-wheel, which datatrove needs), so every row shares it.
 BENCH := .venv-bench
 PEERS := .venv-peers
+CURATOR := .venv-curator
+CURATOR_VERSION := 1.4.0
+DOLMA := .venv-dolma
+DOLMA_VERSION := 1.2.1
 bench:
 	test -x $(BENCH)/bin/python || $(PY) -m venv $(BENCH)
 	$(BENCH)/bin/pip install -q --upgrade pip
@@ -147,8 +151,8 @@ bench:
 	$(PEERS)/bin/python -m c4forge.cli.langid --self-check
 	$(BENCH)/bin/python benchmarks/run_all.py
 
-# The peers' venv alone (datatrove and its reader beside c4forge without Beam): what `make bench`
-# makes first, and what tests/test_quality.py's exactness test runs datatrove in.
+# The peers' venvs (datatrove and its reader beside c4forge without Beam; NeMo Curator; dolma):
+# what `make bench` makes first; tests/test_quality.py's exactness test runs datatrove in the first.
 peers:
 	test -x $(PEERS)/bin/python || $(PY) -m venv $(PEERS)
 	$(PEERS)/bin/pip install -q --upgrade pip
@@ -156,6 +160,16 @@ peers:
 	$(PEERS)/bin/pip install -q -r $(PEERS)/requirements.txt
 	$(PEERS)/bin/pip install -q --no-deps -e .
 	$(PEERS)/bin/pip install -q fasttext-numpy2-wheel
+	# NeMo Curator (Ray, pandas 3, its numpy) and dolma (numpy < 2, old tokenizers): a venv each,
+	# nothing of ours inside (benchmarks/peer_tools/ holds the scripts they run). Curator's
+	# text extra pins a fasttext that does not build here; its FastTextLangId gets the build
+	# every other row uses. torch first and pinned, as in .venv (Curator pulls torch).
+	test -x $(CURATOR)/bin/python || $(PY) -m venv $(CURATOR)
+	$(CURATOR)/bin/pip install -q --upgrade pip
+	$(CURATOR)/bin/pip install -q "torch==$(TORCH_VERSION)" "nemo-curator==$(CURATOR_VERSION)" fasttext-numpy2-wheel
+	test -x $(DOLMA)/bin/python || $(PY) -m venv $(DOLMA)
+	$(DOLMA)/bin/pip install -q --upgrade pip
+	$(DOLMA)/bin/pip install -q "dolma==$(DOLMA_VERSION)"
 
 clean-venv:
 	rm -rf $(VENV) $(HF_VENV) $(INTEROP_VENV)

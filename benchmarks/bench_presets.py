@@ -201,16 +201,20 @@ def dump_table(measured: list[dict]) -> list[str]:
     return lines
 
 
+def in_chain_order(seen: set[str]) -> list[str]:
+    """The stage clock's names in the chains' order (read first, write last)."""
+    in_order = [s for name in ("read", *CHAINS["fineweb"], *CHAINS["gopher"], *CHAINS["c4"])
+                for s in (NEAR_DEDUP_STAGES if name == "near-dedup" else (name,))]
+    names = [s for s in dict.fromkeys([*in_order, *sorted(seen), "write"]) if s in seen and s != "write"]
+    return names + (["write"] if "write" in seen else [])
+
+
 def stage_table(measured: list[dict]) -> list[str]:
     m = next((m for m in measured if m["runs"].get(("c4", "stages"))), None)
     if m is None:
         return []
     runs = {p: m["runs"][(p, "stages")] for p in PRESETS}
-    seen = {s for p in PRESETS for r in runs[p] for s in r["seconds"]}
-    in_order = [s for name in ("read", *CHAINS["fineweb"], *CHAINS["gopher"], *CHAINS["c4"])
-                for s in (NEAR_DEDUP_STAGES if name == "near-dedup" else (name,))]
-    names = [s for s in dict.fromkeys([*in_order, *sorted(seen), "write"]) if s in seen and s != "write"]
-    names += ["write"] if "write" in seen else []
+    names = in_chain_order({s for p in PRESETS for r in runs[p] for s in r["seconds"]})
     totals = {p: statistics.median(r["total"] for r in runs[p]) for p in PRESETS}
     lines = [f"Stages at {m['scale']}x ({m['pages']:,} pages; one fresh process per preset and repeat, "
              "corpus/local.run_chain with a StageClock, then the shards written): CPU s, median (min-max), "
@@ -228,6 +232,41 @@ def stage_table(measured: list[dict]) -> list[str]:
     return lines
 
 
+def stages_at_scales(scales: list[int], repeats: int, badwords: str) -> list[dict]:
+    """Each preset's stages (``stage_seconds``) at every scale, presets interleaved per repeat."""
+    measured = []
+    for scale in scales:
+        inputs = distinct_inputs.distinct_copies(scale, log=lambda m: print(m, file=sys.stderr))
+        pages, _ = bench_build.text_size(inputs)
+        runs: dict[str, list] = {p: [] for p in PRESETS}
+        for repeat in range(repeats):
+            for preset in random.Random(2000 * scale + repeat).sample(PRESETS, len(PRESETS)):
+                runs[preset].append(stage_seconds(preset, inputs, badwords))
+                print(f"stages x{scale} repeat {repeat}: {preset} {runs[preset][-1]['total']:.1f} CPU s",
+                      file=sys.stderr, flush=True)
+        measured.append({"scale": scale, "pages": pages, "runs": runs})
+    return measured
+
+
+def growth_table(measured: list[dict]) -> list[str]:
+    """CPU per input page of every stage at each scale: a stage whose cost per page grows with
+    the input (a cache, dedup state) shows in the last column."""
+    scales = [m["scale"] for m in measured]
+    lines = ["| preset | stage | " + " | ".join(f"{s}x µs/page" for s in scales)
+             + f" | {scales[-1]}x / {scales[0]}x |", "|---|---|" + "---:|" * (len(scales) + 1)]
+    for preset in PRESETS:
+        seen = in_chain_order({name for m in measured for r in m["runs"][preset] for name in r["seconds"]})
+        for name in [*seen, "chain"]:
+            per_page = []
+            for m in measured:
+                seconds = [r["total"] if name == "chain" else r["seconds"].get(name, 0.0) for r in m["runs"][preset]]
+                per_page.append(1e6 * statistics.median(seconds) / m["pages"])
+            growth = f"{per_page[-1] / per_page[0]:.2f}x" if per_page[0] > 0 else "-"
+            label = "**chain**" if name == "chain" else name
+            lines.append(f"| {preset} | {label} | " + " | ".join(f"{v:,.0f}" for v in per_page) + f" | {growth} |")
+    return lines
+
+
 def main() -> int:
     if len(sys.argv) > 4 and sys.argv[1] == "--datatrove-worker":  # TMP PRESET INPUTS...
         bench_build.datatrove_worker(sys.argv[2], sys.argv[4:], datatrove_filters(sys.argv[3]))
@@ -241,7 +280,19 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true",
                         help="The embedded sample, clean (and datatrove), once, nothing written.")
+    parser.add_argument("--stages-scales", default="",
+                        help="Only the stages, at these scales (section presets-stages), e.g. 1,4,16.")
     args = parser.parse_args()
+    if args.stages_scales:
+        machine = harness.machine()
+        measured = stages_at_scales([int(s) for s in args.stages_scales.split(",")], args.repeat, args.badwords)
+        scales = ", ".join(f"{m['scale']}x" for m in measured)
+        lines = [f"Each preset's stages at {scales} distinct copies (one fresh process per preset and repeat, "
+                 f"corpus/local.run_chain with a StageClock, the shards written; {args.repeat} repeat(s), presets interleaved): CPU microseconds per "
+                 "input page, median; the last column is the growth of the cost per page.", "",
+                 *growth_table(measured)]
+        harness.publish("presets-stages", lines, args.write, machine)
+        return 0
     peer_scales = {int(s) for s in args.peer_scales.split(",") if s}
     if peer_scales and not bench_build.datatrove_available():
         print("datatrove is not in .venv-peers (make peers): its rows are left out", file=sys.stderr)

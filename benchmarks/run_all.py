@@ -75,6 +75,12 @@ BENCHMARKS = (
     # issue 74: the three presets through corpus clean and flink-local beside datatrove's pipeline
     Benchmark("presets", "bench_presets.py", ("--scales", "1,4,16", "--peer-scales", "1", "--repeat", "3",
                                               "--write"), "../shared/data/crawl-extra"),
+    # issue 81: each preset's stages at 1x, 4x and 16x (what grows with the work)
+    Benchmark("presets-stages", "bench_presets.py", ("--stages-scales", "1,4,16", "--repeat", "2", "--write"),
+              "../shared/data/crawl-extra", in_quick=False),
+    # issue 81: the presets beside datatrove, NeMo Curator and dolma on the same pages
+    Benchmark("peer-tools", "bench_peer_tools.py", ("--scales", "1", "--repeat", "3", "--write"),
+              "../shared/data/crawl-extra"),
     Benchmark("estimate-fineweb", "bench_estimate.py", ("--preset", "fineweb", "--repeat", "3", "--rounds", "3",
                                                         "--no-instructions", "--write"),
               "../shared/data/crawl-extra", in_quick=False),

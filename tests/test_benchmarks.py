@@ -27,6 +27,7 @@ def test_every_benchmark_runs_in_quick_mode():
     assert "| loopback, 20% faults |" in out  # remote reads, bytes checked equal to local files
     assert "| tokenizer encode, " in out and "tokens written" in out
     assert "| gopher_quality |" in out and "c4forge / datatrove" in out  # rule sets beside datatrove
+    assert "c4forge / system, CPU" in out and "| fineweb | pii (emails, IPs replaced) |" in out  # peer tools
     assert (ROOT / "benchmarks" / "RESULTS.md").read_bytes() == before  # quick writes nothing
 
 
