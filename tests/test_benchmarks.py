@@ -45,3 +45,21 @@ def test_generated_sections_are_replaced_in_place(tmp_path):
     assert harness.spread([3.0, 1.0, 2.0]) == "2.00 (1.00-3.00)"
     assert harness.ratios([2.0, 4.0], [1.0, 2.0]) == [2.0, 2.0]
     assert harness.mean_std([1.0, 2.0, 3.0]) == "2.00 ± 1.00" and harness.mean_std([5.0]) == "5.00"
+
+
+def test_the_growth_table_shows_a_stage_whose_cost_per_page_grows():
+    """bench_presets.growth_table (issue 81): cost per input page at each scale, and its growth
+    from the first scale to the last; a stage that only some presets run is 0 where absent."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_presets
+
+    def run(read: float, dedup: float) -> dict:
+        return {"seconds": {"read": read, "near-dup-clusters": dedup}, "total": read + dedup}
+
+    measured = [{"scale": s, "pages": 1000 * s,
+                 "runs": {p: [run(0.5 * s, 0.1 * s * s), run(0.5 * s, 0.1 * s * s)] for p in bench_presets.PRESETS}}
+                for s in (1, 4)]
+    rows = {line.split(" | ")[1]: line for line in bench_presets.growth_table(measured) if line.startswith("| c4 |")}
+    assert rows["read"].endswith("| 500 | 500 | 1.00x |")
+    assert rows["near-dup-clusters"].endswith("| 100 | 400 | 4.00x |")
+    assert rows["**chain**"].endswith("| 600 | 900 | 1.50x |")
