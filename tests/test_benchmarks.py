@@ -16,7 +16,7 @@ def test_every_benchmark_runs_in_quick_mode():
     shared_path("crawl-extra", "wcxb-dev.warc.gz")  # skips with the reason when the data is absent
     before = (ROOT / "benchmarks" / "RESULTS.md").read_bytes()
     result = subprocess.run([sys.executable, "benchmarks/run_all.py", "--quick"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     assert "| c4forge --extractor cascade |" in out and "F1 per page type" in out
