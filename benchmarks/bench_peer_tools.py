@@ -13,6 +13,8 @@ bench_build.measure counts it):
 
 - ``c4forge``: `corpus clean -o` with the preset, its URL filter on (datatrove's lists, held
   locally), c4 with the shared bad words: the whole job, dedup included (bench_presets.py's row);
+- ``c4forge-rules``: `corpus clean --jsonl` with the preset's rules alone (its corpus-wide steps
+  and URL filter off): the like-for-like row beside Curator's and dolma's, which do no dedup;
 - ``datatrove``: its WarcReader, the same filters in the preset's order, its JsonlWriter, in one
   process (bench_presets.py's row; no dedup, no bad words);
 - ``curator``: benchmarks/peer_tools/curator_chain.py in .venv-curator, one process (Curator's
@@ -63,7 +65,7 @@ from c4forge.corpus.read.wet import iter_crawl_documents  # noqa: E402
 from c4forge.corpus.steps import REGISTRY  # noqa: E402
 
 PRESETS = ("c4", "gopher", "fineweb")
-SYSTEMS = ("c4forge", "datatrove", "curator", "dolma")
+SYSTEMS = ("c4forge", "c4forge-rules", "datatrove", "curator", "dolma")
 CURATOR_PYTHON = ROOT / ".venv-curator" / "bin" / "python"
 DOLMA = ROOT / ".venv-dolma" / "bin" / "dolma"
 CURATOR_CHAIN = ROOT / "benchmarks" / "peer_tools" / "curator_chain.py"
@@ -266,21 +268,36 @@ def run_curator(preset: str, folder: str) -> dict:
     return result
 
 
-def our_rules_only(preset: str, inputs: list[str], badwords: str) -> set[str]:
-    """The URLs our preset keeps with its corpus-wide steps off and no URL filter (untimed): the
-    same rules the peers run, nothing else."""
+def rules_only_args(preset: str, badwords: str) -> list[str]:
+    """`corpus clean`'s arguments for ``preset``'s rules alone: its corpus-wide steps and the URL
+    filter off (``language-id``: that step alone), as the peers run them."""
     if preset == "language-id":
-        chain = ["--set", "chain=language-id"]
-    else:
-        off = [name for name in CHAINS[preset] if REGISTRY[name].local is not None] + ["url-filter"]
-        chain = [arg for name in off for arg in ("--set", f"{name}.on=false")]
-    base = ["--preset", "c4" if preset == "language-id" else preset]
-    extra = ["--badwords", badwords] if preset != "language-id" and bench_build.has_bad_words(preset) else []
+        return ["--preset", "c4", "--set", "chain=language-id"]
+    off = [name for name in CHAINS[preset] if REGISTRY[name].local is not None] + ["url-filter"]
+    extra = ["--badwords", badwords] if bench_build.has_bad_words(preset) else []
+    return ["--preset", preset, *[arg for name in off for arg in ("--set", f"{name}.on=false")], *extra]
+
+
+def run_rules_only(preset: str, inputs: list[str], badwords: str, timed: bool = True) -> dict:
+    """`corpus clean --jsonl` with ``preset``'s rules alone (measured as the other rows when
+    ``timed``); the kept pages' URLs."""
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([str(bench_build.BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", f"{tmp}/k.jsonl",
-                        *base, *chain, *extra], check=True, capture_output=True, timeout=7200)
+        cmd = [str(bench_build.BIN / "corpus"), "clean", "-i", *inputs, "--jsonl", f"{tmp}/k.jsonl",
+               *rules_only_args(preset, badwords)]
+        if timed:
+            result = bench_build.measure(cmd, timeout=7200)
+        else:
+            subprocess.run(cmd, check=True, capture_output=True, timeout=7200)
+            result = {}
         with open(f"{tmp}/k.jsonl", encoding="utf-8") as handle:
-            return {json.loads(line)["url"] for line in handle}
+            result["urls"] = {json.loads(line)["url"] for line in handle}
+    return result
+
+
+def our_rules_only(preset: str, inputs: list[str], badwords: str) -> set[str]:
+    """The URLs our preset keeps with its rules alone (untimed): what the peers' decisions are
+    set beside."""
+    return run_rules_only(preset, inputs, badwords, timed=False)["urls"]
 
 
 def measure_scale(scale: int, inputs: list[str], repeats: int, badwords: str, systems: tuple[str, ...]) -> dict:
@@ -295,6 +312,9 @@ def measure_scale(scale: int, inputs: list[str], repeats: int, badwords: str, sy
                 if system == "c4forge":
                     result = bench_build.run_engine("clean", inputs, bench_presets.preset_args(preset, badwords),
                                                     2, {})
+                elif system == "c4forge-rules":
+                    result = run_rules_only(preset, inputs, badwords)
+                    result.pop("urls")
                 elif system == "datatrove":
                     result = bench_presets.run_datatrove(preset, inputs)
                 elif system == "curator":
@@ -326,19 +346,21 @@ def versions() -> dict[str, str]:
                              capture_output=True, text=True)
         return out.stdout.strip() or "not installed"
 
-    return {"c4forge": harness.commit(), "datatrove": version(Path(harness.peers_python()), "datatrove"),
+    return {"c4forge": harness.commit(), "c4forge-rules": harness.commit(), "datatrove": version(Path(harness.peers_python()), "datatrove"),
             "curator": version(CURATOR_PYTHON, "nemo-curator"), "dolma": version(DOLMA.parent / "python", "dolma")}
 
 
-NAMES = {"c4forge": "c4forge", "datatrove": "datatrove", "curator": "NeMo Curator", "dolma": "dolma"}
+NAMES = {"c4forge": "c4forge", "c4forge-rules": "c4forge, rules only", "datatrove": "datatrove",
+         "curator": "NeMo Curator", "dolma": "dolma"}
 
 
 def cost_table(measured: list[dict], systems: tuple[str, ...], version: dict[str, str]) -> list[str]:
-    lines = ["| scale | preset | system | CPU s | CPU ms per page | pages per CPU s | c4forge / system, CPU | wall s |",
+    lines = [f"| scale | preset | system | CPU s | CPU ms per page | pages per CPU s | {NAMES[systems[0]]} / system, CPU "
+             "| wall s |",
              "|---:|---|---|---:|---:|---:|---:|---:|"]
     for m in measured:
         for preset in PRESETS:
-            ours = [r["cpu"] for r in m["runs"][(preset, "c4forge")]]
+            ours = [r["cpu"] for r in m["runs"][(preset, systems[0])]]
             for system in systems:
                 cpu = [r["cpu"] for r in m["runs"][(preset, system)]]
                 per_page = [1000 * c / m["pages"] for c in cpu]
@@ -376,12 +398,17 @@ def main() -> int:
     parser.add_argument("--badwords", default=str(harness.SHARED / "badwords"))
     parser.add_argument("--write", action="store_true", help="Regenerate the RESULTS.md section.")
     parser.add_argument("--quick", action="store_true", help="The embedded sample, once, nothing written.")
+    parser.add_argument("--systems", default=",".join(SYSTEMS),
+                        help="Which rows to run (comma-separated; the ratio is to the first).")
     args = parser.parse_args()
     assert all(build_config(preset=p).steps.get("language-id").threshold == LID_THRESHOLD for p in PRESETS)
-    systems = tuple(s for s in SYSTEMS if s == "c4forge"
+    chosen = args.systems.split(",")
+    if set(chosen) - set(SYSTEMS):
+        parser.error(f"--systems: choose among {', '.join(SYSTEMS)}")
+    systems = tuple(s for s in chosen if s.startswith("c4forge")
                     or (s == "datatrove" and bench_build.datatrove_available())
                     or (s == "curator" and CURATOR_PYTHON.exists()) or (s == "dolma" and DOLMA.exists()))
-    missing = sorted(set(SYSTEMS) - set(systems))
+    missing = sorted(set(chosen) - set(systems))
     if missing:
         print(f"left out (make peers): {', '.join(missing)}", file=sys.stderr)
     machine = harness.machine()
@@ -398,7 +425,8 @@ def main() -> int:
              f"{measured[0]['pages'] // measured[0]['scale']:,} real pages a copy); {args.repeat} repeat(s), every "
              "(preset, system) run of a scale interleaved in a seeded order; CPU = user + sys of every process, "
              "median (min-max); ratios per repeat (below 1: c4forge cheaper). c4forge: `corpus clean` with the "
-             "preset, URL filter on, dedup included; the peers: the closest rules each offers (below), no dedup.",
+             "preset, URL filter on, dedup included; c4forge, rules only: the preset without its corpus-wide steps "
+             "and URL filter; the peers: the closest rules each offers (below), no dedup.",
              "", *cost_table(measured, systems, version), "",
              f"Decisions on the {measured[0]['pages']:,} pages of {measured[0]['scale']}x: the pages (by URL) each "
              "peer keeps beside c4forge's preset with the same rules and no dedup or URL filter; `language-id`: "
