@@ -44,6 +44,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -160,14 +161,18 @@ def _attr(tagger: str, name: str) -> str:
     return f"@.x__{tagger}__{name}"
 
 
-def _above(tagger: str, name: str, limit: float) -> str:
+def _score(tagger: str, name: str, op: str, limit: float) -> str:
+    """A mix filter: the page-wide score ``name`` of ``tagger`` compared (``op``) with ``limit``."""
     a = _attr(tagger, name)
-    return f"$.attributes[?({a} && {a}[0] && {a}[0][2] > {limit})]"
+    return f"$.attributes[?({a} && {a}[0] && {a}[0][2] {op} {limit})]"
+
+
+def _above(tagger: str, name: str, limit: float) -> str:
+    return _score(tagger, name, ">", limit)
 
 
 def _below(tagger: str, name: str, limit: float) -> str:
-    a = _attr(tagger, name)
-    return f"$.attributes[?({a} && {a}[0] && {a}[0][2] < {limit})]"
+    return _score(tagger, name, "<", limit)
 
 
 def gopher_limits(config=None) -> dict:
@@ -208,8 +213,7 @@ def gopher_exclude(limits: dict) -> list[str]:
 C4_EXCLUDE = [f"$.attributes[?({_attr('c4_v1', kind)})]"
               for kind in ("has_naughty_word", "has_lorem_ipsum", "has_curly_brace")]
 C4_LINES = ["lines_with_no_ending_punctuation", "lines_with_too_few_words"]
-LID_INCLUDE = [f"$.attributes[?({_attr('ft_lid176_local_en_doc', 'en')} && "
-               f"{_attr('ft_lid176_local_en_doc', 'en')}[0][2] >= {LID_THRESHOLD})]"]
+LID_INCLUDE = [_score("ft_lid176_local_en_doc", "en", ">=", LID_THRESHOLD)]
 
 
 def dolma_mix_config(preset: str, folder: str) -> dict:
@@ -236,7 +240,7 @@ def dolma_mix_config(preset: str, folder: str) -> dict:
 def run_dolma(preset: str, folder: str) -> dict:
     """`dolma tag` then `dolma mix`, one measured process tree; the kept pages' ids."""
     for sub in ("attributes", "out"):
-        subprocess.run(["rm", "-rf", f"{folder}/{sub}"], check=True)
+        shutil.rmtree(f"{folder}/{sub}", ignore_errors=True)
     config = f"{folder}/mix-{preset}.json"
     with open(config, "w", encoding="utf-8") as handle:
         json.dump(dolma_mix_config(preset, folder), handle)
@@ -300,13 +304,19 @@ def our_rules_only(preset: str, inputs: list[str], badwords: str) -> set[str]:
     return run_rules_only(preset, inputs, badwords, timed=False)["urls"]
 
 
+def run_peer(system: str, preset: str, folder: str) -> dict:
+    """One run of NeMo Curator's or dolma's chain for ``preset`` on the documents in ``folder``."""
+    return run_curator(preset, folder) if system == "curator" else run_dolma(preset, f"{folder}/dolma")
+
+
 def measure_scale(scale: int, inputs: list[str], repeats: int, badwords: str, systems: tuple[str, ...]) -> dict:
     """Every (preset, system) run at ``scale``, interleaved in a seeded order per repeat."""
     with tempfile.TemporaryDirectory() as folder:
         pages = write_documents(inputs, folder)
         jobs = [(p, s) for p in PRESETS for s in systems]
         runs: dict[tuple[str, str], list] = {job: [] for job in jobs}
-        kept: dict[tuple[str, str], set] = {}
+        kept: dict[tuple[str, str], set] = {}  # the peers' kept ids
+        ours_kept: dict[str, set] = {}  # the URLs our rules-only row kept
         for repeat in range(repeats):
             for preset, system in random.Random(7000 + scale * 10 + repeat).sample(jobs, len(jobs)):
                 if system == "c4forge":
@@ -314,13 +324,11 @@ def measure_scale(scale: int, inputs: list[str], repeats: int, badwords: str, sy
                                                     2, {})
                 elif system == "c4forge-rules":
                     result = run_rules_only(preset, inputs, badwords)
-                    result.pop("urls")
+                    ours_kept[preset] = result.pop("urls")
                 elif system == "datatrove":
                     result = bench_presets.run_datatrove(preset, inputs)
-                elif system == "curator":
-                    result = run_curator(preset, folder)
                 else:
-                    result = run_dolma(preset, f"{folder}/dolma")
+                    result = run_peer(system, preset, folder)
                 kept[(preset, system)] = result.pop("kept", None)
                 runs[(preset, system)].append(result)
                 print(f"x{scale} repeat {repeat}: {preset} {system} {result['cpu']:.1f} CPU s",
@@ -328,14 +336,11 @@ def measure_scale(scale: int, inputs: list[str], repeats: int, badwords: str, sy
         url_of = {p["id"]: p["url"] for p in pages}
         decisions = {}
         for preset in (*PRESETS, "language-id"):
-            ours = our_rules_only(preset, inputs, badwords)
-            for system in systems:
-                if system not in ("curator", "dolma"):
-                    continue
+            ours = ours_kept.get(preset) or our_rules_only(preset, inputs, badwords)
+            for system in (s for s in systems if s in ("curator", "dolma")):
                 theirs = kept.get((preset, system))
-                if theirs is None:
-                    theirs = (run_curator if system == "curator" else
-                              lambda p, f: run_dolma(p, f"{f}/dolma"))(preset, folder)["kept"]
+                if theirs is None:  # language ID alone is not one of the timed rows
+                    theirs = run_peer(system, preset, folder)["kept"]
                 decisions[(preset, system)] = (ours, {url_of[i] for i in theirs})
     return {"scale": scale, "pages": len(pages), "runs": runs, "decisions": decisions}
 
