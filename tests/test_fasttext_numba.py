@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import struct
+from concurrent.futures import ThreadPoolExecutor
 
 import fasttext
 import numpy as np
@@ -146,6 +147,7 @@ def synthetic_texts(count: int = 400) -> list[str]:
     {"quant": True, "dim": 4, "prune": {b: r for r, b in enumerate(range(3, 97, 5))}},
     {"quant": True, "dim": 4, "prune": {b: r for r, b in enumerate(range(0, 97, 2))}, "word_ngrams": 2, "loss": 3},
     {"nlabels": 1}, {"nlabels": 2, "loss": 3},
+    {"minn": 1, "maxn": 6},  # more n-grams per byte than lid.176's (a token's rows buffer)
 ], ids=lambda o: ",".join(f"{k}={v if not isinstance(v, dict) else len(v)}" for k, v in o.items()) or "dense-hs")
 def test_written_models(tmp_path, options):
     path = write_model(tmp_path / "model.bin", **options)
@@ -223,3 +225,54 @@ def test_self_check_compares_the_kernel_with_fasttext(monkeypatch):
     monkeypatch.setattr(predictor, "predict", lambda text: ("__label__en", 0.5))
     with pytest.raises(langid.LangidError, match="disagrees"):
         langid.self_check_model()
+
+
+def _crawl_texts(limit: int) -> list[str]:
+    return [doc.text for path in sorted(shared_path("crawl").glob("*.wet.gz"))
+            for doc in iter_crawl_documents(str(path))][:limit]
+
+
+@pytest.mark.parametrize("entries", [0, 1, 64, 1 << 12])
+def test_the_token_cache_changes_no_answer_whatever_it_holds(entries):
+    """A token's rows replayed from the cache give the sums the uncached path gives: the same
+    answers with no cache (0), a cache that fills at once (1, 64: most tokens then take the
+    uncached path beside cached ones) and a large one, on pages that share most of their tokens,
+    scored twice (the second time nearly every token is a hit)."""
+    path = langid.default_model_path()
+    texts = _crawl_texts(300) + TOKENIZER_TEXTS
+    theirs = fasttext.load_model(path)
+    expected = [oracle(theirs, text) for text in texts]
+    parsed = fasttext_numba.parse(open(path, "rb").read())
+    ours = fasttext_numba.Predictor(*parsed, cache_entries=entries)
+    assert [ours.predict(t) for t in texts] == expected
+    held = int(ours.cache().used[0])
+    assert held == 0 if entries == 0 else 0 < held <= entries
+    assert [ours.predict(t) for t in reversed(texts)] == expected[::-1]
+
+
+def test_the_token_cache_keeps_rows_in_getlines_order_and_labels_apart(tmp_path):
+    """What the cache holds for a token: its word row, then its n-grams' rows as computeSubwords
+    finds them (checked against the uncached kernel's own count), and a label token none."""
+    path = write_model(tmp_path / "model.bin", quant=True, dim=4,
+                       prune={b: r for r, b in enumerate(range(0, 97, 2))})
+    ours = fasttext_numba.load(path)
+    ours.predict("fox __label__l3 fox")
+    cache = ours.cache()
+    held = int(cache.used[0])
+    tokens = [bytes(cache.token_bytes[cache.byte_starts[e]:cache.byte_starts[e + 1]]) for e in range(held)]
+    assert tokens == [b"fox", b"__label__l3"]
+    fox_rows = cache.rows[cache.row_starts[0]:cache.row_starts[1]].tolist()
+    assert fox_rows[0] == VOCAB.index("fox") and len(fox_rows) > 1 and not cache.labels[0]
+    assert cache.row_starts[2] == cache.row_starts[1] and cache.labels[1]
+
+
+def test_each_thread_has_its_own_token_cache():
+    """The kernel runs without the GIL: threads sharing one predictor fill caches of their own
+    and give the answers one thread gives."""
+    path = langid.default_model_path()
+    texts = _crawl_texts(200)
+    ours = fasttext_numba.load(path)
+    alone = [ours.predict(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda chunk: [ours.predict(t) for t in chunk], [texts[i::4] for i in range(4)]))
+    assert [answers[i % 4][i // 4] for i in range(len(texts))] == alone
