@@ -14,6 +14,7 @@ import pytest
 
 from c4forge.corpus.read.wet import iter_file_documents
 from c4forge.corpus.text import words
+from c4forge.corpus.text.page_words import page_words
 from tests.conftest import shared_path
 
 PIECES = [
@@ -45,8 +46,10 @@ def edge_strings(count: int, seed: int = 0):
 
 
 def _differences(texts) -> list:
-    return [(text, words.split_into_words(text), words.spacy_words(text))
-            for text in texts if words.split_into_words(text) != words.spacy_words(text)]
+    """Texts whose words differ from spaCy's: the splitter's, or those the rules read from the
+    page's chunks (corpus/text/page_words.py, corpus/text/chunk_table.py)."""
+    return [(text, words.split_into_words(text), words.spacy_words(text)) for text in texts
+            if not words.split_into_words(text) == page_words.__wrapped__(text).words() == words.spacy_words(text)]
 
 
 def test_generated_edge_strings():

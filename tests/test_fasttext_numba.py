@@ -235,8 +235,8 @@ def _crawl_texts(limit: int) -> list[str]:
 @pytest.mark.parametrize("entries", [0, 1, 64, 1 << 12])
 def test_the_token_cache_changes_no_answer_whatever_it_holds(entries):
     """A token's rows replayed from the cache give the sums the uncached path gives: the same
-    answers with no cache (0), a cache that fills at once (1, 64: most tokens then take the
-    uncached path beside cached ones) and a large one, on pages that share most of their tokens,
+    answers with no cache (0), a cache that fills and is emptied again and again (1, 64: tokens
+    then take the uncached path beside cached ones) and a large one, on pages that share most of their tokens,
     scored twice (the second time nearly every token is a hit)."""
     path = langid.default_model_path()
     texts = _crawl_texts(300) + TOKENIZER_TEXTS
@@ -246,7 +246,7 @@ def test_the_token_cache_changes_no_answer_whatever_it_holds(entries):
     ours = fasttext_numba.Predictor(*parsed, cache_entries=entries)
     assert [ours.predict(t) for t in texts] == expected
     held = int(ours.cache().used[0])
-    assert held == 0 if entries == 0 else 0 < held <= entries
+    assert held <= entries and (held > 0 if entries == 1 << 12 else True)
     assert [ours.predict(t) for t in reversed(texts)] == expected[::-1]
 
 

@@ -92,7 +92,9 @@ class TokenCache(NamedTuple):
     its rows added again: no FNV over each n-gram, no bucket modulo, no pruned-index probe. The
     hidden vector gets the same rows in the same order, so the same float32 sums: bit for bit.
     Open addressing on the token's FNV hash (``Dictionary::hash``), at most half full; once an
-    array is full no token is added (the first seen, the commonest mostly, stay)."""
+    array is full no token is added, and the cache is emptied before the next text (the common
+    tokens come back within a page or two; a cache that kept its first tokens would serve a
+    stream of new pages less and less)."""
 
     table: np.ndarray  # int32[2 * entries]: entry, or -1
     hashes: np.ndarray  # uint32[entries]: the token's FNV hash
@@ -101,22 +103,22 @@ class TokenCache(NamedTuple):
     row_starts: np.ndarray  # int32[entries + 1]: the token's rows in rows
     rows: np.ndarray  # int32
     labels: np.ndarray  # bool[entries]: the token is a label (getLine skips it)
-    used: np.ndarray  # int64[1]: entries held
+    used: np.ndarray  # int64[2]: entries held; 1 once a token found no room (then emptied)
 
 
-CACHE_ENTRIES = 1 << 19  # distinct tokens a thread keeps (34 MB; one copy of the crawl has 670,000)
+CACHE_ENTRIES = 1 << 21  # distinct tokens a thread keeps (~90 MB; one copy of the crawl has 670,000)
 CACHE_TOKEN_BYTES = 64  # longer tokens are rarely met twice: worked out each time
 
 
 def token_cache(entries: int = CACHE_ENTRIES) -> TokenCache:
     """An empty cache for ``entries`` tokens (0: none kept; rounded up to a power of two), its
-    pools sized for tokens of 16 bytes and 8 rows on average (lid.176 on the crawl: 10 and 3; a
-    pool that fills stops the cache growing, as ``entries`` does)."""
+    pools sized for tokens of 12 bytes and 4 rows on average (lid.176 on the crawl: 10 and 3; a
+    pool that fills counts as a full cache, as ``entries`` does)."""
     entries = 1 << (entries - 1).bit_length() if entries > 0 else 0  # a power of two: the table's mask
     return TokenCache(np.full(max(2 * entries, 1), -1, np.int32), np.zeros(entries, np.uint32),
-                      np.zeros(entries + 1, np.int32), np.zeros(16 * entries, np.uint8),
-                      np.zeros(entries + 1, np.int32), np.zeros(8 * entries, np.int32),
-                      np.zeros(entries, np.bool_), np.zeros(1, np.int64))
+                      np.zeros(entries + 1, np.int32), np.zeros(12 * entries, np.uint8),
+                      np.zeros(entries + 1, np.int32), np.zeros(4 * entries, np.int32),
+                      np.zeros(entries, np.bool_), np.zeros(2, np.int64))
 
 
 class Predictor:
@@ -144,7 +146,11 @@ class Predictor:
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
         except UnicodeEncodeError:
             return None
-        label, probability = self.kernel(data, *self.model, *self.cache())
+        cache = self.cache()
+        label, probability = self.kernel(data, *self.model, *cache)
+        if cache.used[1]:  # full: emptied between texts
+            cache.table.fill(-1)
+            cache.used[:] = 0
         if label == NAN:
             return None
         if label == NO_LABEL:
@@ -562,12 +568,16 @@ def _cached_entry(h, token, length, table, hashes, byte_starts, token_bytes):
 
 def _remember(slot, h, token, length, found, count, is_label, table, hashes, byte_starts, token_bytes,
               row_starts, rows, labels, used):
-    """Keep a token's rows in the cache where every array has room (else nothing)."""
+    """Keep a token's rows in the cache where every array has room (else say it is full)."""
     entry = used[0]
-    if entry >= hashes.shape[0] or length > CACHE_TOKEN_BYTES:
+    if length > CACHE_TOKEN_BYTES:
+        return
+    if entry >= hashes.shape[0]:
+        used[1] = 1
         return
     byte_at, row_at = byte_starts[entry], row_starts[entry]
     if byte_at + length > token_bytes.shape[0] or row_at + count > rows.shape[0]:
+        used[1] = 1
         return
     for k in range(length):
         token_bytes[byte_at + k] = token[k]

@@ -11,7 +11,8 @@ from c4forge.corpus.chain.step import page_step
 from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
 from c4forge.corpus.rules.quality import duplicates
-from c4forge.corpus.text.words import TERMINAL_PUNCTUATION, english_words, split_into_words
+from c4forge.corpus.text.page_words import page_words
+from c4forge.corpus.text.words import TERMINAL_PUNCTUATION, english_words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +52,7 @@ def fineweb_quality_reason(text: str, rules: FineWebQuality) -> Optional[str]:
         return "short_line_ratio"
     if duplicates(lines)[1] / len(text.replace("\n", "")) > rules.char_duplicates_ratio:
         return "char_dup_ratio"
-    words = split_into_words(text)
-    if text.count("\n") / len(words) > rules.new_line_ratio:
+    if text.count("\n") / page_words(text).count > rules.new_line_ratio:
         return "list_ratio"
     return None
 

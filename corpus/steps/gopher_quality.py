@@ -58,7 +58,7 @@ def gopher_quality(settings: GopherQuality, page: Document) -> Verdict:
 def gopher_quality_reason(text: str, rules: GopherQuality) -> Optional[str]:
     """Why ``GopherQualityFilter`` drops ``text``, or None (kept); its tests in its order."""
     page = page_words(text)
-    n_words = len(page.words)
+    n_words = page.count
     n_non_symbol = int(page.non_symbol.sum())  # words with a character outside the punctuation
     if rules.min_doc_words and n_non_symbol < rules.min_doc_words:
         return "gopher_short_doc"
@@ -76,7 +76,7 @@ def gopher_quality_reason(text: str, rules: GopherQuality) -> Optional[str]:
 
 
 def _symbol_and_line_reason(text: str, page: PageWords, rules: GopherQuality) -> Optional[str]:
-    n_words = len(page.words)
+    n_words = page.count
     ratio = rules.max_symbol_word_ratio
     if ratio and text.count("#") / n_words > ratio:
         return "gopher_too_many_hashes"
@@ -93,7 +93,7 @@ def _symbol_and_line_reason(text: str, page: PageWords, rules: GopherQuality) ->
         return "gopher_too_many_end_ellipsis"
     if rules.max_non_alpha_words_ratio and int(page.alpha.sum()) / n_words < rules.max_non_alpha_words_ratio:
         return "gopher_below_alpha_threshold"
-    if rules.min_stop_words and len(set(rules.stop_words).intersection(page.words)) < rules.min_stop_words:
+    if rules.min_stop_words and page.present(rules.stop_words) < rules.min_stop_words:
         return "gopher_enough_stop_words"  # datatrove's name for too few stop words
     return None
 

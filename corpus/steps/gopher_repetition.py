@@ -13,8 +13,9 @@ from c4forge.corpus.chain.step import page_step
 from c4forge.corpus.chain.verdict import Verdict, drop, keep
 from c4forge.corpus.document import Document
 from c4forge.corpus.rules.quality import duplicates
-from c4forge.corpus.text.ngrams import ngram_counts
-from c4forge.corpus.text.words import english_words, split_into_words
+from c4forge.corpus.text.ngrams import page_ngram_counts
+from c4forge.corpus.text.page_words import page_words
+from c4forge.corpus.text.words import english_words
 
 _PARAGRAPHS = re.compile(r"\n{2,}")
 
@@ -64,10 +65,10 @@ def gopher_repetition_reason(text: str, rules: GopherRepetition) -> Optional[str
         return "dup_line_frac"
     if rules.dup_line_char_frac and chars / len(text) > rules.dup_line_char_frac:
         return "dup_line_char_frac"
-    words = split_into_words(text)
-    counts = ngram_counts(words, [n for n, _ in rules.top_n_grams], [n for n, _ in rules.dup_n_grams])
+    page = page_words(text)
+    counts = page_ngram_counts(page, [n for n, _ in rules.top_n_grams], [n for n, _ in rules.dup_n_grams])
     for n, largest in rules.top_n_grams:
-        if len(words) >= n and counts.top[n] / len(text) > largest:
+        if page.count >= n and counts.top[n] / len(text) > largest:
             return f"top_{n}_gram"
     for n, largest in rules.dup_n_grams:
         if counts.duplicated[n] / len(text) > largest:

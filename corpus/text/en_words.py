@@ -169,16 +169,23 @@ class EnglishWords:
         found = self.cache.get(string)
         if found is not None:
             return found
+        tokens, unsafe = self.work_out(string)
+        self.cache[string] = tokens
+        if unsafe:
+            self.unsafe.add(string)
+        return tokens
+
+    def work_out(self, string: str) -> tuple[tuple[str, ...], bool]:
+        """A chunk's tokens, not cached, and whether the special-case pass could change them in
+        context (:meth:`_changed_inside`): what :meth:`chunk` keeps, and what
+        corpus/text/chunk_table.py keeps in its own table."""
         tokens = self.rules.get(string)
         if tokens is None:
             tokens = self._letters(string)
         if tokens is None:
-            prefixes, rest, suffixes = self._split_affixes(string, specials)
-            tokens = (*prefixes, *self._attach(rest, specials), *reversed(suffixes))
-        self.cache[string] = tokens
-        if self._changed_inside(tokens):
-            self.unsafe.add(string)
-        return tokens
+            prefixes, rest, suffixes = self._split_affixes(string, True)
+            tokens = (*prefixes, *self._attach(rest, True), *reversed(suffixes))
+        return tokens, self._changed_inside(tokens)
 
     def _letters(self, string: str) -> Optional[tuple[str, ...]]:
         """The tokens of the commonest chunks without the regexes: letters only (one token), or
@@ -372,7 +379,7 @@ class EnglishWords:
             except KeyError:  # a chunk() that keeps nothing (tests replace it)
                 parts = [found.get(c) or cache[c] for c in chunks]
         if not self.chunkwise:
-            return _stripped(self.tokens(text))
+            return stripped(self.tokens(text))
         if self.unsafe and not self.unsafe.isdisjoint(chunks):
             return self._words_by_run(text)
         return tuple(chain.from_iterable(parts))
@@ -390,11 +397,11 @@ class EnglishWords:
             if unsafe.isdisjoint(chunks):
                 words.extend(chain.from_iterable(map(cache.__getitem__, chunks)))
             else:
-                words.extend(_stripped(self.tokens(run)))
+                words.extend(stripped(self.tokens(run)))
         return tuple(words)
 
 
-def _stripped(tokens: list[str]) -> tuple[str, ...]:
+def stripped(tokens: list[str]) -> tuple[str, ...]:
     return tuple(token for token in (t.strip() for t in tokens) if token)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from c4forge.corpus.rules.quality import duplicated_ngram_chars, top_ngram_chars
 from c4forge.corpus.text.ngram_kernels import compiled
+from c4forge.corpus.text.page_words import PageWords
 
 
 class NgramCounts(NamedTuple):
@@ -39,15 +40,28 @@ def ngram_counts(words: Sequence[str], top: Sequence[int], duplicated: Sequence[
     """The counts for every n asked, in one compiled call (module doc); the reference functions
     where numba is missing or ``use_numba`` is false. ``top`` n larger than the page's words
     are left out, as the rule skips them."""
-    top = [n for n in top if len(words) >= n]
-    kernel = compiled() if use_numba else None
-    if kernel is None or not words:
+    if not words or not use_numba or compiled() is None:
+        top = [n for n in top if len(words) >= n]
         return NgramCounts({n: top_ngram_chars(words, n) for n in top},
                            {n: duplicated_ngram_chars(words, n) for n in duplicated})
     joined = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    return _compiled_counts(joined, lengths, top, duplicated)
+
+
+def page_ngram_counts(page: PageWords, top: Sequence[int], duplicated: Sequence[int]) -> NgramCounts:
+    """:func:`ngram_counts` of a page's words, from their code points and lengths as
+    corpus/text/page_words.py holds them (no string per word)."""
+    if not page.count or compiled() is None:
+        return ngram_counts(page.words(), top, duplicated, use_numba=False)
+    return _compiled_counts(page.points, page.lengths, top, duplicated)
+
+
+def _compiled_counts(joined: np.ndarray, lengths: np.ndarray, top: Sequence[int],
+                     duplicated: Sequence[int]) -> NgramCounts:
+    top = [n for n in top if lengths.shape[0] >= n]
     ns = np.array([*top, *duplicated], dtype=np.int64)
     kinds = np.array([1] * len(top) + [0] * len(duplicated), dtype=np.int64)
-    found = kernel(joined, lengths, ns, kinds)
+    found = compiled()(joined, lengths, ns, kinds)
     return NgramCounts(dict(zip(top, found[:len(top)].tolist())),
                        dict(zip(duplicated, found[len(top):].tolist())))

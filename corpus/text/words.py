@@ -142,12 +142,12 @@ def split_into_words(text: str) -> tuple[str, ...]:
     empty ones (whitespace tokens) left out, as corpus/text/en_words.py computes them. The last few
     texts' words are kept, so the rules that follow one another on an unchanged page (Gopher
     repetition, then quality) split it once (datatrove keeps five the same way)."""
-    if _by_spacy(text):
+    if by_spacy(text):
         return spacy_words(text)
     return english_words().words(text)
 
 
-def _by_spacy(text: str) -> bool:
+def by_spacy(text: str) -> bool:
     """spaCy itself where asked for (``C4FORGE_WORDS=spacy``) or where it raises and datatrove
     works around it (``IS_ALPHA``)."""
     return os.environ.get(WORDS_VARIABLE) == "spacy" or IS_ALPHA in text
@@ -165,7 +165,7 @@ def count_sentences(text: str) -> int:
     """How many parts datatrove's ``split_into_sentences(text, "eng")`` gives: the sentences
     spaCy's sentencizer finds (one for a text without any), over the splitter's tokens
     (corpus/text/en_words.py ``sentences_among``); by spaCy itself under ``C4FORGE_WORDS=spacy``."""
-    if _by_spacy(text):
+    if by_spacy(text):
         return spacy_sentences(text)
     splitter = english_words()
     return max(1, sentences_among(splitter.tokens(text), splitter.sentence_ends))
