@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from itertools import chain
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -137,31 +138,25 @@ class ChunkTable:
     def _learn(self, text: str, points: np.ndarray, cut: Cut, missing: np.ndarray) -> bool:
         """Work out the page's new chunks with the splitter, add them, and fill in their entries
         in ``cut``; False where the table has no room for them (nothing added then)."""
-        first: dict[str, int] = {}
-        which = np.empty(missing.shape[0], np.int64)  # each missing chunk's place among the new
-        starts, ends = cut.starts.tolist(), cut.ends.tolist()
-        for j, i in enumerate(missing.tolist()):
-            which[j] = first.setdefault(text[starts[i]:ends[i]], len(first))
+        keys = [text[start:end] for start, end in zip(cut.starts[missing].tolist(), cut.ends[missing].tolist())]
+        first = dict.fromkeys(keys)  # the new chunks, in the order met
         base = int(self.used[0])
         if base + len(first) > self.capacity:
             return False
-        at = missing[np.unique(which, return_index=True)[1]]  # the first of each new chunk
-        work_out = self.splitter.work_out
-        counts = np.empty(len(first), np.int64)
-        flags = np.empty(len(first), np.bool_)
-        lengths: list[int] = []
-        for k, string in enumerate(first):
-            tokens, unsafe = work_out(string)
-            sizes = [len(token) for token in tokens]
-            counts[k] = len(sizes)
-            lengths.extend(sizes)
-            flags[k] = unsafe or sum(sizes) != len(string) or 0 in sizes
+        place = {key: k for k, key in enumerate(first)}
+        which = np.fromiter(map(place.__getitem__, keys), dtype=np.int64, count=len(keys))
+        at = missing[np.unique(which, return_index=True)[1]]  # where each new chunk is first met
+        worked = list(map(self.splitter.work_out, first))
+        sizes = [list(map(len, tokens)) for tokens, _ in worked]
+        counts = np.fromiter(map(len, sizes), dtype=np.int64, count=len(sizes))
+        lengths = np.fromiter(chain.from_iterable(sizes), dtype=np.int32, count=int(counts.sum()))
+        unsafe = np.fromiter((flag for _, flag in worked), dtype=np.bool_, count=len(worked))
         key_size = int((cut.ends[at] - cut.starts[at]).sum())
-        self.key_points = _room(self.key_points, int(self.key_starts[self.used[0]]) + key_size)
-        self.token_lengths = _room(self.token_lengths, int(self.token_starts[self.used[0]]) + len(lengths))
-        self.kernels[1](points, cut.starts[at], cut.ends[at], cut.hashes[at], counts,
-                        np.array(lengths, dtype=np.int32), flags, self.slots, self.hashes, self.key_starts,
-                        self.key_points, self.token_starts, self.token_lengths, self.unsafe, self.used)
+        self.key_points = _room(self.key_points, int(self.key_starts[base]) + key_size)
+        self.token_lengths = _room(self.token_lengths, int(self.token_starts[base]) + lengths.shape[0])
+        self.kernels[1](points, cut.starts[at], cut.ends[at], cut.hashes[at], counts, lengths, unsafe, self.slots,
+                        self.hashes, self.key_starts, self.key_points, self.token_starts, self.token_lengths,
+                        self.unsafe, self.used)
         cut.entries[missing] = base + which
         return True
 
@@ -229,7 +224,8 @@ def cut(points, space, slots, hashes, key_starts, key_points):
 def insert(points, starts, ends, found_hashes, counts, lengths, flags, slots, hashes, key_starts, key_points,
            token_starts, token_lengths, unsafe, used):
     """Add new chunks (distinct, none in the table; the arrays have room): their code points,
-    their tokens' lengths, whether their page needs the splitter's whole pass."""
+    their tokens' lengths, whether their page needs the splitter's whole pass (``flags``, or
+    tokens that do not spell the chunk)."""
     taken = 0
     for k in range(starts.shape[0]):
         entry = used[0]
@@ -239,11 +235,15 @@ def insert(points, starts, ends, found_hashes, counts, lengths, flags, slots, ha
             key_points[key_at + j - starts[k]] = points[j]
         key_starts[entry + 1] = key_at + ends[k] - starts[k]
         token_at = token_starts[entry]
+        spelled, empty = 0, False  # the tokens partition the chunk (module doc), or its page goes elsewhere
         for j in range(counts[k]):
             token_lengths[token_at + j] = lengths[taken + j]
+            spelled += lengths[taken + j]
+            empty |= lengths[taken + j] == 0
         taken += counts[k]
         token_starts[entry + 1] = token_at + counts[k]
-        hashes[entry], unsafe[entry] = found_hashes[k], flags[k]
+        hashes[entry] = found_hashes[k]
+        unsafe[entry] = flags[k] or empty or spelled != ends[k] - starts[k]
         slots[-slot - 1] = (np.int64(found_hashes[k] >> np.uint64(32)) << np.int64(32)) | entry
         used[0] = entry + 1
 

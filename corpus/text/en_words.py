@@ -185,6 +185,8 @@ class EnglishWords:
         if tokens is None:
             prefixes, rest, suffixes = self._split_affixes(string, True)
             tokens = (*prefixes, *self._attach(rest, True), *reversed(suffixes))
+        if len(tokens) == 1 and tokens[0] not in self.alone:
+            return tokens, False  # the commonest case of _changed_inside, without the call
         return tokens, self._changed_inside(tokens)
 
     def _letters(self, string: str) -> Optional[tuple[str, ...]]:
