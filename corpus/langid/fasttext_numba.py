@@ -684,6 +684,49 @@ def _best_softmax(hidden, output, nlabels, threshold):
     return best, best_score
 
 
+def _token_rows(word, token, length, h, is_eos, ints, word_bytes, word_starts, word_types, word_table,
+                prune_keys, prune_rows, found):
+    """A token not in the cache: whether it is a label, and its rows written to ``found`` in
+    getLine's order (its word's row, then its n-grams'); returns (is_label, how many)."""
+    wid = _lookup_word(token, length, h, word_bytes, word_starts, word_table)
+    is_label = word_types[wid] == 1 if wid >= 0 else _starts_with(token, length, _LABEL_BYTES)
+    count = 0
+    if not is_label:
+        if wid >= 0:
+            found[0] = wid
+            count = 1
+        if not is_eos:  # initNgrams gives </s> no n-grams; addSubwords none to an unknown </s>
+            word[0], word[1 + length] = 60, 62
+            count = _subword_rows(word, length + 2, ints, prune_keys, prune_rows, found, count)
+    return is_label, count
+
+
+def _rows_buffer(data, maxn):
+    """Room for one token's rows (its word's, its n-grams'), sized by the longest token."""
+    longest, run = 0, 0
+    for k in range(data.shape[0]):
+        run = 0 if _is_separator(data[k]) else run + 1
+        longest = max(longest, run)
+    return np.empty((max(longest, 4) + 2) * max(maxn, 1) + 1, np.int64)
+
+
+def _answer(hidden, rows, ints, output, tree_left, tree_right):
+    """The hidden vector scaled by ``float(1.0 / rows)``, then the loss's best label and its
+    probability (NO_LABEL where no row was added)."""
+    if rows == 0:
+        return np.int64(NO_LABEL), np.float32(0.0)
+    scale = np.float32(1.0 / rows)
+    for j in range(hidden.shape[0]):
+        hidden[j] *= scale
+    if ints[LOSS] == HS:
+        best, score = _best_hs(hidden, output, tree_left, tree_right, ints[NLABELS], np.float32(0.0))
+    else:
+        best, score = _best_softmax(hidden, output, ints[NLABELS], np.float32(0.0))
+    if best < 0:
+        return best, np.float32(0.0)
+    return best, np.float32(math.exp(score))
+
+
 def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_keys, prune_rows,
              dense_input, codes, centroids, norm_codes, norm_centroids, output, tree_left, tree_right,
              table, hashes_seen, byte_starts, token_bytes, row_starts, cached_rows, labels, used):
@@ -694,11 +737,7 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
     hidden = np.zeros(ints[DIM], np.float32)
     word = np.empty(data.shape[0] + 6, np.uint8)  # "<" + token + ">", or "</s>"
     hashes = np.empty(data.shape[0] // 2 + 2, np.uint64)
-    longest, run = 0, 0  # the longest token's bytes: what one token's rows need at most
-    for k in range(data.shape[0]):
-        run = 0 if _is_separator(data[k]) else run + 1
-        longest = max(longest, run)
-    found = np.empty((max(longest, 4) + 2) * max(ints[MAXN], 1) + 1, np.int64)  # its word's row, its n-grams'
+    found = _rows_buffer(data, ints[MAXN])
     rows = np.int64(0)
     nhashes = 0
     i, end = 0, data.shape[0]
@@ -727,16 +766,9 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
                 _add_row(hidden, cached_rows[k], ints, dense_input, codes, centroids, norm_codes, norm_centroids)
             rows += row_starts[entry + 1] - row_starts[entry]
         else:
-            wid = _lookup_word(token, length, h, word_bytes, word_starts, word_table)
-            is_label = word_types[wid] == 1 if wid >= 0 else _starts_with(token, length, _LABEL_BYTES)
-            count = 0
+            is_label, count = _token_rows(word, token, length, h, is_eos, ints, word_bytes, word_starts, word_types,
+                                          word_table, prune_keys, prune_rows, found)
             if not is_label:
-                if wid >= 0:
-                    found[0] = wid
-                    count = 1
-                if not is_eos:  # initNgrams gives </s> no n-grams; addSubwords none to an unknown </s>
-                    word[0], word[1 + length] = 60, 62
-                    count = _subword_rows(word, length + 2, ints, prune_keys, prune_rows, found, count)
                 for k in range(count):
                     _add_row(hidden, found[k], ints, dense_input, codes, centroids, norm_codes, norm_centroids)
                 rows += count
@@ -751,23 +783,12 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
     if ints[WORD_NGRAMS] > 1:
         rows += _add_word_ngrams(hidden, hashes, nhashes, ints, prune_keys, prune_rows, dense_input, codes,
                                  centroids, norm_codes, norm_centroids)
-    if rows == 0:
-        return np.int64(NO_LABEL), np.float32(0.0)
-    scale = np.float32(1.0 / rows)
-    for j in range(hidden.shape[0]):
-        hidden[j] *= scale
-    if ints[LOSS] == HS:
-        best, score = _best_hs(hidden, output, tree_left, tree_right, ints[NLABELS], np.float32(0.0))
-    else:
-        best, score = _best_softmax(hidden, output, ints[NLABELS], np.float32(0.0))
-    if best < 0:
-        return best, np.float32(0.0)
-    return best, np.float32(math.exp(score))
+    return _answer(hidden, rows, ints, output, tree_left, tree_right)
 
 
 _KERNELS = ("_sign_extended", "_fnv_step", "_lookup_word", "_pruned_row", "_push_hash", "_add_row",
-            "_subword_rows", "_cached_entry", "_remember", "_add_word_ngrams", "_starts_with", "_is_separator", "_std_log", "_dot_row", "_best_hs",
-            "_best_softmax", "_predict")
+            "_subword_rows", "_cached_entry", "_remember", "_add_word_ngrams", "_starts_with", "_is_separator",
+            "_token_rows", "_std_log", "_dot_row", "_best_hs", "_best_softmax", "_rows_buffer", "_answer", "_predict")
 
 
 @functools.lru_cache(maxsize=1)
