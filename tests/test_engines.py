@@ -106,6 +106,20 @@ def same_command(processes, command: list) -> list:
     return found
 
 
+def listeners(port: int) -> set:
+    """The pids listening on TCP ``port`` now (None for another user's process)."""
+    return {c.pid for c in psutil.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}
+
+
+def ours_listening(port: int, processes=()) -> set:
+    """The pids among ``processes`` and this test process's descendants that listen on ``port``.
+    Not ``port_open``: once a service is gone, its ephemeral port may be bound by anyone (a gRPC
+    server of the other test worker took one in CI), or a connect may meet itself."""
+    ours = {p.pid for p in processes} | {p.pid for p in psutil.Process().children(recursive=True)}
+    return listeners(port) & ours
+
+
 def java_children(root: psutil.Process = None) -> list:
     """The Java processes under ``root`` (default: this test process), alive."""
     root = root or psutil.Process()
@@ -308,10 +322,12 @@ def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_p
     with pytest.raises(RuntimeError, match="boom"):
         with FlinkCluster(str(tmp_path / "a"), taskmanagers=1, slots=1) as cluster:
             port = int(cluster.master.rsplit(":", 1)[1])
-            assert port_open(port) and len(java_children()) == 2
+            flink = java_children()
+            assert port_open(port) and len(flink) == 2
+            assert ours_listening(port, flink)
             raise RuntimeError("boom")
-    assert not port_open(port)
-    assert not java_children()
+    assert not alive(flink) and not java_children()
+    assert not ours_listening(port, flink)
 
     script = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
               "from c4forge.pipelines.engines.clusters.spark import SparkCluster\n"
@@ -330,7 +346,7 @@ def test_clusters_stop_every_process_on_failure_and_when_their_parent_dies(tmp_p
     while time.monotonic() < deadline and alive(jvms):
         time.sleep(0.5)
     assert not alive(jvms)
-    assert not port_open(ui_port)
+    assert not ours_listening(ui_port, jvms)
 
 
 def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
@@ -351,7 +367,7 @@ def test_cluster_command_serves_a_master_for_its_lifetime_and_stops(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert not alive(jvms) and not port_open(int(master.rsplit(":", 1)[1]))
+    assert not alive(jvms) and not ours_listening(int(master.rsplit(":", 1)[1]), jvms)
 
     assert not list(tmp_path.glob("c4forge-flink-cluster-*"))  # its logs and spill files went with it
     proc = subprocess.Popen([*command, "spark", "--cores", "1", "--minutes", "10"],

@@ -463,16 +463,20 @@ def _lookup_word(token, length, h, word_bytes, word_starts, word_table):
         wid = word_table[slot]
         if wid == -1:
             return -1
-        start = word_starts[wid]
-        if word_starts[wid + 1] - start == length:
-            same = True
-            for k in range(length):
-                if word_bytes[start + k] != token[k]:
-                    same = False
-                    break
-            if same:
-                return wid
+        if _same_bytes(token, length, word_bytes, word_starts, wid):
+            return wid
         slot = np.int64((np.uint64(slot) + np.uint64(1)) % size)
+
+
+def _same_bytes(token, length, stored, starts, entry):
+    """Whether the bytes ``stored[starts[entry]:starts[entry + 1]]`` are ``token[:length]``."""
+    start = starts[entry]
+    if starts[entry + 1] - start != length:
+        return False
+    for k in range(length):
+        if stored[start + k] != token[k]:
+            return False
+    return True
 
 
 def _pruned_row(bucket_id, prune_keys, prune_rows):
@@ -553,16 +557,8 @@ def _cached_entry(h, token, length, table, hashes, byte_starts, token_bytes):
         entry = table[slot]
         if entry == -1:
             return -slot - 1
-        if hashes[entry] == h:
-            start = byte_starts[entry]
-            if byte_starts[entry + 1] - start == length:
-                same = True
-                for k in range(length):
-                    if token_bytes[start + k] != token[k]:
-                        same = False
-                        break
-                if same:
-                    return np.int64(entry)
+        if hashes[entry] == h and _same_bytes(token, length, token_bytes, byte_starts, entry):
+            return np.int64(entry)
         slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
 
 
@@ -786,7 +782,7 @@ def _predict(data, ints, word_bytes, word_starts, word_types, word_table, prune_
     return _answer(hidden, rows, ints, output, tree_left, tree_right)
 
 
-_KERNELS = ("_sign_extended", "_fnv_step", "_lookup_word", "_pruned_row", "_push_hash", "_add_row",
+_KERNELS = ("_sign_extended", "_fnv_step", "_same_bytes", "_lookup_word", "_pruned_row", "_push_hash", "_add_row",
             "_subword_rows", "_cached_entry", "_remember", "_add_word_ngrams", "_starts_with", "_is_separator",
             "_token_rows", "_std_log", "_dot_row", "_best_hs", "_best_softmax", "_rows_buffer", "_answer", "_predict")
 

@@ -56,9 +56,16 @@ class PageWords(NamedTuple):
         return int(kernels[6](self.points, self.lengths, targets, sizes))
 
 
-@functools.cache
+_chunk_tables: list[ChunkTable] = []
+
+
 def chunk_table() -> ChunkTable:
-    return ChunkTable(english_words())
+    """This process's table of the chunks seen, for the splitter ``english_words()`` gives now:
+    a new one when that splitter is (its rules reloaded, or found damaged: its error, each page)."""
+    splitter = english_words()
+    if not _chunk_tables or _chunk_tables[0].splitter is not splitter:
+        _chunk_tables[:] = [ChunkTable(splitter)]
+    return _chunk_tables[0]
 
 
 @functools.lru_cache(maxsize=4)
