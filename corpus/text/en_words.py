@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from c4forge.core.io import atomic_write
+from c4forge.corpus.text.suffixes import SuffixSearch
 
 RULES_FILE = Path(__file__).parents[1] / "data" / "spacy-en-tokenizer.json"
 
@@ -128,6 +129,9 @@ class EnglishWords:
         token_match, url_match = compiled(rules.token_match), compiled(rules.url_match)
         self.prefix_search: Optional[Callable] = prefix.search if prefix else None
         self.suffix_search: Optional[Callable] = suffix.search if suffix else None
+        # the same lengths, from the branches that can end with the last character (suffixes.py)
+        self.suffix_length: Optional[Callable[[str], int]] = \
+            SuffixSearch(suffix.pattern, suffix.flags).length if suffix else None
         self.infix_finditer: Optional[Callable] = infix.finditer if infix else None
         self.token_match: Optional[Callable] = token_match.match if token_match else None
         self.url_match: Optional[Callable] = url_match.match if url_match else None
@@ -154,8 +158,7 @@ class EnglishWords:
         return match.end() - match.start() if match is not None else 0
 
     def _suffix(self, string: str) -> int:
-        match = self.suffix_search(string) if self.suffix_search is not None else None
-        return match.end() - match.start() if match is not None else 0
+        return self.suffix_length(string) if self.suffix_length is not None else 0
 
     def _infixes(self, string: str) -> list:
         return list(self.infix_finditer(string)) if self.infix_finditer is not None else []
