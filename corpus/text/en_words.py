@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from c4forge.core.io import atomic_write
-from c4forge.corpus.text.suffixes import SuffixSearch
+from c4forge.corpus.text.affix_search import InfixSearch, SuffixSearch
 
 RULES_FILE = Path(__file__).parents[1] / "data" / "spacy-en-tokenizer.json"
 
@@ -128,11 +128,12 @@ class EnglishWords:
         prefix, suffix, infix = compiled(rules.prefix), compiled(rules.suffix), compiled(rules.infix)
         token_match, url_match = compiled(rules.token_match), compiled(rules.url_match)
         self.prefix_search: Optional[Callable] = prefix.search if prefix else None
-        self.suffix_search: Optional[Callable] = suffix.search if suffix else None
-        # the same lengths, from the branches that can end with the last character (suffixes.py)
+        # the suffix's length and the infixes as the patterns' search and finditer give them,
+        # asked only where a match can be (corpus/text/affix_search.py)
         self.suffix_length: Optional[Callable[[str], int]] = \
             SuffixSearch(suffix.pattern, suffix.flags).length if suffix else None
-        self.infix_finditer: Optional[Callable] = infix.finditer if infix else None
+        self.infix_list: Optional[Callable[[str], list]] = \
+            InfixSearch(infix.pattern, infix.flags).finditer if infix else None
         self.token_match: Optional[Callable] = token_match.match if token_match else None
         self.url_match: Optional[Callable] = url_match.match if url_match else None
         self.rules: dict[str, tuple[str, ...]] = dict(rules.rules)
@@ -161,7 +162,7 @@ class EnglishWords:
         return self.suffix_length(string) if self.suffix_length is not None else 0
 
     def _infixes(self, string: str) -> list:
-        return list(self.infix_finditer(string)) if self.infix_finditer is not None else []
+        return self.infix_list(string) if self.infix_list is not None else []
 
     def chunk(self, string: str, specials: bool = True) -> tuple[str, ...]:
         """The tokens of one span between whitespace (``_tokenize``), cached per process (the

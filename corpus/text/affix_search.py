@@ -1,11 +1,10 @@
-"""spaCy's suffix search asked only of the branches that can end with the string's last
-character, from its last few characters: the same length, faster.
+"""spaCy's suffix and infix searches, exact and faster: asked only where a match can be.
 
-spaCy's English suffix pattern is one alternation of 82 branches, each ending in ``$``, and
-``re.search`` tries every branch at every position of the string (5.2 us a chunk on the shared
-crawl's chunks that reach the regexes). In a string without a newline ``$`` matches only at
-its end, so every match ends there: its last character is the string's, and its length is
-``len(string) - start`` whichever branch matched. So, exactly:
+**Suffixes.** spaCy's English suffix pattern is one alternation of 82 branches, each ending in
+``$``, and ``re.search`` tries every branch at every position of the string (5.2 us a chunk on
+the shared crawl's chunks that reach the regexes). In a string without a newline ``$`` matches
+only at its end, so every match ends there: its last character is the string's, and its length
+is ``len(string) - start`` whichever branch matched. So, exactly:
 
 - a branch whose match must end with a character from a set (read from its parsed form:
   ``'s$`` ends with ``s``, ``(?<=[0-9])(?:km|kg)$`` with ``m`` or ``g``, ``\\.\\.+$`` with
@@ -17,8 +16,15 @@ its end, so every match ends there: its last character is the string's, and its 
   and ``^`` see the whole string, so the search starts there and finds the same leftmost match.
 
 A string holding a newline, or a pattern this cannot cut into branches ending in ``$`` (its
-own flags, a verbose pattern), is asked of the whole pattern. tests/test_en_words.py compares
-the two on every chunk of the shared crawl and on edge strings.
+own flags, a verbose pattern), is asked of the whole pattern.
+
+**Infixes.** Every match of spaCy's infix pattern starts with one of a few characters
+(``.`` ``…`` ``-`` ``,`` ``:`` ``/``, symbols...): a string holding none of them has no infix,
+and most chunks between their affixes are such (3.4 us a search). Where the pattern could
+match nothing or start with any character, every string is searched.
+
+tests/test_affix_search.py compares both with the whole patterns on every chunk of the shared
+crawl, on edge strings and on synthetic patterns.
 """
 from __future__ import annotations
 
@@ -69,7 +75,16 @@ REPEATS = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSE
 
 def last_characters(items) -> Optional[frozenset]:
     """The characters a match of the parsed ``items`` can end with, or ANY where not known."""
-    for op, av in reversed(list(items)):
+    return edge_characters(items, last=True)
+
+
+def first_characters(items) -> Optional[frozenset]:
+    """The characters a match of the parsed ``items`` can start with, or ANY where not known."""
+    return edge_characters(items, last=False)
+
+
+def edge_characters(items, last: bool) -> Optional[frozenset]:
+    for op, av in (reversed(list(items)) if last else items):
         if op in ZERO_WIDTH:
             continue  # consumes nothing: the character before it is still the last
         if op is sre_parse.LITERAL:
@@ -78,18 +93,18 @@ def last_characters(items) -> Optional[frozenset]:
             return _class_characters(av)
         if op is sre_parse.SUBPATTERN:
             _, add_flags, del_flags, inner = av
-            return last_characters(inner) if not (add_flags or del_flags) and inner.getwidth()[0] else ANY
+            return edge_characters(inner, last) if not (add_flags or del_flags) and inner.getwidth()[0] else ANY
         if op is sre_parse.BRANCH:
             found: set = set()
             for branch in av[1]:
-                ends = last_characters(branch) if branch.getwidth()[0] else ANY
+                ends = edge_characters(branch, last) if branch.getwidth()[0] else ANY
                 if ends is ANY:
                     return ANY
                 found |= ends
             return frozenset(found)
         if op in REPEATS:
             low, _, inner = av
-            return last_characters(inner) if low >= 1 and inner.getwidth()[0] else ANY
+            return edge_characters(inner, last) if low >= 1 and inner.getwidth()[0] else ANY
         return ANY
     return ANY  # matches nothing, or only zero-width items
 
@@ -169,3 +184,22 @@ class SuffixSearch:
             return 0
         match = group.search(string, max(0, len(string) - group.width))
         return len(string) - match.start() if match is not None else 0
+
+
+class InfixSearch:
+    """``finditer(s)``: ``list(re.compile(pattern, flags).finditer(s))``; at once ``[]`` for a
+    string holding no character a match can start with."""
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.whole = re.compile(pattern, flags)
+        try:
+            parsed = sre_parse.parse(pattern, flags)
+            cased = parsed.state.flags & re.IGNORECASE  # a letter's other case starts a match too
+            self.starts = None if cased else first_characters(parsed)
+        except (re.error, AttributeError, TypeError, IndexError, RecursionError):
+            self.starts = None
+
+    def finditer(self, string: str) -> list:
+        if self.starts is not None and self.starts.isdisjoint(string):
+            return []
+        return list(self.whole.finditer(string))
