@@ -347,8 +347,11 @@ def measure_scale(scale: int, inputs: list[str], repeats: int, badwords: str, sy
 
 def versions() -> dict[str, str]:
     def version(python: Path, package: str) -> str:
-        out = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
-                             capture_output=True, text=True)
+        try:
+            out = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+                                 capture_output=True, text=True)
+        except OSError:  # its venv is absent (make peers): its rows are left out
+            return "not installed"
         return out.stdout.strip() or "not installed"
 
     return {"c4forge": harness.commit(), "c4forge-rules": harness.commit(), "datatrove": version(Path(harness.peers_python()), "datatrove"),

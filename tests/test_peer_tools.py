@@ -78,3 +78,13 @@ def test_dolma_writes_every_attribute_its_mix_reads(tmp_path):
         # a has_* flag or a PII span is written only where it is found
         assert {a for a in wanted if "__has_" not in a and "pii" not in a} <= written, rules
         assert 0 < len(result["kept"]) < 171
+
+
+def test_the_versions_of_peers_whose_venv_is_absent_are_not_installed(monkeypatch, tmp_path):
+    """`make bench` without `make peers`: an absent venv is "not installed" (its rows left
+    out), not a FileNotFoundError from the versions line (it was, in `run_all.py --quick`)."""
+    monkeypatch.setattr(peers, "CURATOR_PYTHON", tmp_path / "no-venv" / "bin" / "python")
+    monkeypatch.setattr(peers, "DOLMA", tmp_path / "no-venv" / "bin" / "dolma")
+    found = peers.versions()
+    assert found["curator"] == "not installed" and found["dolma"] == "not installed"
+    assert found["c4forge"]
