@@ -114,8 +114,8 @@ def listeners(port: int) -> set:
 
 def ours_listening(port: int, processes=()) -> set:
     """The pids among ``processes`` and this test process's descendants that listen on ``port``.
-    Not ``port_open``: once a service is gone, its ephemeral port may be bound by anyone (a gRPC
-    server of the other test worker took one in CI), or a connect may meet itself."""
+    Not ``port_open``: once a service is gone, its ephemeral port may be bound by anyone (another
+    test worker's server), or a connect may meet itself; CI once found the freed port open."""
     ours = {p.pid for p in processes} | {p.pid for p in psutil.Process().children(recursive=True)}
     return listeners(port) & ours
 

@@ -84,9 +84,10 @@ def first_characters(items) -> Optional[frozenset]:
 
 
 def edge_characters(items, last: bool) -> Optional[frozenset]:
+    """The characters a match of ``items`` can end (``last``) or start with, or ANY."""
     for op, av in (reversed(list(items)) if last else items):
         if op in ZERO_WIDTH:
-            continue  # consumes nothing: the character before it is still the last
+            continue  # consumes nothing: the next item inwards gives the edge character
         if op is sre_parse.LITERAL:
             return frozenset(chr(av))
         if op is sre_parse.IN:
@@ -123,7 +124,7 @@ def _class_characters(items) -> Optional[frozenset]:
 
 class Group(NamedTuple):
     search: Callable[[str, int], Optional[re.Match]]  # the compiled branches' ``search``
-    width: int  # the most characters they match (len of the string where unbounded)
+    width: int  # the most characters they match (unbounded: huge, so the search starts at 0)
 
 
 class SuffixSearch:
