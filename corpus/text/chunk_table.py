@@ -29,6 +29,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from c4forge.core.jit import njit, numba_available
 from c4forge.corpus.text.en_words import stripped
 
 UNICODE = 0x110000
@@ -338,11 +339,8 @@ def present(points, lengths, targets, target_lengths):
 @functools.lru_cache(maxsize=1)
 def compiled() -> Optional[tuple]:
     """The kernels (``_KERNELS``, in that order) compiled (cached on disk), or None without numba."""
-    try:
-        import numba  # lazy: numba, and its compile, only where a rule first counts words
-    except ImportError:  # pragma: no cover - numba is a dependency
+    if not numba_available():
         return None
-    jit = numba.njit(cache=True)
-    for name in _HELPERS:
-        globals()[name] = jit(globals()[name])
-    return tuple(jit(globals()[name]) for name in _KERNELS)
+    for name in _HELPERS:  # called per chunk: without reference counts (c4forge/core/jit.py)
+        globals()[name] = njit(globals()[name], counted=False)
+    return tuple(njit(globals()[name]) for name in _KERNELS)

@@ -10,22 +10,22 @@ from typing import Optional
 
 import numpy as np
 
+from c4forge.core.jit import njit, numba_available
+
 _BASE = 1_000_003
 _HELPERS = ("_prefix_hashes", "_first_seen", "_same", "_top", "_repeated")
+_UNCOUNTED = ("_same",)  # allocates nothing
 
 
 @functools.lru_cache(maxsize=1)
 def compiled() -> Optional[object]:
     """:func:`counts` compiled, with the helpers it calls (compiled first: numba resolves them
     as this module's globals), or None where numba is missing."""
-    try:
-        import numba  # lazy: numba, and its compile, only when a rule first counts n-grams
-    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
+    if not numba_available():
         return None
-    jit = numba.njit(cache=True, nogil=True)
-    for name in _HELPERS:
-        globals()[name] = jit(globals()[name])
-    return jit(counts)
+    for name in _HELPERS:  # _same, called per repeated hash, without reference counts (c4forge/core/jit.py)
+        globals()[name] = njit(globals()[name], counted=name not in _UNCOUNTED, nogil=True)
+    return njit(counts, nogil=True)
 
 
 def counts(joined, lengths, ns, kinds):
