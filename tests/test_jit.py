@@ -11,6 +11,7 @@ import sys
 
 CHILD = r'''
 import json
+import numpy as np
 from c4forge.core.jit import counts_references
 from c4forge.corpus.langid import fasttext_numba
 from c4forge.corpus.langid.lid176 import compiled_predictor
@@ -18,8 +19,7 @@ from c4forge.corpus.text import chunk_table, ngram_kernels, page_words
 
 assert compiled_predictor().predict("a few words of English text") is not None
 page_words.page_words("Words, words and more words (plenty of them) for the table.")
-ngram_kernels.compiled()(__import__("numpy").arange(12, dtype="uint32"), __import__("numpy").full(4, 3),
-                         __import__("numpy").array([2, 2]), __import__("numpy").array([0, 1]))
+ngram_kernels.compiled()(np.arange(12, dtype=np.uint32), np.full(4, 3), np.array([2, 2]), np.array([0, 1]))
 dispatchers = {f"fasttext_numba.{name}": getattr(fasttext_numba, name) for name in fasttext_numba._KERNELS}
 dispatchers.update({f"chunk_table.{name}": kernel for name, kernel in zip(chunk_table._KERNELS, chunk_table.compiled())})
 dispatchers["chunk_table._find"] = chunk_table._find

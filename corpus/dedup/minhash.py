@@ -36,6 +36,7 @@ from typing import Optional
 
 import numpy as np
 
+from c4forge.core.jit import njit, numba_available
 from c4forge.core.settings import NON_NEGATIVE_INT, POSITIVE_INT, UNIT_INTERVAL, setting
 
 _MASK64 = (1 << 64) - 1
@@ -150,14 +151,10 @@ def separator_kernel():
 
 def _compiled(function):
     """``function`` compiled by numba (cached on disk), or None where numba is missing (the
-    identical numpy path runs). Imported on first use, not with this module: numba's import
-    costs 0.35-0.6 CPU s, which every process reading ``corpus.config`` (every CLI command,
-    every engine worker) paid whether or not it computed a signature."""
-    try:
-        import numba  # lazy: numba, and its compile, only when a signature is first asked for
-    except ImportError:  # pragma: no cover - numba is a dependency; the fallback is for platforms without wheels
-        return None
-    return numba.njit(cache=True, nogil=True)(function)
+    identical numpy path runs). numba is imported on first use (c4forge/core/jit.py), not with
+    this module: every process reading ``corpus.config`` (every CLI command, every engine
+    worker) would pay its import whether or not it computed a signature."""
+    return njit(function, nogil=True) if numba_available() else None
 
 
 def normalize(text: str) -> str:
